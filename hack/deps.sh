@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what building, testing and the demo need on a fresh Debian 12 machine:
+# Debian packages, then the pinned third-party tools built from the Go module proxy
+# into bin/. Idempotent: a tool already built at its pinned version is kept.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=$top/bin
+mkdir -p "$bin"
+
+pkgs=(nftables busybox-static libseccomp-dev pkg-config iproute2 conntrack containernetworking-plugins gcc make git)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "deps: need root to install Debian packages: ${missing[*]}" >&2
+		exit 1
+	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ -x /usr/bin/containerd-shim-runc-v2 ]; then
+	echo "deps: warning: /usr/bin/containerd-shim-runc-v2 exists (Debian's containerd 1.6?); gensee's tests put bin/ first on PATH" >&2
+fi
+
+# build NAME MODULE-DIR PACKAGE [extra go flags...]
+build() {
+	local name=$1 dir=$2 pkg=$3; shift 3
+	local stamp=$bin/.$name.stamp sum
+	sum=$(cat "$top/integration/tools/$dir/go.mod" "$top/integration/tools/$dir/go.sum" | sha256sum | cut -c1-16)
+	if [ -x "$bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
+		return
+	fi
+	echo "deps: building $name"
+	(cd "$top/integration/tools/$dir" && GOFLAGS=-mod=mod go build "$@" -o "$bin/$name" "$pkg")
+	echo "$sum" >"$stamp"
+}
+build containerd containerd github.com/containerd/containerd/v2/cmd/containerd
+build ctr containerd github.com/containerd/containerd/v2/cmd/ctr
+build containerd-shim-runc-v2 containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+CGO_ENABLED=1 build runc runc github.com/opencontainers/runc -tags seccomp
+build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl
+build staticcheck staticcheck honnef.co/go/tools/cmd/staticcheck
+echo "deps: ok ($bin)"

@@ -1,0 +1,84 @@
+package spec
+
+import "time"
+
+// Schema identifiers and DSSE payload types. A document whose schema or
+// envelope payloadType differs is refused.
+const (
+	SchemaCatalog     = "gensee.catalog/v1"
+	SchemaInference   = "gensee.inference/v1"
+	SchemaObservation = "gensee.observation/v1"
+	SchemaManifest    = "gensee.manifest/v1"
+	SchemaEvent       = "gensee.event/v1"
+
+	PayloadTypeCatalog   = "application/vnd.gensee.catalog.v1+json"
+	PayloadTypeInference = "application/vnd.gensee.inference.v1+json"
+)
+
+// Catalog is the signed payload an operator publishes: approved contracts,
+// delegated analyzers, caller selectors and their routes.
+type Catalog struct {
+	Schema    string              `json:"schema"`
+	Version   uint64              `json:"version"`
+	IssuedAt  time.Time           `json:"issued_at"`
+	ExpiresAt time.Time           `json:"expires_at"`
+	Contracts map[string]Contract `json:"contracts"`
+	Analyzers []Analyzer          `json:"analyzers"`
+	Selectors []Selector          `json:"selectors"`
+}
+
+// Analyzer is a delegated classifier: which models it may speak for, the key
+// that signs its inferences, and the classes it may name.
+type Analyzer struct {
+	ID              string   `json:"id"`
+	Models          []string `json:"models"`
+	PublicKey       string   `json:"public_key"` // 64 hex chars, ed25519
+	Classes         []string `json:"classes"`
+	MinConfidenceBP int      `json:"min_confidence_bp"`
+	MinMarginBP     int      `json:"min_margin_bp"`
+	MaxLifetime     string   `json:"max_lifetime"` // Go duration: expires_at - issued_at may not exceed it
+}
+
+// Selector matches trusted facts about the caller exactly and routes
+// inferred classes to contract ids.
+type Selector struct {
+	ID          string            `json:"id"`
+	Match       SelectorMatch     `json:"match"`
+	Routes      map[string]string `json:"routes"`
+	SafeDefault string            `json:"safe_default,omitempty"`
+}
+
+// SelectorMatch lists the trusted facts a selector requires. Every field that
+// is set must equal the fact exactly; empty fields are not compared, but at
+// least one must be set.
+type SelectorMatch struct {
+	ContainerdNamespace string `json:"containerd_namespace,omitempty"`
+	Runtime             string `json:"runtime,omitempty"`
+	K8sNamespace        string `json:"k8s_namespace,omitempty"`
+}
+
+// Inference is an analyzer's signed classification of one observation.
+type Inference struct {
+	Schema            string      `json:"schema"`
+	Analyzer          string      `json:"analyzer"`
+	Model             string      `json:"model"`
+	ObservationDigest string      `json:"observation_digest"` // "sha256:<hex>"
+	Candidates        []Candidate `json:"candidates"`
+	IssuedAt          time.Time   `json:"issued_at"`
+	ExpiresAt         time.Time   `json:"expires_at"`
+}
+
+// Candidate is one ranked class with its confidence in basis points (0..10000).
+type Candidate struct {
+	Class        string `json:"class"`
+	ConfidenceBP int    `json:"confidence_bp"`
+}
+
+// Observation is what the runtime itself derives from a bundle at Create.
+type Observation struct {
+	Schema           string `json:"schema"`
+	UID              uint32 `json:"uid"`
+	GID              uint32 `json:"gid"`
+	ExecutableSHA256 string `json:"executable_sha256"` // hex
+	CommandDigest    string `json:"command_digest"`    // "sha256:<hex>"
+}

@@ -1,0 +1,68 @@
+package spec
+
+// Network modes of a contract.
+const (
+	NetworkDenyAll    = "deny_all"
+	NetworkAllowExact = "allow_exact"
+)
+
+// Loopback policies of a contract's network section.
+const (
+	LoopbackDeny  = "deny"
+	LoopbackAllow = "allow"
+)
+
+// Protocols an allow_exact tuple may name.
+const (
+	ProtoTCP    = "tcp"
+	ProtoUDP    = "udp"
+	ProtoICMP   = "icmp"
+	ProtoICMPv6 = "icmpv6"
+)
+
+// Product classes (DESIGN §4).
+const (
+	ClassBlob                = "blob"
+	ClassBlobSet             = "blob_set"
+	ClassDirectoryTree       = "directory_tree"
+	ClassWorkspacePatch      = "workspace_patch"
+	ClassStructuredResult    = "structured_result"
+	ClassEnvironmentSnapshot = "environment_snapshot"
+)
+
+// Contract is one approved contract inside a catalog. It names what the
+// container may reach and what it is expected to produce.
+type Contract struct {
+	ID        string    `json:"id"`
+	Version   int64     `json:"version"`
+	Network   Network   `json:"network"`
+	Workspace string    `json:"workspace,omitempty"` // absolute path in the container; default "/"
+	Deadline  string    `json:"deadline,omitempty"`  // Go duration, e.g. "15m"; empty: none
+	Products  []Product `json:"products,omitempty"`
+}
+
+// Network is a contract's outbound network authority.
+type Network struct {
+	Mode     string      `json:"mode"`               // deny_all | allow_exact
+	Allow    []AllowRule `json:"allow,omitempty"`    // only with allow_exact
+	Loopback string      `json:"loopback,omitempty"` // deny (default) | allow
+}
+
+// AllowRule is one exact outbound tuple: a single IP address, a protocol
+// and, for tcp and udp, a single port.
+type AllowRule struct {
+	IP    string `json:"ip"`
+	Proto string `json:"proto"`
+	Port  int    `json:"port,omitempty"`
+}
+
+// Product declares one output the gate checks at task exit.
+type Product struct {
+	Class         string   `json:"class"`
+	Slot          string   `json:"slot"` // relative to the workspace
+	MaxEntries    int64    `json:"max_entries,omitempty"`
+	MaxBytes      int64    `json:"max_bytes,omitempty"`
+	Modes         []string `json:"modes,omitempty"` // octal permission strings, e.g. "0644"
+	MaxDepth      int      `json:"max_depth,omitempty"`
+	AllowSymlinks bool     `json:"allow_symlinks,omitempty"`
+}
