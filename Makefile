@@ -1,0 +1,45 @@
+# Gensee — containerd shim v2 with a kernel-enforced boundary per container.
+# `make help` lists the targets. Root is needed for deps, test, demo, bench.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/gensee/gensee/internal/version.Version=$(VERSION) \
+	-X github.com/containerd/containerd/v2/version.Version=gensee-$(VERSION)
+export GOFLAGS ?= -mod=mod
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help deps build test unit fuzz bench demo lint clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+deps: ## install Debian packages and build the pinned tools into bin/ (root)
+	./hack/deps.sh
+
+build: ## build bin/gensee and bin/containerd-shim-gensee-v2
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
+
+lint: ## go vet and staticcheck
+	$(GO) vet ./...
+	$(BIN)/staticcheck ./...
+
+test: deps build lint ## everything: unit, root kernel tests and integration (root)
+	GENSEE_ROOT_TESTS=1 GENSEE_BIN=$(BIN) $(GO) test -count=1 -timeout 25m -p 1 ./...
+
+unit: ## tests that need neither root nor the kernel
+	$(GO) test -count=1 ./...
+
+fuzz: ## run every fuzz target for a short time
+	./hack/fuzz.sh 10s
+
+bench: deps build ## benchmarks against their peers (root); prints ratios
+	./hack/bench.sh
+
+demo: deps build ## a private containerd running one admitted and one refused container (root)
+	./hack/demo.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,131 @@
+package integration
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// stop tears the environment down and then checks that nothing is left:
+// no task, shim, mount, gensee table or cgroup of the test.
+func (e *env) stop() {
+	t := e.t
+	if e.daemon != nil {
+		for ns := range e.imported {
+			e.removeAll(ns)
+		}
+		e.daemon.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { e.daemon.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			syscall.Kill(-e.daemon.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	e.killShims()
+	for _, m := range mountsUnder(e.dir) {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+			t.Errorf("leak: mount %s left and not unmountable: %v", m, err)
+		} else {
+			t.Errorf("leak: mount %s was left behind", m)
+		}
+	}
+	if t.Failed() {
+		if log, err := os.ReadFile(filepath.Join(e.dir, "containerd.log")); err == nil {
+			t.Logf("containerd log (tail):\n%s", tail(log, 6000))
+		}
+	}
+	if os.Getenv("GENSEE_KEEP") == "" {
+		os.RemoveAll(e.dir)
+	}
+	if tables := hostTables(); len(tables) > 0 {
+		t.Errorf("leak: gensee tables in the host netns: %v", tables)
+	}
+	for ns := range e.imported {
+		if p, ok := cgroupDir(ns); ok {
+			if ents, _ := os.ReadDir(p); len(ents) > 0 {
+				var names []string
+				for _, en := range ents {
+					if en.IsDir() {
+						names = append(names, en.Name())
+					}
+				}
+				if len(names) > 0 {
+					t.Errorf("leak: cgroups left under %s: %v", p, names)
+				}
+			}
+			os.Remove(p)
+		}
+	}
+}
+
+// removeAll kills and deletes every task and container of namespace ns.
+func (e *env) removeAll(ns string) {
+	out, _ := e.ctrErr(ns, "tasks", "ls", "-q")
+	for _, id := range strings.Fields(out) {
+		e.ctrErr(ns, "tasks", "kill", "-a", "-s", "SIGKILL", id)
+		e.ctrErr(ns, "tasks", "delete", "-f", id)
+	}
+	out, _ = e.ctrErr(ns, "containers", "ls", "-q")
+	for _, id := range strings.Fields(out) {
+		e.ctrErr(ns, "containers", "delete", id)
+	}
+}
+
+// killShims ends any shim of this daemon still running.
+func (e *env) killShims() {
+	ents, _ := os.ReadDir("/proc")
+	for _, en := range ents {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(cmdline), "containerd-shim") && strings.Contains(string(cmdline), e.sock) {
+			e.t.Errorf("leak: shim %s still running after the daemon stopped: %q", en.Name(), strings.ReplaceAll(string(cmdline), "\x00", " "))
+			if pid, err := strconv.Atoi(en.Name()); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// mountsUnder lists mount points below dir, deepest first.
+func mountsUnder(dir string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ms []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			ms = append(ms, fields[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ms)))
+	return ms
+}
+
+// hostTables lists gensee tables in the host netns.
+func hostTables() []string {
+	out, _ := exec.Command("nft", "list", "tables").Output()
+	var ts []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "gensee") {
+			ts = append(ts, strings.TrimSpace(l))
+		}
+	}
+	return ts
+}

@@ -1,0 +1,145 @@
+// Package testimage builds the small OCI image the integration tests and the
+// demo import: Debian's busybox-static, the probe program, and a few
+// directories. No registry is involved.
+package testimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// Name is the image reference the archive carries.
+const Name = "docker.io/gensee/test:latest"
+
+// Env is the image's environment; with it, ctr's spec env is predictable.
+var Env = []string{"PATH=/bin"}
+
+// busyboxApplets are linked to busybox under /bin.
+var busyboxApplets = []string{"sh", "cat", "echo", "ls", "mkdir", "nc", "sleep", "env", "rm", "mkfifo", "ln", "touch", "printf", "true", "false", "dd", "wget", "chmod", "id"}
+
+// Options say where the binaries come from.
+type Options struct {
+	Busybox string // path to a static busybox, e.g. /bin/busybox
+	Probe   string // path to the static probe binary
+	Extra   map[string][]byte
+}
+
+type file struct {
+	name, link string
+	mode       int64
+	data       []byte
+	dir        bool
+}
+
+// Write writes an OCI image layout archive to path.
+func Write(path string, o Options) error {
+	bb, err := os.ReadFile(o.Busybox)
+	if err != nil {
+		return fmt.Errorf("read busybox: %w", err)
+	}
+	probe, err := os.ReadFile(o.Probe)
+	if err != nil {
+		return fmt.Errorf("read probe: %w", err)
+	}
+	files := []file{
+		{name: "bin/", dir: true, mode: 0o755}, {name: "etc/", dir: true, mode: 0o755},
+		{name: "tmp/", dir: true, mode: 0o1777}, {name: "workspace/", dir: true, mode: 0o755},
+		{name: "bin/busybox", mode: 0o755, data: bb}, {name: "bin/probe", mode: 0o755, data: probe},
+		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/:/bin/sh\n")},
+		{name: "etc/base.txt", mode: 0o644, data: []byte("from the image\n")},
+	}
+	for _, a := range busyboxApplets {
+		files = append(files, file{name: "bin/" + a, link: "busybox", mode: 0o777})
+	}
+	keys := make([]string, 0, len(o.Extra))
+	for k := range o.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		files = append(files, file{name: k, mode: 0o644, data: o.Extra[k]})
+	}
+	layer, err := tarOf(files)
+	if err != nil {
+		return err
+	}
+	return writeLayout(path, layer)
+}
+
+var epoch = time.Unix(0, 0)
+
+func tarOf(files []file) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX}
+		switch {
+		case f.dir:
+			h.Typeflag = tar.TypeDir
+		case f.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
+		default:
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(f.data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+type descriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int               `json:"size"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+func digestOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+func writeLayout(path string, layer []byte) error {
+	cfg, _ := json.Marshal(map[string]any{
+		"architecture": "amd64", "os": "linux",
+		"config": map[string]any{"Env": Env, "Cmd": []string{"/bin/sh"}, "WorkingDir": "/"},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{digestOf(layer)}},
+	})
+	manifest, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: digestOf(cfg), Size: len(cfg)},
+		"layers": []descriptor{{MediaType: "application/vnd.oci.image.layer.v1.tar", Digest: digestOf(layer), Size: len(layer)}},
+	})
+	index, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+		"manifests": []descriptor{{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: digestOf(manifest), Size: len(manifest),
+			Annotations: map[string]string{"io.containerd.image.name": Name, "org.opencontainers.image.ref.name": "latest"}}},
+	})
+	var out []file
+	out = append(out, file{name: "oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		file{name: "index.json", mode: 0o644, data: index})
+	for _, b := range [][]byte{cfg, manifest, layer} {
+		out = append(out, file{name: "blobs/sha256/" + digestOf(b)[7:], mode: 0o644, data: b})
+	}
+	tb, err := tarOf(out)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, tb, 0o644)
+}

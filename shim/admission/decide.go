@@ -1,0 +1,140 @@
+package admission
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gensee/gensee/spec"
+)
+
+// Annotation keys a caller may set; both are untrusted input.
+const (
+	AnnotationInference   = "io.gensee.boundary.inference"
+	AnnotationObservation = "io.gensee.boundary.observation"
+)
+
+// Facts are what the runtime itself knows about the caller; never from
+// annotations.
+type Facts struct {
+	ContainerdNamespace string
+	Runtime             string // runtime handler, e.g. io.containerd.gensee.v2
+	K8sNamespace        string // set by CRI for pods; empty otherwise
+}
+
+// Input is everything a decision depends on.
+type Input struct {
+	Catalog              *spec.Catalog // verified by shim/trust
+	CatalogVersion       uint64
+	Facts                Facts
+	InferenceEnvelope    []byte           // annotation io.gensee.boundary.inference; may be empty
+	PreflightObservation []byte           // annotation io.gensee.boundary.observation; may be empty
+	Observation          spec.Observation // re-derived by the runtime (shim/observe)
+	Now                  time.Time
+}
+
+// InferenceSummary describes an inference whose signature verified against
+// the catalog's analyzer key (nil in a Decision otherwise).
+type InferenceSummary struct {
+	Analyzer          string    `json:"analyzer"`
+	Model             string    `json:"model"`
+	Class             string    `json:"class"` // the top candidate
+	ConfidenceBP      int       `json:"confidence_bp"`
+	MarginBP          int       `json:"margin_bp"` // top minus second (a lone candidate: its confidence)
+	ObservationDigest string    `json:"observation_digest"`
+	EnvelopeSHA256    string    `json:"envelope_sha256"` // hex sha256 of the annotation bytes
+	IssuedAt          time.Time `json:"issued_at"`
+	ExpiresAt         time.Time `json:"expires_at"`
+}
+
+// Decision is the outcome. Admitted implies Contract, ContractID and
+// ContractDigest are set; otherwise Reason and Message say why not.
+type Decision struct {
+	Admitted          bool              `json:"admitted"`
+	Contract          *spec.Contract    `json:"-"`
+	ContractID        string            `json:"contract_id,omitempty"`
+	ContractDigest    string            `json:"contract_digest,omitempty"`
+	SafeDefault       bool              `json:"safe_default"`
+	Selector          string            `json:"selector,omitempty"`
+	CatalogVersion    uint64            `json:"catalog_version"`
+	ObservationDigest string            `json:"observation_digest,omitempty"` // the re-derived one
+	Inference         *InferenceSummary `json:"inference,omitempty"`
+	Reason            Reason            `json:"reason"`
+	Message           string            `json:"message"` // "<reason>: <what failed>; <fix>"
+	FallbackFrom      Reason            `json:"fallback_from,omitempty"`
+}
+
+// Decide admits the container under exactly one approved contract of the
+// catalog, or refuses it. See the package doc for the order of checks and
+// the safe_default policy.
+func Decide(in Input) Decision {
+	d := Decision{CatalogVersion: in.CatalogVersion}
+	cat := in.Catalog
+	if cat == nil {
+		return refuse(d, fail(ReasonNoCatalog, "no verified catalog is loaded",
+			"install a signed catalog and its trust anchor (gensee catalog keygen, gensee catalog sign)"))
+	}
+	if !in.Now.Before(cat.ExpiresAt) {
+		return refuse(d, fail(ReasonCatalogExpired, fmt.Sprintf("catalog version %d expired at %s", cat.Version, stamp(cat.ExpiresAt)),
+			"publish a newer catalog version"))
+	}
+	sel, f := selectorFor(cat, in.Facts)
+	if f != nil {
+		return refuse(d, f)
+	}
+	d.Selector = sel.ID
+	// The observation matters only to check an inference or a preflight;
+	// without either, a safe_default does not depend on it.
+	d.ObservationDigest, f = observationDigest(in.Observation)
+	if f != nil && (len(in.InferenceEnvelope) > 0 || len(in.PreflightObservation) > 0) {
+		return refuse(d, f)
+	}
+	if f = checkPreflight(in.PreflightObservation, in.Observation, d.ObservationDigest); f != nil {
+		return refuse(d, f)
+	}
+	class, summary, f := evaluate(in, sel, d.ObservationDigest)
+	d.Inference = summary
+	if f == nil {
+		id := sel.Routes[class]
+		d, f = admit(d, cat, id)
+		if f == nil {
+			d.Reason = ReasonAdmitted
+			d.Message = fmt.Sprintf("admitted: class %q (%d bp, margin %d bp) from analyzer %s routes selector %q to contract %q",
+				class, summary.ConfidenceBP, summary.MarginBP, summary.Analyzer, sel.ID, id)
+			return d
+		}
+	}
+	if !f.reason.Fallback() || sel.SafeDefault == "" {
+		return refuse(d, f)
+	}
+	fb, err := admit(d, cat, sel.SafeDefault)
+	if err != nil {
+		return refuse(d, err)
+	}
+	fb.SafeDefault, fb.FallbackFrom, fb.Reason = true, f.reason, ReasonSafeDefault
+	fb.Message = fmt.Sprintf("safe_default: %s: %s; admitted with selector %q's safe_default contract %q",
+		f.reason, f.what, sel.ID, sel.SafeDefault)
+	return fb
+}
+
+// admit sets the contract id, and a copy of the contract with its digest.
+func admit(d Decision, cat *spec.Catalog, id string) (Decision, *failure) {
+	c, ok := cat.Contracts[id]
+	if !ok || id == "" {
+		return d, fail(ReasonUnrouted, fmt.Sprintf("selector %q names contract %q, which catalog version %d does not contain", d.Selector, id, cat.Version),
+			"fix and re-sign the catalog (it should not have validated)")
+	}
+	digest, err := spec.Digest(c)
+	if err != nil {
+		return d, fail(ReasonInternal, fmt.Sprintf("digest of contract %q: %v", id, err), "report this bug")
+	}
+	d.Admitted, d.Contract, d.ContractID, d.ContractDigest = true, &c, id, digest
+	return d, nil
+}
+
+func refuse(d Decision, f *failure) Decision {
+	d.Admitted, d.Contract, d.ContractID, d.ContractDigest, d.SafeDefault = false, nil, "", "", false
+	d.Reason, d.Message, d.FallbackFrom = f.reason, f.message(), ""
+	return d
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

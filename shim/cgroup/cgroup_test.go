@@ -1,0 +1,93 @@
+package cgroup
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestFindIn(t *testing.T) {
+	for _, tc := range []struct {
+		name, mountinfo string
+		want            Hierarchy
+		wantErr         error
+	}{
+		{
+			name: "hybrid",
+			mountinfo: `25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw
+35 25 0:31 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+41 35 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+42 35 0:39 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+`,
+			want: Hierarchy{Mountpoint: "/sys/fs/cgroup/unified", Root: "/"},
+		},
+		{
+			name:      "unified with optional fields and escapes",
+			mountinfo: `29 23 0:26 /sub /my\040cgroup rw,nosuid shared:4 master:1 - cgroup2 cgroup2 rw,nsdelegate` + "\n",
+			want:      Hierarchy{Mountpoint: "/my cgroup", Root: "/sub"},
+		},
+		{
+			name:      "none",
+			mountinfo: "42 35 0:39 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
+			wantErr:   ErrNoCgroup2,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := FindIn(strings.NewReader(tc.mountinfo))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseProcCgroup(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{in: "9:name=systemd:/\n4:memory:/x\n0::/gensee/c1\n", want: "/gensee/c1"},
+		{in: "0::/\n", want: "/"},
+		{in: "0::/../other\n", err: "not below this cgroup namespace"},
+		{in: "0::/a..b\n", want: "/a..b"},
+		{in: "4:memory:/x\n", err: "no cgroup v2"},
+	} {
+		got, err := ParseProcCgroup(strings.NewReader(tc.in))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q: got %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestLevel(t *testing.T) {
+	for p, want := range map[string]uint32{"/": 0, "/a": 1, "/a/b": 2, "/a/b/c/": 3} {
+		if got := Level(p); got != want {
+			t.Errorf("Level(%q) = %d, want %d", p, got, want)
+		}
+	}
+}
+
+func TestDir(t *testing.T) {
+	h := Hierarchy{Mountpoint: "/sys/fs/cgroup/unified", Root: "/"}
+	if d, err := h.Dir("/a/b"); err != nil || d != "/sys/fs/cgroup/unified/a/b" {
+		t.Errorf("Dir = %q, %v", d, err)
+	}
+	for _, bad := range []string{"a/b", "/a/../../etc", "/a/./b", ""} {
+		if d, err := h.Dir(bad); err == nil {
+			t.Errorf("Dir(%q) = %q, want refusal", bad, d)
+		}
+	}
+	sub := Hierarchy{Mountpoint: "/cg", Root: "/pod"}
+	if d, err := sub.Dir("/pod/c1"); err != nil || d != "/cg/c1" {
+		t.Errorf("Dir under root = %q, %v", d, err)
+	}
+	if _, err := sub.Dir("/other"); err == nil {
+		t.Error("Dir outside root: want refusal")
+	}
+}

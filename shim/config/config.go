@@ -1,0 +1,154 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Defaults of the operator configuration (DESIGN §3).
+const (
+	DefaultPath        = "/etc/gensee/config.toml"
+	DefaultCatalog     = "/etc/gensee/catalog.signed.json"
+	DefaultTrustAnchor = "/etc/gensee/catalog-root-public-key.hex"
+	DefaultStateDir    = "/var/lib/gensee"
+	// EnvConfig names the operator config for the gensee CLI.
+	EnvConfig = "GENSEE_CONFIG"
+
+	maxConfigBytes = 1 << 20
+)
+
+// Config is the operator configuration of the runtime.
+type Config struct {
+	// Catalog is the signed catalog envelope.
+	Catalog string `toml:"catalog"`
+	// TrustAnchor is the hex ed25519 key the catalog must be signed with.
+	TrustAnchor string `toml:"trust_anchor"`
+	// StateDir holds operation records and the catalog high-water mark.
+	StateDir string `toml:"state_dir"`
+	// GateFailedExitStatus, when non-zero, replaces the init's exit status
+	// when the product gate fails, so pipelines that only see exit codes
+	// fail the step. Zero keeps the workload's own status.
+	GateFailedExitStatus uint32 `toml:"gate_failed_exit_status"`
+	// GateTimeout bounds drain, diff, gate and staging at task exit.
+	GateTimeout Duration `toml:"gate_timeout"`
+	// NotifyCommand runs (argv, no shell) when an operation needs attention.
+	NotifyCommand []string `toml:"notify_command"`
+	// LogGroup is the NFLOG group denied packets are logged to (0: the
+	// runtime's default).
+	LogGroup uint16 `toml:"log_group"`
+	// Runc holds runc options applied to every task (BinaryName, Root,
+	// SystemdCgroup, ...), for CRI setups that pass a ConfigPath.
+	Runc RuncOptions `toml:"runc"`
+
+	// Path is where the config was read from ("" for built-in defaults).
+	Path string `toml:"-"`
+}
+
+// Duration is a time.Duration written as a Go duration string in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string such as "2m".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	if v <= 0 {
+		return fmt.Errorf("duration %q must be positive", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// Default returns the built-in configuration.
+func Default() Config {
+	return Config{
+		Catalog:     DefaultCatalog,
+		TrustAnchor: DefaultTrustAnchor,
+		StateDir:    DefaultStateDir,
+		GateTimeout: Duration{2 * time.Minute},
+	}
+}
+
+// Load reads the operator config at path. A missing file at the default
+// path yields the defaults; a missing file anywhere else is an error, since
+// the operator named it explicitly.
+func Load(path string) (Config, error) {
+	explicit := path != ""
+	if !explicit {
+		path = DefaultPath
+	}
+	data, err := readTrusted(path)
+	if err != nil {
+		if !explicit && os.IsNotExist(err) {
+			return Default(), nil
+		}
+		return Config{}, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes config text; unknown keys are errors.
+func Parse(path string, data []byte) (Config, error) {
+	c := Default()
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, [runc])", path, err)
+	}
+	c.Path = path
+	for name, p := range map[string]string{"catalog": c.Catalog, "trust_anchor": c.TrustAnchor, "state_dir": c.StateDir} {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
+		}
+	}
+	return c, nil
+}
+
+// readTrusted reads a root-owned regular file that group and other cannot
+// write, without following a symlink at the last component.
+func readTrusted(path string) ([]byte, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("operator config %q: path must be absolute", path)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ELOOP {
+			return nil, fmt.Errorf("operator config %s: is a symlink; point the runtime at the real file", path)
+		}
+		return nil, &os.PathError{Op: "open operator config", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat operator config %s: %w", path, err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("operator config %s: not a regular file", path)
+	case st.Uid != 0:
+		return nil, fmt.Errorf("operator config %s: owned by uid %d, not root; run: chown root:root %s", path, st.Uid, path)
+	case fi.Mode().Perm()&0o022 != 0:
+		return nil, fmt.Errorf("operator config %s: mode %04o lets group/other write it; run: chmod go-w %s", path, fi.Mode().Perm(), path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read operator config %s: %w", path, err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("operator config %s: larger than %d bytes", path, maxConfigBytes)
+	}
+	return data, nil
+}

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	runtimeoptions "github.com/containerd/containerd/api/types/runtimeoptions/v1"
+	"github.com/containerd/typeurl/v2"
+	"github.com/pelletier/go-toml/v2"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// RuncOptions are the runc options an operator may set in TOML, spelled as
+// containerd's CRI spells them for the stock runc runtime.
+type RuncOptions struct {
+	BinaryName    string `toml:"BinaryName"`
+	Root          string `toml:"Root"`
+	SystemdCgroup bool   `toml:"SystemdCgroup"`
+	NoPivotRoot   bool   `toml:"NoPivotRoot"`
+	NoNewKeyring  bool   `toml:"NoNewKeyring"`
+	ShimCgroup    string `toml:"ShimCgroup"`
+	IoUID         uint32 `toml:"IoUid"`
+	IoGID         uint32 `toml:"IoGid"`
+	CriuImagePath string `toml:"CriuImagePath"`
+	CriuWorkPath  string `toml:"CriuWorkPath"`
+}
+
+func (o RuncOptions) proto() *runcoptions.Options {
+	return &runcoptions.Options{
+		BinaryName:    o.BinaryName,
+		Root:          o.Root,
+		SystemdCgroup: o.SystemdCgroup,
+		NoPivotRoot:   o.NoPivotRoot,
+		NoNewKeyring:  o.NoNewKeyring,
+		ShimCgroup:    o.ShimCgroup,
+		IoUid:         o.IoUID,
+		IoGid:         o.IoGID,
+		CriuImagePath: o.CriuImagePath,
+		CriuWorkPath:  o.CriuWorkPath,
+	}
+}
+
+// Runtime is what the runtime options of one task resolve to.
+type Runtime struct {
+	// ConfigPath is the operator config named by the options ("" = default).
+	ConfigPath string
+	// Body holds runc options sent inline (CRI's options table as TOML).
+	Body *RuncOptions
+	// Runc are options already in runc form (a caller using the runc type).
+	Runc *runcoptions.Options
+}
+
+// ParseOptions reads the task's runtime options Any. Unknown option types
+// are refused rather than passed to runc, which would fail or panic on them.
+func ParseOptions(a *anypb.Any) (Runtime, error) {
+	if a == nil || a.GetTypeUrl() == "" {
+		return Runtime{}, nil
+	}
+	v, err := typeurl.UnmarshalAny(a)
+	if err != nil {
+		return Runtime{}, fmt.Errorf("decode runtime options %s: %w", a.GetTypeUrl(), err)
+	}
+	switch o := v.(type) {
+	case *runcoptions.Options:
+		return Runtime{Runc: o}, nil
+	case *runtimeoptions.Options:
+		rt := Runtime{ConfigPath: o.GetConfigPath()}
+		if body := o.GetConfigBody(); len(body) > 0 {
+			var ro RuncOptions
+			// The CRI options table may also carry keys meant for containerd
+			// itself (e.g. TypeUrl); only runc keys are read from it.
+			if err := toml.NewDecoder(bytes.NewReader(body)).Decode(&ro); err != nil {
+				return Runtime{}, fmt.Errorf("decode runtime options body: %w", err)
+			}
+			rt.Body = &ro
+		}
+		return rt, nil
+	default:
+		return Runtime{}, fmt.Errorf("runtime options of type %s are not supported; use runtimeoptions.v1.Options (ConfigPath/ConfigBody) or runc options", a.GetTypeUrl())
+	}
+}
+
+// RuncAny returns the runc options for the task service: inline runc
+// options win, then the CRI body, then the operator config's [runc] table.
+func (rt Runtime) RuncAny(cfg Config) (*anypb.Any, error) {
+	o := cfg.Runc.proto()
+	switch {
+	case rt.Runc != nil:
+		o = rt.Runc
+	case rt.Body != nil:
+		o = rt.Body.proto()
+	}
+	a, err := typeurl.MarshalAnyToProto(o)
+	if err != nil {
+		return nil, fmt.Errorf("encode runc options: %w", err)
+	}
+	return a, nil
+}

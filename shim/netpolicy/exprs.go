@@ -1,0 +1,147 @@
+package netpolicy
+
+import (
+	"encoding/binary"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Registers as nft(8) allocates them, so a dump reads back identically: the
+// kernel prints 16-byte-aligned 32-bit registers as NFT_REG_1..4.
+const (
+	reg1      = unix.NFT_REG_1    // 16-byte register 1 (= 32-bit register 0)
+	reg2      = unix.NFT_REG_2    // 16-byte register 2 (= 32-bit register 4)
+	reg32_01  = unix.NFT_REG32_01 // 9
+	reg32_02  = unix.NFT_REG32_02 // 10
+	reg32_05  = unix.NFT_REG32_05 // 13
+	ctDirRepl = 1                 // IP_CT_DIR_REPLY
+	loIfindex = 1                 // LOOPBACK_IFINDEX, the same in every netns
+	logRate   = 20                // denied packets logged per second, at most
+	logBurst  = 40
+)
+
+// family describes where an address family keeps what the rules load.
+type family struct {
+	nfproto           byte
+	saddrOff, addrOff uint32 // in the network header
+	addrLen           uint32
+	protoReg, portReg uint32 // registers after the address in a concatenation
+	icmp              uint8
+}
+
+var (
+	v4 = family{nfproto: unix.NFPROTO_IPV4, saddrOff: 12, addrOff: 16, addrLen: 4, protoReg: reg32_01, portReg: reg32_02, icmp: ProtoICMP}
+	v6 = family{nfproto: unix.NFPROTO_IPV6, saddrOff: 8, addrOff: 24, addrLen: 16, protoReg: reg2, portReg: reg32_05, icmp: ProtoICMPv6}
+)
+
+// matcher builds rule expressions. Every rule begins with the cgroup match:
+// `socket cgroupv2 level N @cg`. The kernel skips the rest of a rule
+// (NFT_BREAK) when the packet has no full socket in this namespace or the
+// socket's cgroup is shallower than N, so an unattributable packet can only
+// ever fail to match — never be accepted by a gensee rule.
+type matcher struct {
+	cg    *nftables.Set
+	level uint32
+}
+
+func (m matcher) cgroup() []expr.Any {
+	return []expr.Any{
+		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: m.level, Register: reg1},
+		&expr.Lookup{SourceRegister: reg1, SetName: m.cg.Name, SetID: m.cg.ID},
+	}
+}
+
+func join(parts ...[]expr.Any) []expr.Any {
+	var out []expr.Any
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func cmpEq(reg uint32, data []byte) *expr.Cmp {
+	return &expr.Cmp{Op: expr.CmpOpEq, Register: reg, Data: data}
+}
+
+func load(base expr.PayloadBase, off, n, reg uint32) *expr.Payload {
+	return &expr.Payload{OperationType: expr.PayloadLoad, DestRegister: reg, Base: base, Offset: off, Len: n}
+}
+
+func nfproto(f family) []expr.Any {
+	return []expr.Any{&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: reg1}, cmpEq(reg1, []byte{f.nfproto})}
+}
+
+func accept(counter string) []expr.Any {
+	return []expr.Any{
+		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counter},
+		&expr.Verdict{Kind: expr.VerdictAccept},
+	}
+}
+
+// loopback: cgroup ∧ oif lo → allowed, accept.
+func (m matcher) loopback() []expr.Any {
+	oif := make([]byte, 4)
+	binary.NativeEndian.PutUint32(oif, loIfindex)
+	return join(m.cgroup(), []expr.Any{&expr.Meta{Key: expr.MetaKeyOIF, Register: reg1}, cmpEq(reg1, oif)}, accept(counterAllow))
+}
+
+// tuples: cgroup ∧ family ∧ daddr . l4proto . th dport ∈ set → allowed, accept.
+// With reply, the reverse: cgroup ∧ ct direction reply ∧ saddr . l4proto .
+// th sport ∈ set, i.e. the cgroup answering on a flow whose served end is an
+// allowed tuple (a server on an allowed loopback tuple). A non-first
+// fragment has no transport header: the payload load breaks, no match.
+func (m matcher) tuples(f family, set *nftables.Set, reply bool) []expr.Any {
+	addr, port := f.addrOff, uint32(2)
+	var dir []expr.Any
+	if reply {
+		addr, port = f.saddrOff, 0
+		dir = []expr.Any{&expr.Ct{Register: reg1, Key: expr.CtKeyDIRECTION}, cmpEq(reg1, []byte{ctDirRepl})}
+	}
+	return join(m.cgroup(), dir, nfproto(f), []expr.Any{
+		load(expr.PayloadBaseNetworkHeader, addr, f.addrLen, reg1),
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: f.protoReg},
+		load(expr.PayloadBaseTransportHeader, port, 2, f.portReg),
+		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
+	}, accept(counterAllow))
+}
+
+// icmp: cgroup ∧ family ∧ l4proto icmp(v6) ∧ daddr ∈ set → allowed, accept.
+// ICMP has no ports: a th dport load would read the checksum.
+func (m matcher) icmp(f family, set *nftables.Set) []expr.Any {
+	return join(m.cgroup(), nfproto(f), []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{f.icmp}),
+		load(expr.PayloadBaseNetworkHeader, f.addrOff, f.addrLen, reg1),
+		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
+	}, accept(counterAllow))
+}
+
+// nd: cgroup ∧ ipv6 ∧ icmpv6 type ∈ {RS, NS, NA} → allowed, accept. Needed
+// when the namespace's kernel sockets were created inside the container's
+// cgroup (runc does so) and the contract allows IPv6.
+func (m matcher) nd(set *nftables.Set) []expr.Any {
+	return join(m.cgroup(), nfproto(v6), []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{ProtoICMPv6}),
+		load(expr.PayloadBaseTransportHeader, 0, 1, reg1),
+		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
+	}, accept(counterAllow))
+}
+
+// log: cgroup ∧ limit → log to NFLOG group. Non-terminal and alone in its
+// rule, so when the limit is exhausted only logging stops, never the drop.
+func (m matcher) log(group uint16, prefix string) []expr.Any {
+	return join(m.cgroup(), []expr.Any{
+		&expr.Limit{Type: expr.LimitTypePkts, Rate: logRate, Unit: expr.LimitTimeSecond, Burst: logBurst},
+		&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: group, Data: []byte(prefix)},
+	})
+}
+
+// deny: cgroup → denied, drop. Reached by every packet of the cgroup that no
+// accept above matched.
+func (m matcher) deny() []expr.Any {
+	return join(m.cgroup(), []expr.Any{
+		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterDeny},
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	})
+}

@@ -1,0 +1,253 @@
+package netpolicy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// errNoTable means the table is not in the namespace.
+var errNoTable = errors.New("table not found")
+
+// kernel is the seam between the pure plan/ruleset code and nftables in one
+// network namespace. netlinkKernel is the only implementation that touches
+// the kernel; unit tests substitute a fake.
+type kernel interface {
+	// install sends the whole table in one netlink batch; the kernel
+	// applies all of it or none. It fails if the table already exists.
+	install(rs *ruleset) error
+	// dump reads the table back, or returns errNoTable.
+	dump(table string) (*ruleset, error)
+	// remove deletes the table; an absent table is not an error.
+	remove(table string) error
+}
+
+// netlinkKernel talks nftables netlink in the namespace netnsFD refers to
+// (netnsFD < 0: the caller's own namespace). Each call dials its own socket:
+// google/nftables v0.3.0 keeps a failed batch's error on the Conn forever,
+// so a Conn that failed once is never reused (upstream #323).
+type netlinkKernel struct {
+	netnsFD int
+}
+
+func newNetlinkKernel(netnsFD int) (*netlinkKernel, error) {
+	if netnsFD == 0 {
+		// mdlayher/netlink reads NetNS 0 as "the current namespace": a
+		// namespace fd that happens to be 0 would silently become the
+		// host's. Refuse rather than guess.
+		return nil, errors.New("network namespace fd 0 is ambiguous (0 means the current namespace to netlink): dup the fd above 2 or pass -1 for the current namespace")
+	}
+	return &netlinkKernel{netnsFD: netnsFD}, nil
+}
+
+// dial opens a lasting nftables conn in the namespace; sndbuf > 0 forces the
+// socket's send buffer to at least that many bytes.
+func (k *netlinkKernel) dial(sndbuf int) (*nftables.Conn, error) {
+	opts := []nftables.ConnOption{nftables.AsLasting()}
+	if k.netnsFD > 0 {
+		opts = append(opts, nftables.WithNetNSFd(k.netnsFD))
+	}
+	if sndbuf > 0 {
+		opts = append(opts, nftables.WithSockOptions(func(c *netlink.Conn) error { return forceSndbuf(c, sndbuf) }))
+	}
+	c, err := nftables.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("open nftables netlink socket: %w", err)
+	}
+	return c, nil
+}
+
+// forceSndbuf raises the send buffer past net.core.wmem_max: the whole batch
+// goes out in one sendmsg, which netlink refuses (EMSGSIZE) when larger than
+// the buffer — about 200 KiB by default, i.e. ~8,000 IPv4 tuples. nft(8) does
+// the same. v0.3.0 does not size it (fixed upstream in #312).
+func forceSndbuf(c *netlink.Conn, n int) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, n)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set netlink send buffer to %d bytes (SO_SNDBUFFORCE, needs CAP_NET_ADMIN): %w", n, serr)
+	}
+	return nil
+}
+
+// maxElemsPerMsg bounds the elements in one NEWSETELEM message: the element
+// list is one netlink attribute whose length is a u16, and mdlayher/netlink
+// silently truncates longer ones (upstream #303). 1024 IPv6 tuples take
+// about 37 KiB.
+const maxElemsPerMsg = 1024
+
+// batchBytes estimates the batch size: per element a list entry, a key and
+// its data attribute headers plus the key, and headroom for everything else.
+func batchBytes(rs *ruleset) int {
+	n := 64 << 10
+	for _, s := range rs.sets {
+		n += len(s.elems) * (12 + int(s.set.KeyType.Bytes) + 4)
+	}
+	return 2 * n
+}
+
+func (k *netlinkKernel) install(rs *ruleset) error {
+	c, err := k.dial(batchBytes(rs))
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	// CreateTable sends NLM_F_EXCL: a table of the same name (another
+	// operation whose id shares the 12-character prefix, or a leftover)
+	// makes the whole batch fail instead of merging into it.
+	c.CreateTable(rs.table)
+	for _, o := range rs.counters {
+		c.AddObj(o)
+	}
+	for _, s := range rs.sets {
+		if err := c.AddSet(s.set, nil); err != nil {
+			return fmt.Errorf("add set %s: %w", s.set.Name, err)
+		}
+		for i := 0; i < len(s.elems); i += maxElemsPerMsg {
+			end := min(i+maxElemsPerMsg, len(s.elems))
+			if err := c.SetAddElements(s.set, s.elems[i:end]); err != nil {
+				return fmt.Errorf("add elements to set %s: %w", s.set.Name, err)
+			}
+		}
+	}
+	for _, ch := range rs.chains {
+		c.AddChain(ch)
+	}
+	for _, r := range rs.rules {
+		c.AddRule(r)
+	}
+	if err := c.Flush(); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("table inet %s already exists: another operation with the same id prefix or a leftover; remove it (gensee cleanup, or nft delete table inet %s) if no task uses it: %w", rs.table.Name, rs.table.Name, err)
+		}
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+			return fmt.Errorf("kernel refused the ruleset (missing nf_tables feature? needs CONFIG_NFT_SOCKET, NFT_CT, NFT_LOG, NFT_LIMIT, NFT_OBJREF and NETFILTER_NETLINK_LOG): %w", err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (k *netlinkKernel) remove(table string) error {
+	c, err := k.dial(0)
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	c.DelTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: table})
+	if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// tables lists the inet tables whose names start with TablePrefix.
+func (k *netlinkKernel) tables() ([]string, error) {
+	c, err := k.dial(0)
+	if err != nil {
+		return nil, err
+	}
+	defer c.CloseLasting()
+	ts, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range ts {
+		if strings.HasPrefix(t.Name, TablePrefix) {
+			names = append(names, t.Name)
+		}
+	}
+	return names, nil
+}
+
+func (k *netlinkKernel) dump(table string) (*ruleset, error) {
+	c, err := k.dial(0)
+	if err != nil {
+		return nil, err
+	}
+	defer c.CloseLasting()
+	ts, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	rs := &ruleset{}
+	for _, t := range ts {
+		if t.Name == table {
+			rs.table = t
+		}
+	}
+	if rs.table == nil {
+		return nil, errNoTable
+	}
+	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return nil, fmt.Errorf("list chains: %w", err)
+	}
+	for _, ch := range chains {
+		if ch.Table.Name != table {
+			continue
+		}
+		rs.chains = append(rs.chains, ch)
+		rules, err := c.GetRules(rs.table, ch)
+		if err != nil {
+			return nil, fmt.Errorf("list rules of chain %s: %w", ch.Name, err)
+		}
+		for _, r := range rules {
+			r.Chain = ch
+		}
+		rs.rules = append(rs.rules, rules...)
+	}
+	sets, err := c.GetSets(rs.table)
+	if err != nil {
+		return nil, fmt.Errorf("list sets: %w", err)
+	}
+	for _, s := range sets {
+		elems, err := c.GetSetElements(s)
+		if err != nil {
+			return nil, fmt.Errorf("list elements of set %s: %w", s.Name, err)
+		}
+		rs.sets = append(rs.sets, &setElems{set: s, elems: elems})
+	}
+	objs, err := c.GetObjects(rs.table)
+	if err != nil {
+		return nil, fmt.Errorf("list objects: %w", err)
+	}
+	for _, o := range objs {
+		co, ok := o.(*nftables.CounterObj)
+		if !ok {
+			return nil, fmt.Errorf("unexpected stateful object %T in table %s", o, table)
+		}
+		rs.counters = append(rs.counters, co)
+	}
+	return rs, nil
+}
+
+// sameNetns reports whether fd refers to the caller's own network namespace.
+func sameNetns(fd int) (bool, error) {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(fd, &a); err != nil {
+		return false, fmt.Errorf("stat netns fd %d: %w", fd, err)
+	}
+	if err := unix.Stat("/proc/thread-self/ns/net", &b); err != nil {
+		if err := unix.Stat("/proc/self/ns/net", &b); err != nil {
+			return false, fmt.Errorf("stat own netns: %w", err)
+		}
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+}
+
+var _ = os.Getpid

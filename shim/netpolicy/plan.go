@@ -1,0 +1,246 @@
+package netpolicy
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/gensee/gensee/spec"
+)
+
+// TablePrefix starts the name of every table this package manages.
+const TablePrefix = "gensee_"
+
+// DefaultLogGroup is the NFLOG group denied packets are logged to. NFLOG
+// groups are per network namespace; the log prefix names the operation.
+const DefaultLogGroup uint16 = 2604
+
+// Protocol numbers a tuple may carry.
+const (
+	ProtoICMP   uint8 = 1
+	ProtoTCP    uint8 = 6
+	ProtoUDP    uint8 = 17
+	ProtoICMPv6 uint8 = 58
+)
+
+// CgroupRef names the container's cgroup v2 as nftables matches it.
+type CgroupRef struct {
+	Path  string // cgroup path, e.g. "/kubepods/pod1/c1" (for messages)
+	ID    uint64 // kernfs id of the cgroup directory (cgroup.Hierarchy.ID)
+	Level uint32 // depth below the loader's cgroup namespace root (cgroup.Level)
+}
+
+// Tuple is one exact allowed destination. Port is zero for ICMP.
+type Tuple struct {
+	Addr  netip.Addr
+	Proto uint8
+	Port  uint16
+}
+
+func (t Tuple) String() string {
+	p := protoName(t.Proto)
+	if t.Port == 0 {
+		return t.Addr.String() + " " + p
+	}
+	return netip.AddrPortFrom(t.Addr, t.Port).String() + "/" + p
+}
+
+func protoName(p uint8) string {
+	switch p {
+	case ProtoTCP:
+		return spec.ProtoTCP
+	case ProtoUDP:
+		return spec.ProtoUDP
+	case ProtoICMP:
+		return spec.ProtoICMP
+	case ProtoICMPv6:
+		return spec.ProtoICMPv6
+	}
+	return fmt.Sprintf("proto-%d", p)
+}
+
+// Plan is the validated network authority of one operation: everything
+// Install needs, computed without touching the kernel.
+type Plan struct {
+	OperationID string
+	Table       string // gensee_<first 12 chars of the operation id>, family inet
+	Mode        string // spec.NetworkDenyAll | spec.NetworkAllowExact
+	Loopback    bool   // accept anything the cgroup sends out of lo
+	Cgroup      CgroupRef
+	Allow       []Tuple // sorted, unique; IPv4-mapped IPv6 addresses unmapped
+	LogGroup    uint16
+	LogPrefix   string
+	// Implicit lists what the table accepts beyond the contract's own
+	// tuples, in words, for the manifest. Never hidden.
+	Implicit []string
+}
+
+// NewPlan validates a contract's network section and builds the plan for
+// operation opID, scoped to cgroup cg. It refuses anything it does not
+// understand rather than widening or narrowing it.
+func NewPlan(opID string, n spec.Network, cg CgroupRef) (*Plan, error) {
+	if err := checkOpID(opID); err != nil {
+		return nil, err
+	}
+	if cg.ID == 0 {
+		return nil, fmt.Errorf("plan network for %s: cgroup id is 0: pass the container's cgroup v2 id (cgroup.Hierarchy.ID)", opID)
+	}
+	if cg.Level == 0 {
+		return nil, fmt.Errorf("plan network for %s: cgroup %q is the root cgroup (level 0): run the container in its own cgroup; refusing to scope a policy to every socket", opID, cg.Path)
+	}
+	p := &Plan{
+		OperationID: opID,
+		Table:       TableName(opID),
+		Mode:        n.Mode,
+		Cgroup:      cg,
+		LogGroup:    DefaultLogGroup,
+		LogPrefix:   "gensee deny " + short(opID) + " ",
+	}
+	switch n.Loopback {
+	case "", spec.LoopbackDeny:
+	case spec.LoopbackAllow:
+		p.Loopback = true
+		p.Implicit = append(p.Implicit, "loopback: everything the cgroup sends out of lo (contract loopback: allow)")
+	default:
+		return nil, fmt.Errorf("network.loopback: %q is not %q or %q", n.Loopback, spec.LoopbackDeny, spec.LoopbackAllow)
+	}
+	switch n.Mode {
+	case spec.NetworkDenyAll:
+		if len(n.Allow) > 0 {
+			return nil, fmt.Errorf("network.allow: deny_all takes no allow tuples (%d given): use mode allow_exact or drop the list", len(n.Allow))
+		}
+	case spec.NetworkAllowExact:
+		if len(n.Allow) == 0 {
+			return nil, fmt.Errorf("network.allow: allow_exact needs at least one tuple: list them or use mode deny_all")
+		}
+		for i, r := range n.Allow {
+			t, err := parseRule(r)
+			if err != nil {
+				return nil, fmt.Errorf("network.allow[%d]: %w", i, err)
+			}
+			p.Allow = append(p.Allow, t)
+		}
+	default:
+		return nil, fmt.Errorf("network.mode: %q is not %q or %q", n.Mode, spec.NetworkDenyAll, spec.NetworkAllowExact)
+	}
+	slices.SortFunc(p.Allow, compareTuple)
+	p.Allow = slices.Compact(p.Allow)
+	if p.HasIPv6() {
+		p.Implicit = append(p.Implicit, "icmpv6 neighbor discovery (router solicit, neighbor solicit/advert) from the cgroup, because the contract allows IPv6 destinations")
+	}
+	if p.hasPorts() {
+		p.Implicit = append(p.Implicit, "replies (conntrack reply direction) from an allowed address and port back to the peer, for flows the cgroup serves on an allowed tuple")
+	}
+	return p, nil
+}
+
+func parseRule(r spec.AllowRule) (Tuple, error) {
+	if strings.Contains(r.IP, "/") {
+		return Tuple{}, fmt.Errorf("ip %q: a CIDR is not an exact address: list single addresses", r.IP)
+	}
+	a, err := netip.ParseAddr(r.IP)
+	if err != nil {
+		return Tuple{}, fmt.Errorf("ip %q: not an IP address (host names are never resolved here): %w", r.IP, err)
+	}
+	if a.Zone() != "" {
+		return Tuple{}, fmt.Errorf("ip %q: zoned addresses are not supported", r.IP)
+	}
+	// An IPv4-mapped IPv6 destination leaves as an IPv4 packet: match it
+	// as the IPv4 address it is, exactly.
+	a = a.Unmap()
+	if a.IsUnspecified() {
+		return Tuple{}, fmt.Errorf("ip %q: the unspecified address is not a destination", r.IP)
+	}
+	t := Tuple{Addr: a}
+	switch r.Proto {
+	case spec.ProtoTCP, spec.ProtoUDP:
+		t.Proto = ProtoTCP
+		if r.Proto == spec.ProtoUDP {
+			t.Proto = ProtoUDP
+		}
+		if r.Port < 1 || r.Port > 65535 {
+			return Tuple{}, fmt.Errorf("port %d: %s needs a port in 1..65535", r.Port, r.Proto)
+		}
+		t.Port = uint16(r.Port)
+	case spec.ProtoICMP, spec.ProtoICMPv6:
+		if r.Port != 0 {
+			return Tuple{}, fmt.Errorf("port %d: %s has no ports: drop the port", r.Port, r.Proto)
+		}
+		if r.Proto == spec.ProtoICMP {
+			if !a.Is4() {
+				return Tuple{}, fmt.Errorf("proto icmp with IPv6 address %s: use icmpv6", a)
+			}
+			t.Proto = ProtoICMP
+		} else {
+			if !a.Is6() {
+				return Tuple{}, fmt.Errorf("proto icmpv6 with IPv4 address %s: use icmp", a)
+			}
+			t.Proto = ProtoICMPv6
+		}
+	default:
+		return Tuple{}, fmt.Errorf("proto %q: want tcp, udp, icmp or icmpv6", r.Proto)
+	}
+	return t, nil
+}
+
+func compareTuple(a, b Tuple) int {
+	if c := a.Addr.Compare(b.Addr); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Proto, b.Proto); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port, b.Port)
+}
+
+// HasIPv6 reports whether any allowed destination is IPv6.
+func (p *Plan) HasIPv6() bool {
+	return slices.ContainsFunc(p.Allow, func(t Tuple) bool { return t.Addr.Is6() })
+}
+
+func (p *Plan) hasPorts() bool {
+	return slices.ContainsFunc(p.Allow, func(t Tuple) bool { return t.Port != 0 })
+}
+
+// TableName is the table an operation's policy lives in:
+// gensee_<first 12 characters of the operation id>.
+func TableName(opID string) string { return TablePrefix + short(opID) }
+
+func short(opID string) string {
+	if len(opID) > 12 {
+		return opID[:12]
+	}
+	return opID
+}
+
+func checkOpID(opID string) error {
+	if opID == "" {
+		return fmt.Errorf("plan network: empty operation id")
+	}
+	if !validName(opID) {
+		return fmt.Errorf("plan network: operation id %q: use only letters, digits, '-' and '_'", opID)
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// checkTable refuses to act on tables this package does not own.
+func checkTable(name string) error {
+	rest, ok := strings.CutPrefix(name, TablePrefix)
+	if !ok || len(rest) > 12 || !validName(rest) {
+		return fmt.Errorf("table %q is not a gensee table (want %s<up to 12 of [A-Za-z0-9_-]>): refusing to touch it", name, TablePrefix)
+	}
+	return nil
+}

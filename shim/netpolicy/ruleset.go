@@ -1,0 +1,171 @@
+package netpolicy
+
+import (
+	"encoding/binary"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
+)
+
+// Names of the objects inside a gensee table. Part of the operator-facing
+// interface (`nft list table inet gensee_...`): extend, don't rename.
+const (
+	chainName    = "output"
+	counterAllow = "allowed"
+	counterDeny  = "denied"
+	setCgroup    = "cg"
+	setAllow4    = "allow4" // ipv4_addr . inet_proto . inet_service
+	setAllow6    = "allow6" // ipv6_addr . inet_proto . inet_service
+	setICMP4     = "icmp4"  // ipv4_addr
+	setICMP6     = "icmp6"  // ipv6_addr
+	setND6       = "nd6"    // icmpv6_type
+)
+
+// ICMPv6 neighbor discovery types accepted when IPv6 destinations are allowed.
+var ndTypes = []byte{133, 135, 136} // router solicit, neighbor solicit, neighbor advert
+
+// Key types of the allow sets. Concatenated fields are padded to 4 bytes.
+var (
+	keyAllow4 = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
+	keyAllow6 = nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetProto, nftables.TypeInetService)
+)
+
+// ruleset is one gensee table as nftables objects: what build makes from a
+// plan and what dump reads back from the kernel, so the two compare directly.
+type ruleset struct {
+	table    *nftables.Table
+	counters []*nftables.CounterObj
+	sets     []*setElems
+	chains   []*nftables.Chain
+	rules    []*nftables.Rule // all in chains[0]
+}
+
+type setElems struct {
+	set   *nftables.Set
+	elems []nftables.SetElement
+	// tuples[i] is the plan tuple elems[i] encodes (allow and icmp sets).
+	tuples []Tuple
+}
+
+func (rs *ruleset) elemCount() int {
+	n := 0
+	for _, s := range rs.sets {
+		n += len(s.elems)
+	}
+	return n
+}
+
+// build translates a plan into the table's objects. Pure: no kernel access.
+func build(p *Plan) *ruleset {
+	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: p.Table}
+	rs := &ruleset{table: t}
+	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}}
+
+	// Set IDs are chosen here, not by the library's package-global
+	// allocator, so concurrent installs never race on it. They only need
+	// to be unique within one batch.
+	var nextID uint32
+	addSet := func(s *nftables.Set, tuples []Tuple, keys [][]byte) *nftables.Set {
+		nextID++
+		s.Table, s.ID = t, nextID
+		se := &setElems{set: s, tuples: tuples}
+		for _, k := range keys {
+			se.elems = append(se.elems, nftables.SetElement{Key: k})
+		}
+		rs.sets = append(rs.sets, se)
+		return s
+	}
+
+	idKey := make([]byte, 8)
+	binary.NativeEndian.PutUint64(idKey, p.Cgroup.ID)
+	cg := addSet(&nftables.Set{Name: setCgroup, KeyType: nftables.TypeCGroupV2, KeyByteOrder: binaryutil.NativeEndian}, nil, [][]byte{idKey})
+
+	var a4, a6, i4, i6 []Tuple
+	for _, tu := range p.Allow {
+		switch {
+		case tu.Port != 0 && tu.Addr.Is4():
+			a4 = append(a4, tu)
+		case tu.Port != 0:
+			a6 = append(a6, tu)
+		case tu.Addr.Is4():
+			i4 = append(i4, tu)
+		default:
+			i6 = append(i6, tu)
+		}
+	}
+
+	policy := nftables.ChainPolicyAccept
+	ch := &nftables.Chain{
+		Name: chainName, Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter,
+		Policy: &policy, // other cgroups in a shared namespace pass untouched
+	}
+	rs.chains = []*nftables.Chain{ch}
+	m := matcher{cg: cg, level: p.Cgroup.Level}
+	rule := func(comment string, exprs []expr.Any) {
+		rs.rules = append(rs.rules, &nftables.Rule{
+			Table: t, Chain: ch, Exprs: exprs,
+			UserData: userdata.AppendString(nil, userdata.TypeComment, comment),
+		})
+	}
+
+	// Accepts first; every one starts with the cgroup match, so a packet
+	// whose socket cannot be attributed matches none of them.
+	if p.Loopback {
+		rule("gensee: loopback allowed by contract", m.loopback())
+	}
+	if len(a4) > 0 {
+		s := addSet(&nftables.Set{Name: setAllow4, KeyType: keyAllow4, Concatenation: true, Counter: true}, a4, tupleKeys(a4))
+		rule("gensee: allowed ipv4 tuples", m.tuples(v4, s, false))
+		rule("gensee: replies from allowed ipv4 tuples", m.tuples(v4, s, true))
+	}
+	if len(a6) > 0 {
+		s := addSet(&nftables.Set{Name: setAllow6, KeyType: keyAllow6, Concatenation: true, Counter: true}, a6, tupleKeys(a6))
+		rule("gensee: allowed ipv6 tuples", m.tuples(v6, s, false))
+		rule("gensee: replies from allowed ipv6 tuples", m.tuples(v6, s, true))
+	}
+	if len(i4) > 0 {
+		s := addSet(&nftables.Set{Name: setICMP4, KeyType: nftables.TypeIPAddr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i4, addrKeys(i4))
+		rule("gensee: allowed icmp destinations", m.icmp(v4, s))
+	}
+	if len(i6) > 0 {
+		s := addSet(&nftables.Set{Name: setICMP6, KeyType: nftables.TypeIP6Addr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i6, addrKeys(i6))
+		rule("gensee: allowed icmpv6 destinations", m.icmp(v6, s))
+	}
+	if p.HasIPv6() {
+		keys := make([][]byte, len(ndTypes))
+		for i, ty := range ndTypes {
+			keys[i] = []byte{ty}
+		}
+		s := addSet(&nftables.Set{Name: setND6, KeyType: nftables.TypeICMP6Type}, nil, keys)
+		rule("gensee: icmpv6 neighbor discovery for allowed ipv6", m.nd(s))
+	}
+	// Then log (own rule: the rate limit must never gate the drop) and drop.
+	rule("gensee: log denied", m.log(p.LogGroup, p.LogPrefix))
+	rule("gensee: deny", m.deny())
+	return rs
+}
+
+// tupleKeys encodes concatenated keys: addr | proto + 3 pad | port (BE) + 2 pad.
+func tupleKeys(ts []Tuple) [][]byte {
+	keys := make([][]byte, len(ts))
+	for i, tu := range ts {
+		a := tu.Addr.AsSlice()
+		k := make([]byte, len(a)+8)
+		copy(k, a)
+		k[len(a)] = tu.Proto
+		binary.BigEndian.PutUint16(k[len(a)+4:], tu.Port)
+		keys[i] = k
+	}
+	return keys
+}
+
+func addrKeys(ts []Tuple) [][]byte {
+	keys := make([][]byte, len(ts))
+	for i, tu := range ts {
+		keys[i] = tu.Addr.AsSlice()
+	}
+	return keys
+}

@@ -1,0 +1,120 @@
+package observe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gensee/gensee/spec"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// Sentinel errors; every error from this package wraps one of them.
+var (
+	// ErrInvalidBundle: config.json is missing, too large, not JSON, or
+	// lacks the fields an observation needs (root, process, args).
+	ErrInvalidBundle = errors.New("invalid bundle")
+	// ErrExecutableNotFound: process.args[0] resolves to no file inside
+	// the rootfs (explicit path missing, or no PATH entry has it).
+	ErrExecutableNotFound = errors.New("executable not found")
+	// ErrNotExecutable: the explicit path exists but is not a regular file
+	// with an exec bit (directory, fifo, device, socket, mode 0644).
+	ErrNotExecutable = errors.New("not an executable regular file")
+	// ErrExecutableTooLarge: the executable exceeds MaxExecutableBytes.
+	ErrExecutableTooLarge = errors.New("executable too large")
+)
+
+// maxConfigBytes bounds config.json. Real specs are a few KiB; CRI specs
+// with many mounts and env vars stay well under 1 MiB.
+const maxConfigBytes = 4 << 20
+
+// FromBundle reads bundleDir/config.json and derives the observation of
+// its process against the bundle's rootfs (root.path, relative to the
+// bundle unless absolute).
+func FromBundle(bundleDir string) (spec.Observation, error) {
+	cfgPath := filepath.Join(bundleDir, "config.json")
+	data, err := readConfig(cfgPath)
+	if err != nil {
+		return spec.Observation{}, err
+	}
+	var cfg specs.Spec
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return spec.Observation{}, fmt.Errorf("decode %s: %v: %w", cfgPath, err, ErrInvalidBundle)
+	}
+	if cfg.Root == nil || cfg.Root.Path == "" {
+		return spec.Observation{}, fmt.Errorf("bundle %s: config.json has no root.path: %w", bundleDir, ErrInvalidBundle)
+	}
+	rootfs := cfg.Root.Path
+	if !filepath.IsAbs(rootfs) {
+		rootfs = filepath.Join(bundleDir, rootfs)
+	}
+	return FromRootfs(rootfs, &cfg)
+}
+
+// readConfig reads config.json without following a symlink in its last
+// component and without blocking on a special file.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle config: %w: %w", err, ErrInvalidBundle)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("bundle config %s is not a regular file (%s): %w", path, st.Mode().Type(), ErrInvalidBundle)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("bundle config %s exceeds %d bytes: %w", path, maxConfigBytes, ErrInvalidBundle)
+	}
+	return data, nil
+}
+
+// FromRootfs derives the observation of config's process against rootfs,
+// a host path to the container's root directory (trusted: it comes from
+// the runtime, not from the container).
+func FromRootfs(rootfs string, config *specs.Spec) (spec.Observation, error) {
+	if config == nil || config.Process == nil {
+		return spec.Observation{}, fmt.Errorf("observe %s: config has no process: %w", rootfs, ErrInvalidBundle)
+	}
+	p := config.Process
+	if len(p.Args) == 0 || p.Args[0] == "" {
+		return spec.Observation{}, fmt.Errorf("observe %s: process.args is empty: %w", rootfs, ErrInvalidBundle)
+	}
+	root, err := os.OpenFile(rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return spec.Observation{}, fmt.Errorf("open rootfs: %w: %w", err, ErrInvalidBundle)
+	}
+	defer root.Close()
+
+	exe, err := resolve(root, p.Args[0], cwdOf(p), pathOf(p.Env))
+	if err != nil {
+		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
+	}
+	defer exe.f.Close()
+	sum, err := hashExecutable(exe)
+	if err != nil {
+		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
+	}
+	cmd, err := CommandDigest(p.Args, p.Env, p.Cwd)
+	if err != nil {
+		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
+	}
+	return spec.Observation{
+		Schema:           spec.SchemaObservation,
+		UID:              p.User.UID,
+		GID:              p.User.GID,
+		ExecutableSHA256: sum,
+		CommandDigest:    cmd,
+	}, nil
+}

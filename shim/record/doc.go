@@ -1,0 +1,9 @@
+// Package record owns the runtime's durable records under the state
+// directory: one directory per operation (<state>/operations/<opid>/), an
+// index from containerd namespace and container id to the operation id, and
+// the log of admission refusals (which have no operation).
+//
+// Records outlive the bundle (containerd deletes it with the task). Every
+// file is written atomically (temp file, fsync, rename, directory fsync) and
+// no path component is taken from a caller without validation.
+package record

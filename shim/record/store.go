@@ -1,0 +1,160 @@
+package record
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// File names inside an operation directory.
+const (
+	AdmissionFile = "admission.json"
+	NetworkFile   = "network.json"
+	ManifestFile  = "manifest.json"
+	EventsFile    = "events.jsonl"
+	StagedDir     = "staged"
+	CleanedMarker = "cleaned"
+	refusalsFile  = "refusals.jsonl"
+)
+
+// Store is the state directory.
+type Store struct{ Dir string }
+
+var (
+	opIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	// containerd's identifier rules: alphanumerics, '.', '_', '-', up to 76.
+	namePattern = regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-](?:[A-Za-z0-9]+))*$`)
+)
+
+// NewOperationID returns a fresh operation id: 128 random bits in hex. Its
+// first 12 characters name the operation's nftables table, so they must be
+// random, not a timestamp.
+func NewOperationID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate operation id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// ValidOperationID reports whether id has the shape NewOperationID makes.
+func ValidOperationID(id string) bool { return opIDPattern.MatchString(id) }
+
+// OperationDir is the directory of operation id.
+func (s Store) OperationDir(id string) (string, error) {
+	if !ValidOperationID(id) {
+		return "", fmt.Errorf("operation id %q is malformed", id)
+	}
+	return filepath.Join(s.Dir, "operations", id), nil
+}
+
+// CreateOperation makes the operation's directory (0700) and indexes it.
+func (s Store) CreateOperation(id, namespace, container string) (string, error) {
+	dir, err := s.OperationDir(id)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return "", fmt.Errorf("create operations dir: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create operation dir: %w", err)
+	}
+	if err := s.index(namespace, container, id); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func (s Store) indexPath(namespace, container string) (string, error) {
+	if !namePattern.MatchString(namespace) || len(namespace) > 76 {
+		return "", fmt.Errorf("namespace %q is not a valid containerd identifier", namespace)
+	}
+	if !namePattern.MatchString(container) || len(container) > 76 {
+		return "", fmt.Errorf("container id %q is not a valid containerd identifier", container)
+	}
+	return filepath.Join(s.Dir, "index", namespace, container), nil
+}
+
+// index points namespace/container at id. A container id reused after
+// delete points at its newest operation.
+func (s Store) index(namespace, container, id string) error {
+	p, err := s.indexPath(namespace, container)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("create index dir: %w", err)
+	}
+	return WriteFileAtomic(p, []byte(id+"\n"), 0o600)
+}
+
+// Lookup returns the newest operation id of namespace/container.
+func (s Store) Lookup(namespace, container string) (string, error) {
+	p, err := s.indexPath(namespace, container)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("no operation recorded for container %s in namespace %s (state dir %s): %w", container, namespace, s.Dir, err)
+		}
+		return "", fmt.Errorf("read index: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if !ValidOperationID(id) {
+		return "", fmt.Errorf("index %s holds a malformed operation id", p)
+	}
+	return id, nil
+}
+
+// WriteJSON writes v as indented JSON to name inside the operation dir.
+func (s Store) WriteJSON(id, name string, v any) error {
+	dir, err := s.OperationDir(id)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, name), append(b, '\n'), 0o600)
+}
+
+// ReadJSON decodes name inside the operation dir into v.
+func (s Store) ReadJSON(id, name string, v any) error {
+	dir, err := s.OperationDir(id)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// Operations lists operation ids (in no particular order).
+func (s Store) Operations() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(s.Dir, "operations"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && ValidOperationID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,148 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/v2/core/mount"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/shim/admission"
+	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/observe"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/trust"
+	"github.com/gensee/gensee/spec"
+)
+
+// Annotations read at admission. Their values are claims to verify, never
+// decisions: neither can select a contract or a key.
+const (
+	AnnotationInference   = "io.gensee.boundary.inference"
+	AnnotationObservation = "io.gensee.boundary.observation"
+
+	// CRI sets these; they are trusted only in CRI's own containerd
+	// namespace, where only the CRI plugin creates containers.
+	annotationSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
+	criNamespace               = "k8s.io"
+)
+
+// RuntimeName is the runtime type this shim answers to.
+const RuntimeName = "io.containerd.gensee.v2"
+
+// refusedError is an admission refusal: a reason code and a fix-it message.
+type refusedError struct {
+	Reason  string
+	Message string
+}
+
+func (e *refusedError) Error() string {
+	return "gensee: admission refused: " + e.Message
+}
+
+func refuse(reason, format string, args ...any) error {
+	return &refusedError{Reason: reason, Message: reason + ": " + fmt.Sprintf(format, args...)}
+}
+
+// admitted is everything Create needs from a positive decision.
+type admitted struct {
+	decision    admission.Decision
+	observation spec.Observation
+	obsDigest   string
+	catalog     *trust.Loaded
+	facts       admission.Facts
+}
+
+// facts are the trusted facts about the caller of this Create.
+func facts(namespace string, s *specs.Spec) admission.Facts {
+	f := admission.Facts{ContainerdNamespace: namespace, Runtime: RuntimeName}
+	if namespace == criNamespace {
+		f.K8sNamespace = s.Annotations[annotationSandboxNamespace]
+	}
+	return f
+}
+
+// admit decides which single contract governs the container, or refuses.
+// It runs before anything is mounted for the task or created by runc.
+func (s *service) admit(ctx context.Context, cfg config.Config, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (*admitted, error) {
+	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
+	if err != nil {
+		return nil, refuse("trust_anchor", "%v", err)
+	}
+	cat, err := trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), s.now())
+	if err != nil {
+		return nil, refuse("catalog", "%v", err)
+	}
+	obs, err := s.observe(ctx, r, oci)
+	if err != nil {
+		return nil, refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
+	}
+	f := facts(namespace, oci)
+	d := admission.Decide(admission.Input{
+		Catalog:              cat.Catalog,
+		CatalogVersion:       cat.Version,
+		Facts:                f,
+		InferenceEnvelope:    []byte(oci.Annotations[AnnotationInference]),
+		PreflightObservation: []byte(oci.Annotations[AnnotationObservation]),
+		Observation:          obs,
+		Now:                  s.now(),
+	})
+	if !d.Admitted {
+		return nil, &refusedError{Reason: string(d.Reason), Message: d.Message}
+	}
+	digest, err := obs.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("digest observation: %w", err)
+	}
+	return &admitted{decision: d, observation: obs, obsDigest: digest, catalog: cat, facts: f}, nil
+}
+
+// observe re-derives the observation from the task's rootfs, mounted
+// read-only in a private directory of the bundle and unmounted before the
+// inner Create mounts it for real.
+func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (_ spec.Observation, retErr error) {
+	if len(r.Rootfs) == 0 {
+		root := "rootfs"
+		if oci.Root != nil && oci.Root.Path != "" {
+			root = oci.Root.Path
+		}
+		if !filepath.IsAbs(root) {
+			root = filepath.Join(r.Bundle, root)
+		}
+		return observe.FromRootfs(root, oci)
+	}
+	dir, err := os.MkdirTemp(r.Bundle, ".gensee-observe-")
+	if err != nil {
+		return spec.Observation{}, fmt.Errorf("make observation mount point: %w", err)
+	}
+	defer os.Remove(dir)
+	mounts := make([]mount.Mount, 0, len(r.Rootfs))
+	for _, m := range r.Rootfs {
+		mounts = append(mounts, mount.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: append(append([]string(nil), m.Options...), "ro")})
+	}
+	if err := mount.All(mounts, dir); err != nil {
+		return spec.Observation{}, fmt.Errorf("mount rootfs read-only: %w", err)
+	}
+	defer func() {
+		if err := mount.UnmountMounts(mounts, dir, 0); err != nil && retErr == nil {
+			retErr = fmt.Errorf("unmount observation rootfs: %w", err)
+		}
+	}()
+	return observe.FromRootfs(dir, oci)
+}
+
+// recordRefusal keeps a refusal that never became an operation.
+func (s *service) recordRefusal(ctx context.Context, cfg config.Config, namespace, id string, err error) {
+	var re *refusedError
+	if !errors.As(err, &re) {
+		return
+	}
+	st := record.Store{Dir: cfg.StateDir}
+	if werr := st.AppendRefusal(refusal{At: s.now().UTC(), Namespace: namespace, ContainerID: id, Reason: re.Reason, Message: re.Message}); werr != nil {
+		loggerFor(ctx, id).WithError(werr).Error("record admission refusal")
+	}
+}

@@ -1,0 +1,202 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/containerd/log"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/record"
+)
+
+const maxSpecBytes = 4 << 20
+
+func loggerFor(ctx context.Context, id string) *log.Entry {
+	return log.G(ctx).WithField("container_id", id)
+}
+
+// Create admits the container, creates it with runc (init blocked in
+// `runc init`), then installs and reads back its network table. Only then is
+// Create answered; any failure after the inner Create rolls the task back.
+func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *taskAPI.CreateTaskResponse, retErr error) {
+	ns, err := namespaces.NamespaceRequired(ctx)
+	if err != nil {
+		return nil, errgrpc.ToGRPC(err)
+	}
+	rt, err := config.ParseOptions(r.Options)
+	if err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
+	}
+	cfg, err := s.loadConfig(rt.ConfigPath)
+	if err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: admission refused: operator_config: %v", err)
+	}
+	oci, err := readSpec(r.Bundle)
+	if err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
+	}
+	removed, kind, nsPath, err := hardenSpec(oci)
+	if err != nil {
+		var sr *specRefusal
+		errors.As(err, &sr)
+		rerr := &refusedError{Reason: sr.Rule, Message: sr.Error()}
+		s.recordRefusal(ctx, cfg, ns, r.ID, rerr)
+		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rerr.Error())
+	}
+	adm, err := s.admit(ctx, cfg, ns, r, oci)
+	if err != nil {
+		s.recordRefusal(ctx, cfg, ns, r.ID, err)
+		loggerFor(ctx, r.ID).WithError(err).Warn("admission refused")
+		var re *refusedError
+		if errors.As(err, &re) {
+			return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
+		}
+		return nil, errgrpc.ToGRPC(err)
+	}
+
+	op, err := s.newOperation(ns, r, cfg, adm, removed, kind, nsPath)
+	if err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
+	}
+	if err := writeSpec(r.Bundle, oci); err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
+	}
+	if r.Options, err = rt.RuncAny(cfg); err != nil {
+		return nil, errgrpc.ToGRPC(err)
+	}
+	hardenRootfs(r)
+
+	resp, err := s.TTRPCTaskService.Create(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			s.rollback(ctx, op)
+		}
+	}()
+	if err := op.bind(ctx, int(resp.Pid)); err != nil {
+		op.logger(ctx).WithError(err).Error("install network boundary")
+		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: network boundary not installed, task refused: %v", err)
+	}
+	s.put(op)
+	op.logger(ctx).WithField("contract", op.contract.ID).Info("admitted; network boundary installed and read back")
+	return resp, nil
+}
+
+// newOperation creates the operation's records before runc runs anything.
+func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg config.Config, adm *admitted, removed []string, kind netnsKind, nsPath string) (*operation, error) {
+	id, err := record.NewOperationID()
+	if err != nil {
+		return nil, err
+	}
+	st := record.Store{Dir: cfg.StateDir}
+	if _, err := st.CreateOperation(id, ns, r.ID); err != nil {
+		return nil, err
+	}
+	d := adm.decision
+	capsRemoved := []string{}
+	for _, set := range removed {
+		capsRemoved = append(capsRemoved, capNetRaw+" ("+set+")")
+	}
+	rec := &admissionRecord{
+		OperationID: id, Namespace: ns, ContainerID: r.ID, CreatedAt: s.now().UTC(),
+		Facts: recordFacts(adm.facts), Selector: d.Selector,
+		ContractID: d.ContractID, ContractDigest: d.ContractDigest, Contract: *d.Contract,
+		SafeDefault: d.SafeDefault, FallbackFrom: string(d.FallbackFrom), Inference: d.Inference,
+		CatalogVersion: adm.catalog.Version, CatalogDigest: adm.catalog.Digest,
+		Observation: adm.observation, ObservationDigest: adm.obsDigest,
+		CapabilitiesRemoved: capsRemoved, Netns: string(kind), NetnsPath: nsPath,
+		Deadline: d.Contract.Deadline,
+	}
+	if err := st.WriteJSON(id, record.AdmissionFile, rec); err != nil {
+		return nil, err
+	}
+	return &operation{
+		id: id, namespace: ns, containerID: r.ID, bundle: r.Bundle, cfg: cfg, store: st,
+		contract: *d.Contract, admission: rec, done: make(chan struct{}),
+	}, nil
+}
+
+// rollback undoes an inner Create whose boundary could not be installed:
+// kill the blocked init, delete the task (runc state, cgroup, mounts), and
+// remove any table.
+func (s *service) rollback(ctx context.Context, op *operation) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true}); err != nil {
+		op.logger(ctx).WithError(err).Warn("rollback: kill")
+	}
+	if _, err := s.TTRPCTaskService.Delete(ctx, &taskAPI.DeleteRequest{ID: op.containerID}); err != nil {
+		op.logger(ctx).WithError(err).Warn("rollback: delete")
+	}
+	op.removeTable(ctx)
+	s.drop(op.containerID)
+}
+
+func readSpec(bundle string) (*specs.Spec, error) {
+	b, err := readNoFollow(filepath.Join(bundle, "config.json"), maxSpecBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read bundle config: %w", err)
+	}
+	var s specs.Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("decode bundle config.json: %w", err)
+	}
+	return &s, nil
+}
+
+func writeSpec(bundle string, s *specs.Spec) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode bundle config: %w", err)
+	}
+	return record.WriteFileAtomic(filepath.Join(bundle, "config.json"), b, 0o644)
+}
+
+func readNoFollow(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, max)
+	}
+	b := make([]byte, fi.Size())
+	_, err = f.ReadAt(b, 0)
+	return b, err
+}
+
+// hardenRootfs forces overlay options that keep the upperdir honest for the
+// gate: no metacopy (metadata-only copy-ups hash as zeros) and no redirects.
+func hardenRootfs(r *taskAPI.CreateTaskRequest) {
+	for _, m := range r.Rootfs {
+		if m.Type != "overlay" {
+			continue
+		}
+		opts := m.Options[:0:0]
+		for _, o := range m.Options {
+			if strings.HasPrefix(o, "metacopy=") || strings.HasPrefix(o, "redirect_dir=") {
+				continue
+			}
+			opts = append(opts, o)
+		}
+		m.Options = append(opts, "metacopy=off", "redirect_dir=nofollow")
+	}
+}

@@ -1,0 +1,135 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"golang.org/x/sys/unix"
+)
+
+// Start arms the exit path before the inner Start (an instant exit cannot
+// slip past it), then starts the contract deadline.
+func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
+	op := s.get(r.ID)
+	if r.ExecID != "" || op == nil {
+		return s.TTRPCTaskService.Start(ctx, r)
+	}
+	if !op.transition(opStarted) {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: task %s is %s, not created", r.ID, op.current())
+	}
+	op.held = s.pub.arm(r.ID, op.done)
+	resp, err := s.TTRPCTaskService.Start(ctx, r)
+	if err != nil {
+		// The init never ran: nothing to finalize, nothing to hold.
+		s.pub.disarm(r.ID)
+		op.mu.Lock()
+		op.state = opCreated
+		op.mu.Unlock()
+		return nil, err
+	}
+	s.startDeadline(op)
+	go s.watchExit(op)
+	return resp, nil
+}
+
+// startDeadline kills the task when the contract's deadline passes.
+func (s *service) startDeadline(op *operation) {
+	if op.contract.Deadline == "" {
+		return
+	}
+	d, err := time.ParseDuration(op.contract.Deadline)
+	if err != nil || d <= 0 {
+		return // validated at catalog load; never reached
+	}
+	op.mu.Lock()
+	op.deadline = time.AfterFunc(d, func() {
+		op.mu.Lock()
+		op.deadlineHit = true
+		op.mu.Unlock()
+		ctx := s.ctx
+		op.logger(ctx).WithField("deadline", op.contract.Deadline).Warn("contract deadline exceeded; killing the task")
+		if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true}); err != nil {
+			op.logger(ctx).WithError(err).Error("kill at deadline")
+		}
+	})
+	op.mu.Unlock()
+}
+
+// watchExit waits for the init to exit (execs drained by the inner
+// service), finalizes the operation, then releases Wait, Delete and the
+// held TaskExit by closing done.
+func (s *service) watchExit(op *operation) {
+	ctx := s.ctx
+	defer close(op.done)
+	resp, err := s.TTRPCTaskService.Wait(ctx, &taskAPI.WaitRequest{ID: op.containerID})
+	op.mu.Lock()
+	if op.deadline != nil {
+		op.deadline.Stop()
+	}
+	op.mu.Unlock()
+	var status *uint32
+	if err != nil {
+		op.logger(ctx).WithError(err).Error("wait for init exit")
+	} else {
+		st := resp.ExitStatus
+		status = &st
+	}
+	op.transition(opExited)
+	op.finalizeNetwork(ctx, status)
+}
+
+// Wait answers for the init only once its exit path is done.
+func (s *service) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.WaitResponse, error) {
+	resp, err := s.TTRPCTaskService.Wait(ctx, r)
+	if err != nil || r.ExecID != "" {
+		return resp, err
+	}
+	op := s.get(r.ID)
+	if op == nil || op.current() == opCreated {
+		return resp, nil
+	}
+	select {
+	case <-op.done:
+		return resp, nil
+	case <-ctx.Done():
+		return nil, errgrpc.ToGRPC(ctx.Err())
+	}
+}
+
+// Delete waits for a started init's exit path, deletes the inner task, and
+// removes whatever the operation still holds.
+func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAPI.DeleteResponse, error) {
+	op := s.get(r.ID)
+	if r.ExecID != "" || op == nil {
+		return s.TTRPCTaskService.Delete(ctx, r)
+	}
+	if op.current() != opCreated {
+		select {
+		case <-op.done:
+		case <-ctx.Done():
+			return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s is still finalizing its exit; retry the delete", r.ID)
+		}
+		op.held.waitPublished(ctx)
+	}
+	resp, err := s.TTRPCTaskService.Delete(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	op.mu.Lock()
+	if op.deadline != nil {
+		op.deadline.Stop()
+	}
+	op.mu.Unlock()
+	s.pub.disarm(r.ID)
+	op.transition(opDeleted)
+	if op.removeTable(ctx) {
+		s.markCleaned(ctx, op)
+	} else {
+		op.logger(ctx).Error("network table left after delete; the shim's cleanup path retries it")
+	}
+	s.drop(r.ID)
+	return resp, nil
+}

@@ -1,0 +1,135 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/record"
+)
+
+// bind identifies the created init, opens its netns and installs the
+// operation's table there, read back against the plan. The init is still
+// blocked in `runc init`: no image code has run.
+func (op *operation) bind(ctx context.Context, pid int) error {
+	sub, err := readSubject(pid)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return fmt.Errorf("open netns of init %d: %w", pid, err)
+	}
+	// Re-check the pid is still our init now that the netns fd is held.
+	if again, err := readSubject(pid); err != nil || again.StartTime != sub.StartTime {
+		f.Close()
+		return fmt.Errorf("init %d changed while binding the boundary", pid)
+	}
+	plan, err := netpolicy.NewPlan(op.id, op.contract.Network, netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath})
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("plan network table: %w", err)
+	}
+	if op.cfg.LogGroup != 0 {
+		plan.LogGroup = op.cfg.LogGroup
+	}
+	op.mu.Lock()
+	op.netns, op.plan = f, plan
+	op.mu.Unlock()
+	if err := netpolicy.Apply(ctx, int(f.Fd()), plan); err != nil {
+		return err
+	}
+	op.admission.Subject = sub
+	op.admission.Table = plan.Table
+	if err := op.writeMarker(); err != nil {
+		return fmt.Errorf("write bundle marker: %w", err)
+	}
+	return op.store.WriteJSON(op.id, record.AdmissionFile, op.admission)
+}
+
+// readSubject reads who pid is: start time, cgroup v2 path and id.
+func readSubject(pid int) (*subject, error) {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, fmt.Errorf("read stat of init %d: %w", pid, err)
+	}
+	start, err := startTime(st)
+	if err != nil {
+		return nil, fmt.Errorf("stat of init %d: %w", pid, err)
+	}
+	path, err := cgroup.PathOf(pid)
+	if err != nil {
+		return nil, err
+	}
+	id, err := cgroup.ID(path)
+	if err != nil {
+		return nil, err
+	}
+	return &subject{InitPID: pid, StartTime: start, CgroupPath: path, CgroupID: id}, nil
+}
+
+// startTime is field 22 of /proc/<pid>/stat; the comm field (2) may hold
+// spaces and parentheses, so fields are counted after its last ')'.
+func startTime(stat []byte) (uint64, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed stat")
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 20 {
+		return 0, fmt.Errorf("malformed stat: %d fields after comm", len(f))
+	}
+	return strconv.ParseUint(string(f[19]), 10, 64)
+}
+
+// finalizeNetwork reads the counters and removes the table; the record says
+// what was read and whether the removal happened.
+func (op *operation) finalizeNetwork(ctx context.Context, exitStatus *uint32) {
+	rec := networkRecord{Netns: op.admission.Netns, Mode: op.contract.Network.Mode, ExitStatus: exitStatus}
+	op.mu.Lock()
+	f, plan := op.netns, op.plan
+	rec.DeadlineHit = op.deadlineHit
+	op.mu.Unlock()
+	if plan != nil {
+		rec.Table = plan.Table
+	}
+	if f != nil && plan != nil {
+		c, err := netpolicy.ReadCounters(ctx, int(f.Fd()), plan)
+		if err != nil {
+			rec.CountersErr = err.Error()
+		} else {
+			rec.Counters = &c
+		}
+	}
+	rec.Removed = op.removeTable(ctx)
+	if rec.Removed {
+		rec.RemovedAt = time.Now().UTC()
+	}
+	if err := op.store.WriteJSON(op.id, record.NetworkFile, rec); err != nil {
+		op.logger(ctx).WithError(err).Error("write network record")
+	}
+}
+
+// removeTable removes the table and releases the netns; idempotent. It
+// reports whether no table is left.
+func (op *operation) removeTable(ctx context.Context) bool {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.netns == nil {
+		return true
+	}
+	if op.plan != nil {
+		if err := netpolicy.Remove(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
+			op.logger(ctx).WithError(err).Error("remove network table")
+			return false
+		}
+	}
+	op.netns.Close()
+	op.netns = nil
+	return true
+}

@@ -1,0 +1,84 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	eventstypes "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/v2/core/events"
+	"github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/log"
+)
+
+// holdingPublisher holds the init TaskExit of a gated container until the
+// container's exit path is done, so no client sees the exit before the
+// records are final. It never blocks the inner service's single forwarding
+// goroutine: a held event is published from its own goroutine.
+type holdingPublisher struct {
+	shim.Publisher
+
+	mu    sync.Mutex
+	holds map[string]*hold // by container id; guarded by mu
+}
+
+type hold struct {
+	done      <-chan struct{} // closed when the exit path finished
+	published chan struct{}   // closed once the held TaskExit went out
+}
+
+func newHoldingPublisher(p shim.Publisher) *holdingPublisher {
+	return &holdingPublisher{Publisher: p, holds: map[string]*hold{}}
+}
+
+// arm makes the next init TaskExit of id wait for done.
+func (p *holdingPublisher) arm(id string, done <-chan struct{}) *hold {
+	h := &hold{done: done, published: make(chan struct{})}
+	p.mu.Lock()
+	p.holds[id] = h
+	p.mu.Unlock()
+	return h
+}
+
+// disarm forgets the hold of id (task deleted without a held exit).
+func (p *holdingPublisher) disarm(id string) {
+	p.mu.Lock()
+	delete(p.holds, id)
+	p.mu.Unlock()
+}
+
+// Publish forwards events, holding the armed init TaskExit.
+func (p *holdingPublisher) Publish(ctx context.Context, topic string, event events.Event) error {
+	if e, ok := event.(*eventstypes.TaskExit); ok && e.ID == e.ContainerID {
+		p.mu.Lock()
+		h := p.holds[e.ContainerID]
+		delete(p.holds, e.ContainerID)
+		p.mu.Unlock()
+		if h != nil {
+			go func() {
+				<-h.done
+				if err := p.Publisher.Publish(ctx, topic, event); err != nil {
+					log.G(ctx).WithError(err).WithField("container_id", e.ContainerID).Error("publish held task exit")
+				}
+				close(h.published)
+			}()
+			return nil
+		}
+	}
+	return p.Publisher.Publish(ctx, topic, event)
+}
+
+// waitPublished waits (bounded) until the held exit of h went out, so the
+// TaskDelete that follows never overtakes it.
+func (h *hold) waitPublished(ctx context.Context) {
+	if h == nil {
+		return
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-h.published:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,77 @@
+package service
+
+import (
+	"time"
+
+	"github.com/gensee/gensee/shim/admission"
+	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/spec"
+)
+
+// admissionRecord is admission.json: why this contract governs this
+// container, and who the container is.
+type admissionRecord struct {
+	OperationID         string                      `json:"operation_id"`
+	Namespace           string                      `json:"namespace"`
+	ContainerID         string                      `json:"container_id"`
+	CreatedAt           time.Time                   `json:"created_at"`
+	Facts               factsRecord                 `json:"facts"`
+	Selector            string                      `json:"selector"`
+	ContractID          string                      `json:"contract_id"`
+	ContractDigest      string                      `json:"contract_digest"`
+	Contract            spec.Contract               `json:"contract"`
+	SafeDefault         bool                        `json:"safe_default"`
+	FallbackFrom        string                      `json:"fallback_from,omitempty"`
+	Inference           *admission.InferenceSummary `json:"inference,omitempty"`
+	CatalogVersion      uint64                      `json:"catalog_version"`
+	CatalogDigest       string                      `json:"catalog_digest"`
+	Observation         spec.Observation            `json:"observation"`
+	ObservationDigest   string                      `json:"observation_digest"`
+	CapabilitiesRemoved []string                    `json:"capabilities_removed"`
+	Netns               string                      `json:"netns"`
+	NetnsPath           string                      `json:"netns_path,omitempty"`
+	Table               string                      `json:"table,omitempty"`
+	Subject             *subject                    `json:"subject,omitempty"`
+	Deadline            string                      `json:"deadline,omitempty"`
+}
+
+// subject identifies the container's init beyond pid reuse.
+type subject struct {
+	InitPID    int    `json:"init_pid"`
+	StartTime  uint64 `json:"start_time"` // field 22 of /proc/<pid>/stat, clock ticks since boot
+	CgroupPath string `json:"cgroup_path"`
+	CgroupID   uint64 `json:"cgroup_id"`
+}
+
+// networkRecord is network.json: what the table counted and when it went.
+type networkRecord struct {
+	Table       string              `json:"table"`
+	Netns       string              `json:"netns"`
+	Mode        string              `json:"mode"`
+	Counters    *netpolicy.Counters `json:"counters,omitempty"`
+	CountersErr string              `json:"counters_error,omitempty"`
+	Removed     bool                `json:"removed"`
+	RemovedAt   time.Time           `json:"removed_at,omitzero"`
+	DeadlineHit bool                `json:"deadline_exceeded"`
+	ExitStatus  *uint32             `json:"exit_status,omitempty"`
+}
+
+// refusal is one line of the refusals log.
+type refusal struct {
+	At          time.Time `json:"at"`
+	Namespace   string    `json:"namespace"`
+	ContainerID string    `json:"container_id"`
+	Reason      string    `json:"reason"`
+	Message     string    `json:"message"`
+}
+
+// factsRecord is the trusted facts admission matched selectors against.
+type factsRecord struct {
+	ContainerdNamespace string `json:"containerd_namespace"`
+	Runtime             string `json:"runtime"`
+	K8sNamespace        string `json:"k8s_namespace,omitempty"`
+}
+
+func recordFacts(f admission.Facts) factsRecord {
+	return factsRecord{ContainerdNamespace: f.ContainerdNamespace, Runtime: f.Runtime, K8sNamespace: f.K8sNamespace}
+}

@@ -1,0 +1,78 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/ttrpc"
+
+	"github.com/gensee/gensee/shim/config"
+)
+
+// service wraps the stock runc task service. Every RPC it does not override
+// is the embedded one.
+type service struct {
+	taskAPI.TTRPCTaskService
+
+	ctx context.Context
+	pub *holdingPublisher
+	// now is the clock admission and deadlines read; tests may replace it.
+	now func() time.Time
+	// loadConfig reads the operator config named by the runtime options.
+	loadConfig func(path string) (config.Config, error)
+
+	mu  sync.Mutex
+	ops map[string]*operation // by container id; guarded by mu
+}
+
+func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdingPublisher) *service {
+	return &service{
+		TTRPCTaskService: inner,
+		ctx:              ctx,
+		pub:              pub,
+		now:              time.Now,
+		loadConfig:       config.Load,
+		ops:              map[string]*operation{},
+	}
+}
+
+// RegisterTTRPC registers the wrapper (not the inner service) as the task
+// service, so the overrides below are what containerd calls.
+func (s *service) RegisterTTRPC(srv *ttrpc.Server) error {
+	taskAPI.RegisterTTRPCTaskService(srv, s)
+	return nil
+}
+
+func (s *service) get(id string) *operation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ops[id]
+}
+
+func (s *service) put(op *operation) {
+	s.mu.Lock()
+	s.ops[op.containerID] = op
+	s.mu.Unlock()
+}
+
+func (s *service) drop(id string) {
+	s.mu.Lock()
+	delete(s.ops, id)
+	s.mu.Unlock()
+}
+
+// shutdown runs when the shim exits: no operation may keep a table.
+func (s *service) shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	ops := make([]*operation, 0, len(s.ops))
+	for _, op := range s.ops {
+		ops = append(ops, op)
+	}
+	s.mu.Unlock()
+	for _, op := range ops {
+		op.removeTable(ctx)
+	}
+	return nil
+}

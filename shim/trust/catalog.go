@@ -1,0 +1,111 @@
+package trust
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gensee/gensee/spec"
+)
+
+// DefaultCatalogPath is where the signed catalog lives unless the shim's
+// own configuration names another path (never an annotation).
+const DefaultCatalogPath = "/etc/gensee/catalog.signed.json"
+
+// ClockSkew is how far in the future a catalog's issued_at may lie.
+// expires_at gets no slack: expired means now >= expires_at.
+const ClockSkew = 2 * time.Minute
+
+// Loaded is a verified, accepted catalog.
+type Loaded struct {
+	Catalog *spec.Catalog
+	Digest  string // "sha256:<hex>" of the exact signed payload bytes
+	Version uint64
+}
+
+// LoadCatalog reads the signed catalog at path and accepts it only if, in
+// this order: the file is a regular file of at most spec.MaxEnvelopeBytes
+// (never through a symlink); the envelope parses strictly; its payloadType
+// is spec.PayloadTypeCatalog; the anchor signed it (threshold 1); the
+// payload parses strictly and validates; now < expires_at and issued_at <=
+// now + ClockSkew; and its version is not below the high-water mark in
+// state (equal version: same payload sha256, else equivocation). A higher
+// version is recorded in state before LoadCatalog returns. Every refusal is
+// a *CatalogError naming the file and the rule.
+func LoadCatalog(path string, anchor ed25519.PublicKey, state StateStore, now time.Time) (*Loaded, error) {
+	data, err := readCatalogFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env, err := spec.ParseEnvelope(data)
+	if err != nil {
+		return nil, catErr(path, RuleFormat, "is not a strict DSSE envelope", "re-sign it with `gensee catalog sign`", err)
+	}
+	if env.PayloadType != spec.PayloadTypeCatalog {
+		return nil, catErr(path, RulePayloadType, fmt.Sprintf("payloadType is %q, want %q", env.PayloadType, spec.PayloadTypeCatalog),
+			"sign the catalog payload with `gensee catalog sign`, not another document", spec.ErrPayloadType)
+	}
+	if len(anchor) != ed25519.PublicKeySize {
+		return nil, catErr(path, RuleSignature, fmt.Sprintf("trust anchor key has %d bytes, want %d", len(anchor), ed25519.PublicKeySize),
+			"load the anchor with trust.LoadAnchor", spec.ErrKey)
+	}
+	payload, err := env.Verify(spec.PayloadTypeCatalog, []ed25519.PublicKey{anchor}, 1)
+	if err != nil {
+		return nil, catErr(path, RuleSignature, "is not signed by the trust anchor (keyid "+spec.KeyID(anchor)+")",
+			"sign it with the catalog root private key that matches the installed anchor", err)
+	}
+	cat, err := spec.ParseCatalog(payload)
+	if err != nil {
+		return nil, catErr(path, RuleFormat, "signed payload is not a valid catalog", "fix the listed fields and re-sign", err)
+	}
+	if err := checkWindow(path, cat, now); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(payload)
+	next := State{Version: cat.Version, PayloadSHA256: hex.EncodeToString(sum[:]), ExpiresAt: cat.ExpiresAt}
+	if err := state.Update(func(cur State, found bool) (State, bool, error) {
+		return advance(path, cur, found, next)
+	}); err != nil {
+		var ce *CatalogError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, catErr(path, RuleState, "the high-water mark could not be checked or recorded", "fix the state file", err)
+	}
+	return &Loaded{Catalog: cat, Digest: "sha256:" + next.PayloadSHA256, Version: cat.Version}, nil
+}
+
+func checkWindow(path string, cat *spec.Catalog, now time.Time) error {
+	if !now.Before(cat.ExpiresAt) {
+		return catErr(path, RuleExpired, fmt.Sprintf("version %d expired at %s (now %s)", cat.Version, cat.ExpiresAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)),
+			"publish a newer catalog version with a later expires_at", nil)
+	}
+	if cat.IssuedAt.After(now.Add(ClockSkew)) {
+		return catErr(path, RuleNotYetValid, fmt.Sprintf("version %d is issued at %s, more than %s after now (%s)", cat.Version, cat.IssuedAt.UTC().Format(time.RFC3339), ClockSkew, now.UTC().Format(time.RFC3339)),
+			"check this host's clock (NTP) or the signer's issued_at", nil)
+	}
+	return nil
+}
+
+// advance is the high-water rule: lower versions are rollbacks, an equal
+// version must carry the identical payload, a higher one moves the mark.
+func advance(path string, cur State, found bool, next State) (State, bool, error) {
+	switch {
+	case !found || next.Version > cur.Version:
+		return next, true, nil
+	case next.Version < cur.Version:
+		return cur, false, catErr(path, RuleRollback, fmt.Sprintf("version %d is lower than version %d already accepted on this host", next.Version, cur.Version),
+			fmt.Sprintf("install a catalog with version >= %d", cur.Version), nil)
+	case next.PayloadSHA256 != cur.PayloadSHA256:
+		return cur, false, catErr(path, RuleEquivocation, fmt.Sprintf("version %d has payload sha256 %s, but version %d was accepted with sha256 %s", next.Version, next.PayloadSHA256, cur.Version, cur.PayloadSHA256),
+			"publish changes under a new, higher version; never re-sign a different catalog under a used version", nil)
+	}
+	return cur, false, nil
+}
+
+func catErr(path string, rule Rule, problem, fix string, err error) *CatalogError {
+	return &CatalogError{Path: path, Rule: rule, Problem: problem, Fix: fix, Err: err}
+}

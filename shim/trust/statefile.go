@@ -1,0 +1,179 @@
+package trust
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gensee/gensee/spec"
+	"golang.org/x/sys/unix"
+)
+
+// maxStateBytes caps the state file; it holds three short fields.
+const maxStateBytes = 4096
+
+// lockWait bounds how long Update waits for another shim holding the lock.
+const lockWait = 5 * time.Second
+
+// FileState is the StateStore for one JSON file (0600) in a directory the
+// shim owns (created 0700, refused if another user owns it or group/other
+// can write it). Writes are atomic: temp file in the same directory, fsync,
+// rename, directory fsync. A lock file next to it (flock) serializes Update
+// across shim processes.
+type FileState struct {
+	Path string
+}
+
+// NewFileState returns the store for the state file at path.
+func NewFileState(path string) *FileState { return &FileState{Path: path} }
+
+// Update implements StateStore.
+func (s *FileState) Update(fn func(cur State, found bool) (State, bool, error)) error {
+	dir, err := s.openDir()
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	unlock, err := s.lock(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, found, err := s.read(dir)
+	if err != nil {
+		return err
+	}
+	next, write, err := fn(cur, found)
+	if err != nil || !write {
+		return err
+	}
+	return s.write(dir, next)
+}
+
+// openDir creates the state directory (0700) if needed and opens it,
+// refusing one owned by another user or writable by group/other: whoever
+// can write there can replace the mark and re-open rollback.
+func (s *FileState) openDir() (*os.File, error) {
+	dirPath := filepath.Dir(s.Path)
+	if err := os.MkdirAll(dirPath, 0o700); err != nil {
+		return nil, fmt.Errorf("create state directory %s: %w", dirPath, err)
+	}
+	d, err := os.OpenFile(dirPath, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open state directory %s: %w", dirPath, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("stat state directory %s: %w", dirPath, err)
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		d.Close()
+		return nil, fmt.Errorf("state directory %s is owned by uid %d with mode %04o; it must be owned by uid %d and not group/other-writable (run: chown %d %s && chmod 0700 %s)",
+			dirPath, st.Uid, st.Mode&0o7777, os.Geteuid(), os.Geteuid(), dirPath, dirPath)
+	}
+	return d, nil
+}
+
+func (s *FileState) lock(dir *os.File) (func(), error) {
+	name := filepath.Base(s.Path) + ".lock"
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open state lock %s: %w", filepath.Join(filepath.Dir(s.Path), name), err)
+	}
+	deadline := time.Now().Add(lockWait)
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Close(fd) }, nil // closing releases the flock
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) || time.Now().After(deadline) {
+			unix.Close(fd)
+			return nil, fmt.Errorf("lock state file %s: %w", s.Path, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// read returns the stored state; found is false when the file is absent.
+// A present but unreadable, foreign or corrupt file is an error (fail
+// closed): silently starting over would re-open rollback.
+func (s *FileState) read(dir *os.File) (State, bool, error) {
+	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(s.Path), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return State{}, false, nil
+	}
+	if err != nil {
+		return State{}, false, fmt.Errorf("open state file %s: %w", s.Path, err)
+	}
+	f := os.NewFile(uintptr(fd), s.Path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return State{}, false, fmt.Errorf("stat state file %s: %w", s.Path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return State{}, false, fmt.Errorf("state file %s must be a regular file owned by uid %d and not group/other-writable (found mode %06o, uid %d)",
+			s.Path, os.Geteuid(), st.Mode, st.Uid)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	if err != nil {
+		return State{}, false, fmt.Errorf("read state file %s: %w", s.Path, err)
+	}
+	var cur State
+	if err := spec.DecodeStrict(data, &cur, maxStateBytes); err != nil {
+		return State{}, false, corruptState(s.Path, err)
+	}
+	if b, err := hex.DecodeString(cur.PayloadSHA256); err != nil || len(b) != 32 || cur.Version == 0 {
+		return State{}, false, corruptState(s.Path, errors.New("version must be >= 1 and payload_sha256 64 hex characters"))
+	}
+	return cur, true, nil
+}
+
+func corruptState(path string, err error) error {
+	return fmt.Errorf("state file %s is corrupt; restore it from backup, or remove it to accept any catalog version once (this re-opens rollback): %w", path, err)
+}
+
+// write replaces the state file atomically and durably.
+func (s *FileState) write(dir *os.File, next State) (retErr error) {
+	data, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	dfd := int(dir.Fd())
+	base := filepath.Base(s.Path)
+	tmp := base + ".tmp"
+	_ = unix.Unlinkat(dfd, tmp, 0) // a leftover from a crash; we hold the lock
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create state temp file in %s: %w", filepath.Dir(s.Path), err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	defer func() {
+		if retErr != nil {
+			f.Close()
+			_ = unix.Unlinkat(dfd, tmp, 0)
+		}
+	}()
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("write state temp file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync state temp file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close state temp file: %w", err)
+	}
+	if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+		return fmt.Errorf("rename state file into %s: %w", s.Path, err)
+	}
+	if err := unix.Fsync(dfd); err != nil {
+		return fmt.Errorf("fsync state directory %s: %w", filepath.Dir(s.Path), err)
+	}
+	return nil
+}

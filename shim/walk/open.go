@@ -1,0 +1,106 @@
+package walk
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// resolve confines every lookup: no symlink anywhere, no magic links, no
+// escape from the dirfd, no crossing into another mount.
+const resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS |
+	unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+
+// ErrChanged reports that an entry changed between fstatat and open: the
+// tree was not quiescent, or something raced the gate.
+var ErrChanged = errors.New("entry changed during the walk")
+
+// openat2 opens one component below dirfd, retrying EINTR and the EAGAIN that
+// openat2 returns when a concurrent rename makes RESOLVE_BENEATH unsure.
+func openat2(dirfd int, name string, flags uint64) (int, error) {
+	how := unix.OpenHow{Flags: flags | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK, Resolve: resolve}
+	for range 16 {
+		fd, err := unix.Openat2(dirfd, name, &how)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		return fd, err
+	}
+	return -1, unix.EAGAIN
+}
+
+// fstatat stats one component without following it.
+func fstatat(dirfd int, name string, st *unix.Stat_t) error {
+	for {
+		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// openChecked opens name below dirfd and verifies that the fd is the object
+// want describes (same inode, device and file type). flags selects a
+// directory (O_DIRECTORY) or a regular file.
+func openChecked(dirfd int, name string, flags uint64, want *unix.Stat_t) (int, *unix.Stat_t, error) {
+	fd, err := openat2(dirfd, name, flags)
+	if err != nil {
+		if err == unix.ELOOP || err == unix.ENOENT || err == unix.ENOTDIR || err == unix.EXDEV {
+			return -1, nil, fmt.Errorf("open %q: %w (%w)", name, ErrChanged, err)
+		}
+		return -1, nil, fmt.Errorf("open %q: %w", name, err)
+	}
+	var got unix.Stat_t
+	if err := unix.Fstat(fd, &got); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("fstat %q: %w", name, err)
+	}
+	if got.Ino != want.Ino || got.Dev != want.Dev || got.Mode&unix.S_IFMT != want.Mode&unix.S_IFMT {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("open %q: %w (inode or type differs from fstatat)", name, ErrChanged)
+	}
+	return fd, &got, nil
+}
+
+// openRoot opens a runtime-supplied directory (upperdir, lowerdir, rootfs).
+// The path itself is trusted configuration; its last component must still
+// not be a symlink.
+func openRoot(path string) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, fmt.Errorf("open root directory %s: %w", path, err)
+		}
+		return fd, nil
+	}
+}
+
+// readNames lists a directory fd, returning at most budget names (budget < 0:
+// no limit) and whether the listing was cut short.
+func readNames(fd int, budget int64) ([]string, bool, error) {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return nil, false, fmt.Errorf("rewind directory: %w", err)
+	}
+	buf := make([]byte, 32<<10)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read directory: %w", err)
+		}
+		if n <= 0 {
+			return names, false, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		if budget >= 0 && int64(len(names)) > budget {
+			return names[:budget], true, nil
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Validate checks a catalog payload: schema, version, validity window,
+// every contract (paths "contracts.<id>..."), analyzers and selectors, and
+// the references between them. It returns every broken rule.
+func (c *Catalog) Validate() error {
+	p := newProblems()
+	checkSchema(p, c.Schema, SchemaCatalog)
+	if c.Version < 1 {
+		p.add("version", "must be at least 1")
+	}
+	checkWindow(p, c.IssuedAt, c.ExpiresAt)
+	if len(c.Contracts) == 0 {
+		p.add("contracts", "at least one contract is required")
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.Contracts)) {
+		ct := c.Contracts[id]
+		cp := p.at(joinKey("contracts", id))
+		if ct.ID != id {
+			cp.addf("id", "%q must equal its key in contracts (%q)", truncate(ct.ID, 80), truncate(id, 80))
+		}
+		ct.check(cp)
+	}
+	classes := c.checkAnalyzers(p)
+	c.checkSelectors(p, classes)
+	return p.err()
+}
+
+// checkAnalyzers validates analyzers and returns the classes they scope.
+func (c *Catalog) checkAnalyzers(p problems) map[string]bool {
+	classes := map[string]bool{}
+	ids := map[string]int{}
+	for i, a := range c.Analyzers {
+		ap := p.at(index("analyzers", i))
+		checkID(ap, "id", "analyzer id", a.ID)
+		if j, dup := ids[a.ID]; dup && a.ID != "" {
+			ap.addf("id", "%q duplicates analyzers[%d].id", a.ID, j)
+		} else {
+			ids[a.ID] = i
+		}
+		if len(a.Models) == 0 {
+			ap.add("models", "at least one model id is required")
+		}
+		checkUnique(ap, "models", a.Models, func(mp problems, s string) { checkModel(mp, "", s) })
+		checkHex64(ap, "public_key", "an ed25519 public key", a.PublicKey)
+		if len(a.Classes) == 0 {
+			ap.add("classes", "at least one class is required")
+		}
+		checkUnique(ap, "classes", a.Classes, func(cp problems, s string) { checkID(cp, "", "class", s) })
+		for _, s := range a.Classes {
+			classes[s] = true
+		}
+		checkBP(ap, "min_confidence_bp", a.MinConfidenceBP)
+		checkBP(ap, "min_margin_bp", a.MinMarginBP)
+		if a.MaxLifetime == "" {
+			ap.add("max_lifetime", `is required: a Go duration such as "1h"`)
+		} else {
+			checkDuration(ap, "max_lifetime", a.MaxLifetime)
+		}
+	}
+	return classes
+}
+
+func (c *Catalog) checkSelectors(p problems, classes map[string]bool) {
+	if len(c.Selectors) == 0 {
+		p.add("selectors", "at least one selector is required")
+	}
+	ids := map[string]int{}
+	matches := map[SelectorMatch]int{}
+	for i, s := range c.Selectors {
+		sp := p.at(index("selectors", i))
+		checkID(sp, "id", "selector id", s.ID)
+		if j, dup := ids[s.ID]; dup && s.ID != "" {
+			sp.addf("id", "%q duplicates selectors[%d].id", s.ID, j)
+		} else {
+			ids[s.ID] = i
+		}
+		if s.Match.check(sp.at("match")) {
+			if j, dup := matches[s.Match]; dup {
+				sp.addf("match", "matches the same facts as selectors[%d]; exactly one selector must match a caller", j)
+			} else {
+				matches[s.Match] = i
+			}
+		}
+		for _, class := range slices.Sorted(maps.Keys(s.Routes)) {
+			rp := sp.at(joinKey("routes", class))
+			checkID(rp, "", "class", class)
+			if class != "" && !classes[class] {
+				rp.addf("", "class %q is in no analyzer's classes, so no inference can name it", truncate(class, 80))
+			}
+			if id := s.Routes[class]; !c.hasContract(id) {
+				rp.addf("", "%q is not a contract in this catalog", truncate(id, 80))
+			}
+		}
+		if s.SafeDefault != "" && !c.hasContract(s.SafeDefault) {
+			sp.addf("safe_default", "%q is not a contract in this catalog", truncate(s.SafeDefault, 80))
+		}
+		if len(s.Routes) == 0 && s.SafeDefault == "" {
+			sp.add("", "admits nothing: add routes or a safe_default")
+		}
+	}
+}
+
+func (c *Catalog) hasContract(id string) bool {
+	_, ok := c.Contracts[id]
+	return ok && id != ""
+}
+
+// check validates the facts; it reports whether the match is usable.
+func (m SelectorMatch) check(p problems) bool {
+	ok := true
+	set := false
+	for _, f := range []struct{ name, v string }{
+		{"containerd_namespace", m.ContainerdNamespace}, {"runtime", m.Runtime}, {"k8s_namespace", m.K8sNamespace},
+	} {
+		if f.v == "" {
+			continue
+		}
+		set = true
+		if len(f.v) > maxFactLen || !printable(f.v) {
+			p.addf(f.name, "%q must be 1-%d printable characters without spaces", truncate(f.v, 80), maxFactLen)
+			ok = false
+		}
+	}
+	if !set {
+		p.add("", "at least one of containerd_namespace, runtime, k8s_namespace is required; selectors have no wildcards")
+	}
+	return ok && set
+}
+
+// checkUnique runs each on every item and reports repeats.
+func checkUnique(p problems, path string, items []string, each func(problems, string)) {
+	seen := map[string]int{}
+	for i, s := range items {
+		ip := p.at(index(path, i))
+		each(ip, s)
+		if j, dup := seen[s]; dup {
+			ip.addf("", "%q duplicates %s[%d]", truncate(s, 80), path, j)
+			continue
+		}
+		seen[s] = i
+	}
+}
+
+func checkBP(p problems, path string, v int) {
+	if v < 0 || v > maxBP {
+		p.add(path, fmt.Sprintf("%d is out of range 0-10000 (basis points)", v))
+	}
+}

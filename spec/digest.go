@@ -1,0 +1,128 @@
+package spec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+)
+
+// CanonicalJSON encodes v as canonical JSON: v is marshaled with
+// encoding/json, then re-emitted with object keys sorted by their UTF-8
+// bytes, no insignificant whitespace, no HTML escaping, and integers in
+// plain decimal ("-0" becomes "0"). A number with a fraction or exponent
+// anywhere is an error wrapping ErrFloat; duplicate keys (possible through
+// json.RawMessage) wrap ErrMalformed. Strings keep encoding/json's escaping
+// (control characters as \u00XX, U+2028/U+2029 escaped).
+func CanonicalJSON(v any) ([]byte, error) {
+	raw, err := marshalNoHTML(v)
+	if err != nil {
+		return nil, fmt.Errorf("canonical json: marshal: %w", err)
+	}
+	var tree any
+	if err := DecodeStrict(raw, &tree, len(raw)); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := writeCanonical(&buf, tree, ""); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Digest returns "sha256:<lowercase hex>" over CanonicalJSON(v).
+func Digest(v any) (string, error) {
+	b, err := CanonicalJSON(v)
+	if err != nil {
+		return "", fmt.Errorf("digest: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Digest returns the observation digest an inference must name.
+func (o Observation) Digest() (string, error) { return Digest(o) }
+
+func marshalNoHTML(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func writeCanonical(buf *bytes.Buffer, v any, path string) error {
+	switch v := v.(type) {
+	case nil:
+		buf.WriteString("null")
+	case bool:
+		if v {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+	case json.Number:
+		s := string(v)
+		if strings.ContainsAny(s, ".eE") {
+			return fmt.Errorf("%s: %w: %s", pathOrRoot(path), ErrFloat, s)
+		}
+		n, ok := new(big.Int).SetString(s, 10)
+		if !ok {
+			return fmt.Errorf("%s: %w: %s", pathOrRoot(path), ErrMalformed, s)
+		}
+		buf.WriteString(n.String())
+	case string:
+		b, err := marshalNoHTML(v)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeCanonical(buf, e, joinIndex(path, i)); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // Go string order is UTF-8 byte order
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeCanonical(buf, k, path); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := writeCanonical(buf, v[k], joinKey(path, k)); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("%s: %w: unexpected %T", pathOrRoot(path), ErrMalformed, v)
+	}
+	return nil
+}
+
+func pathOrRoot(p string) string {
+	if p == "" {
+		return "(document)"
+	}
+	return p
+}

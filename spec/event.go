@@ -1,0 +1,74 @@
+package spec
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// Boundary event kinds (DESIGN §7). An event reports a refusal; it never
+// grants anything.
+const (
+	EventAdmissionDenied   = "admission_denied"
+	EventCapabilityRemoved = "capability_removed"
+	EventEgressDenied      = "egress_denied"
+	EventGateRejected      = "gate_rejected"
+	EventPolicyUnbound     = "policy_unbound"
+	EventTableTampered     = "table_tampered"
+	EventDeadlineExceeded  = "deadline_exceeded"
+	EventHintLoop          = "hint_loop"
+)
+
+// MaxEventDetail is the longest Detail an event may carry, in characters.
+const MaxEventDetail = 300
+
+// Event is one boundary event: which control refused what, under which
+// rule. Detail is redacted and at most MaxEventDetail characters; Hint is
+// guidance only and never changes a decision.
+type Event struct {
+	Kind        string    `json:"kind"`
+	Control     string    `json:"control"` // e.g. "admission", "network", "gate", "watchdog"
+	Rule        string    `json:"rule,omitempty"`
+	Detail      string    `json:"detail,omitempty"`
+	Target      string    `json:"target,omitempty"` // host/IP:port or path, when known
+	At          time.Time `json:"at"`
+	OperationID string    `json:"operation_id,omitempty"` // empty when admission failed before one existed
+	Hint        string    `json:"hint,omitempty"`
+}
+
+// KnownEventKind reports whether kind is one of the Event* constants.
+func KnownEventKind(kind string) bool {
+	switch kind {
+	case EventAdmissionDenied, EventCapabilityRemoved, EventEgressDenied, EventGateRejected,
+		EventPolicyUnbound, EventTableTampered, EventDeadlineExceeded, EventHintLoop:
+		return true
+	}
+	return false
+}
+
+// TruncateDetail cuts s to at most MaxEventDetail characters on a rune
+// boundary, marking the cut with "...".
+func TruncateDetail(s string) string {
+	if utf8.RuneCountInString(s) <= MaxEventDetail {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxEventDetail-3]) + "..."
+}
+
+// Validate checks an event before it is written.
+func (e *Event) Validate() error {
+	p := newProblems()
+	if !KnownEventKind(e.Kind) {
+		p.addf("kind", "%q is not an event kind", truncate(e.Kind, 80))
+	}
+	if e.Control == "" {
+		p.add("control", "is required")
+	}
+	if n := utf8.RuneCountInString(e.Detail); n > MaxEventDetail {
+		p.addf("detail", "is %d characters, at most %d allowed (use TruncateDetail)", n, MaxEventDetail)
+	}
+	if e.At.IsZero() {
+		p.add("at", "is required")
+	}
+	return p.err()
+}

@@ -1,0 +1,168 @@
+package spec
+
+import "time"
+
+// Manifest is the effect manifest of one operation (DESIGN §6), written
+// once at the end of the gate. It keeps enforcement (what a control
+// guaranteed) apart from observation (what was seen), and never claims
+// semantic verification or promotion: both flags are always false.
+//
+// Slices are omitempty because strict decoding refuses JSON null; an
+// omitted list means "none recorded", never "none happened".
+type Manifest struct {
+	Schema               string           `json:"schema"` // SchemaManifest
+	OperationID          string           `json:"operation_id"`
+	Subject              Subject          `json:"subject"`
+	Contract             ContractRef      `json:"contract"`
+	CatalogVersion       uint64           `json:"catalog_version"`
+	ObservationDigest    string           `json:"observation_digest"` // "sha256:<hex>"
+	CommandDigest        string           `json:"command_digest"`     // "sha256:<hex>"
+	Inference            InferenceSummary `json:"inference"`
+	Deadlines            Deadlines        `json:"deadlines"`
+	Enforcement          Enforcement      `json:"enforcement"`
+	Observation          Observed         `json:"observation"`
+	Products             []ProductRecord  `json:"products,omitempty"`
+	Gate                 GateResult       `json:"gate"`
+	Unclaimed            Unclaimed        `json:"unclaimed"`
+	Excluded             Excluded         `json:"excluded"`
+	Drained              int              `json:"drained"`     // processes killed after init exited
+	ExitStatus           uint32           `json:"exit_status"` // init's exit status
+	SemanticallyVerified bool             `json:"semantically_verified"`
+	Promoted             bool             `json:"promoted"`
+}
+
+// Subject pins the process tree the operation governed.
+type Subject struct {
+	InitPID    int    `json:"init_pid"`
+	StartTime  uint64 `json:"start_time"` // /proc/<pid>/stat field 22, clock ticks since boot
+	CgroupPath string `json:"cgroup_path"`
+	CgroupID   uint64 `json:"cgroup_id"` // inode of the cgroup v2 directory
+}
+
+// ContractRef names the admitted contract and its digest (Digest(contract)).
+type ContractRef struct {
+	ID     string `json:"id"`
+	Digest string `json:"digest"`
+}
+
+// InferenceSummary records how the contract was chosen. SafeDefault is true
+// when admission fell back to the selector's safe_default; Reason then says why.
+type InferenceSummary struct {
+	Analyzer     string `json:"analyzer,omitempty"`
+	Model        string `json:"model,omitempty"`
+	Class        string `json:"class,omitempty"` // top candidate
+	ConfidenceBP int    `json:"confidence_bp"`
+	SafeDefault  bool   `json:"safe_default"`
+	Reason       string `json:"reason,omitempty"`
+}
+
+// Deadlines records the time limits in force.
+type Deadlines struct {
+	Task               string    `json:"task,omitempty"` // the contract's deadline (Go duration)
+	TaskExpiresAt      time.Time `json:"task_expires_at,omitzero"`
+	InferenceExpiresAt time.Time `json:"inference_expires_at,omitzero"`
+	CatalogExpiresAt   time.Time `json:"catalog_expires_at,omitzero"`
+	Exceeded           bool      `json:"exceeded"`
+}
+
+// Enforcement is what the controls guaranteed.
+type Enforcement struct {
+	Network             NetworkEnforcement `json:"network"`
+	CapabilitiesRemoved []string           `json:"capabilities_removed,omitempty"` // e.g. "CAP_NET_RAW"
+}
+
+// NetworkEnforcement describes the installed policy: mechanism ("nftables"),
+// scope (e.g. "cgroupv2"), the contract's mode and loopback policy, the table
+// name and the exact tuples allowed.
+type NetworkEnforcement struct {
+	Mechanism string      `json:"mechanism"`
+	Scope     string      `json:"scope"`
+	Mode      string      `json:"mode"`
+	Loopback  string      `json:"loopback,omitempty"`
+	Table     string      `json:"table"`
+	Allow     []AllowRule `json:"allow,omitempty"`
+}
+
+// Observed is what was seen, without any guarantee of completeness unless
+// a field says so.
+type Observed struct {
+	Counters       Counters       `json:"counters"`
+	DeniedAttempts DeniedAttempts `json:"denied_attempts"`
+}
+
+// Counters are the policy's aggregate packet and byte counters.
+type Counters struct {
+	AllowedPackets uint64 `json:"allowed_packets"`
+	AllowedBytes   uint64 `json:"allowed_bytes"`
+	DeniedPackets  uint64 `json:"denied_packets"`
+	DeniedBytes    uint64 `json:"denied_bytes"`
+}
+
+// DeniedAttempts lists denied connection attempts seen (rate-limited log).
+// Complete is true only if no record was dropped; an empty list with
+// Complete false says nothing about whether attempts occurred.
+type DeniedAttempts struct {
+	Items    []DeniedAttempt `json:"items,omitempty"`
+	Complete bool            `json:"complete"`
+}
+
+// DeniedAttempt is one logged denial.
+type DeniedAttempt struct {
+	Target string    `json:"target"` // "ip:port", "[ip6]:port" or "ip" for icmp
+	Proto  string    `json:"proto"`
+	At     time.Time `json:"at,omitzero"`
+}
+
+// ProductRecord is the gate's result for one declared product.
+type ProductRecord struct {
+	Class   string        `json:"class"`
+	Slot    string        `json:"slot"`
+	Verdict string        `json:"verdict"` // VerdictPass | VerdictFail
+	Bytes   int64         `json:"bytes"`
+	SHA256  string        `json:"sha256,omitempty"` // single-file classes and patches: hex of the staged bytes
+	Staged  string        `json:"staged,omitempty"` // path under the operation's staged/ directory
+	Entries []EntryRecord `json:"entries,omitempty"`
+}
+
+// EntryRecord is one staged file, directory or symlink of a product.
+type EntryRecord struct {
+	Path   string `json:"path"` // relative to the slot
+	Type   string `json:"type"` // file | dir | symlink
+	Mode   string `json:"mode"` // four octal digits, after setuid/setgid stripping
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"` // hex, files only
+	Target string `json:"target,omitempty"` // symlinks only
+}
+
+// Gate verdicts.
+const (
+	VerdictPass   = "pass"
+	VerdictFail   = "fail"
+	VerdictNotRun = "not_run" // the task was never started, or the gate could not run
+)
+
+// GateResult is the overall verdict and every violation found.
+type GateResult struct {
+	Verdict    string      `json:"verdict"`
+	Violations []Violation `json:"violations,omitempty"`
+}
+
+// Violation is one broken product rule.
+type Violation struct {
+	Slot   string `json:"slot,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Rule   string `json:"rule"` // e.g. "max_bytes", "modes", "symlink", "missing"
+	Detail string `json:"detail"`
+}
+
+// Unclaimed summarises changes no product claimed: how many and a digest
+// over their sorted list.
+type Unclaimed struct {
+	Count  int64  `json:"count"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// Excluded counts changes under excluded names (ExcludedName).
+type Excluded struct {
+	Count int64 `json:"count"`
+}

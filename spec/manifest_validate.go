@@ -1,0 +1,68 @@
+package spec
+
+import "fmt"
+
+// Size caps for runtime-written records read back by the CLI.
+const (
+	MaxManifestBytes = 16 << 20
+	MaxEventBytes    = 16 << 10
+)
+
+// Validate checks a manifest's invariants: schema, operation id, digest
+// formats, verdict values, and that it claims neither semantic verification
+// nor promotion.
+func (m *Manifest) Validate() error {
+	p := newProblems()
+	checkSchema(p, m.Schema, SchemaManifest)
+	if m.OperationID == "" {
+		p.add("operation_id", "is required")
+	}
+	if m.Contract.Digest != "" {
+		checkDigest(p, "contract.digest", m.Contract.Digest)
+	}
+	if m.ObservationDigest != "" {
+		checkDigest(p, "observation_digest", m.ObservationDigest)
+	}
+	if m.CommandDigest != "" {
+		checkDigest(p, "command_digest", m.CommandDigest)
+	}
+	checkBP(p, "inference.confidence_bp", m.Inference.ConfidenceBP)
+	switch m.Gate.Verdict {
+	case VerdictPass, VerdictFail, VerdictNotRun:
+	default:
+		p.addf("gate.verdict", "%q is not a verdict: use pass, fail or not_run", truncate(m.Gate.Verdict, 80))
+	}
+	for i, pr := range m.Products {
+		if pr.Verdict != VerdictPass && pr.Verdict != VerdictFail {
+			p.addf(join(index("products", i), "verdict"), "%q is not a product verdict: use pass or fail", truncate(pr.Verdict, 80))
+		}
+		if pr.SHA256 != "" {
+			checkHex64(p, join(index("products", i), "sha256"), "sha256", pr.SHA256)
+		}
+	}
+	if m.SemanticallyVerified {
+		p.add("semantically_verified", "must be false: the gate checks structure, never meaning")
+	}
+	if m.Promoted {
+		p.add("promoted", "must be false: gensee stages products and never promotes them")
+	}
+	return p.err()
+}
+
+// ParseManifest strictly decodes and validates a manifest.
+func ParseManifest(data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := parse(data, &m, MaxManifestBytes, m.Validate); err != nil {
+		return nil, fmt.Errorf("parse manifest: %w", err)
+	}
+	return &m, nil
+}
+
+// ParseEvent strictly decodes and validates one events.jsonl line.
+func ParseEvent(data []byte) (*Event, error) {
+	var e Event
+	if err := parse(data, &e, MaxEventBytes, e.Validate); err != nil {
+		return nil, fmt.Errorf("parse event: %w", err)
+	}
+	return &e, nil
+}
