@@ -64,13 +64,13 @@ func accept(now time.Time, inf *spec.Inference, a *spec.Analyzer, sel *spec.Sele
 	if top.ConfidenceBP < a.MinConfidenceBP {
 		return fail(ReasonLowConfidence, fmt.Sprintf("top class %q at %d bp is below analyzer %s's threshold %d bp", top.Class, top.ConfidenceBP, a.ID, a.MinConfidenceBP), rerun)
 	}
-	if margin <= 0 || margin < a.MinMarginBP {
+	if need := max(a.MinMarginBP, 1); margin < need { // a tie never passes, even with min_margin_bp 0
 		second := "no other class"
 		if len(inf.Candidates) > 1 {
 			second = fmt.Sprintf("%q", inf.Candidates[1].Class)
 		}
-		return fail(ReasonTieOrLowMargin, fmt.Sprintf("top class %q leads %s by %d bp; analyzer %s requires a strict lead of at least %d bp",
-			top.Class, second, margin, a.ID, a.MinMarginBP), rerun)
+		return fail(ReasonTieOrLowMargin, fmt.Sprintf("top class %q leads %s by %d bp; analyzer %s requires a lead of at least %d bp",
+			top.Class, second, margin, a.ID, need), rerun)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package netpolicy
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/nftables"
@@ -249,5 +248,3 @@ func sameNetns(fd int) (bool, error) {
 	}
 	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
-
-var _ = os.Getpid

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The demo: a private containerd with the gensee runtime, a demo key and
+# signed catalog, one admitted container that writes a result and tries a
+# denied connection, one refused container. Prints what happened and where
+# the records are, then stops everything it started.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "demo: run as root (make demo)" >&2; exit 1; }
+
+demo=/var/lib/gensee-demo
+rm -rf "$demo"
+install -d -m 0700 "$demo" "$demo/etc" "$demo/keys"
+trap 'gensee_daemon_stop "$demo" demo demo-strict' EXIT
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "trust: a demo catalog key, its public half installed as the trust anchor (root, 0400)"
+gensee catalog keygen --out "$demo/keys"
+install -m 0400 "$demo/keys/catalog-root-public-key.hex" "$demo/etc/catalog-root-public-key.hex"
+analyzer_key=$(cat "$demo/keys/catalog-root-public-key.hex")
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+later=$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)
+cat >"$demo/catalog.json" <<JSON
+{ "schema": "gensee.catalog/v1", "version": 1, "issued_at": "$now", "expires_at": "$later",
+  "contracts": { "offline-structured-result": {
+      "id": "offline-structured-result", "version": 1,
+      "network": { "mode": "deny_all" }, "workspace": "/workspace", "deadline": "15m",
+      "products": [ { "class": "structured_result", "slot": "out/result.json", "max_bytes": 65536, "modes": ["0644"] } ] } },
+  "analyzers": [ { "id": "ref-analyzer", "models": ["ref-model-1"], "public_key": "$analyzer_key",
+                   "classes": ["build"], "min_confidence_bp": 8000, "min_margin_bp": 500, "max_lifetime": "1h" } ],
+  "selectors": [
+    { "id": "demo", "match": { "containerd_namespace": "demo", "runtime": "io.containerd.gensee.v2" },
+      "routes": { "build": "offline-structured-result" }, "safe_default": "offline-structured-result" },
+    { "id": "demo-strict", "match": { "containerd_namespace": "demo-strict", "runtime": "io.containerd.gensee.v2" },
+      "routes": { "build": "offline-structured-result" } } ] }
+JSON
+gensee catalog sign --key "$demo/keys/catalog-root-private-key.hex" --in "$demo/catalog.json" --out "$demo/etc/catalog.signed.json"
+cat >"$demo/etc/config.toml" <<TOML
+catalog = "$demo/etc/catalog.signed.json"
+trust_anchor = "$demo/etc/catalog-root-public-key.hex"
+state_dir = "$demo/state"
+TOML
+chmod 0600 "$demo/etc/config.toml"
+gensee catalog inspect --catalog "$demo/etc/catalog.signed.json" --trusted-key "$demo/etc/catalog-root-public-key.hex"
+
+say "a private containerd ($demo), the gensee runtime first on its PATH"
+gensee_daemon_start "$demo"
+gensee_image "$demo"
+for ns in demo demo-strict; do gensee_ctr "$ns" images import "$demo/image.tar" >/dev/null; done
+
+run=(run --rm --runtime io.containerd.gensee.v2 --runtime-config-path "$demo/etc/config.toml")
+say "admitted: writes out/result.json, then tries 127.0.0.1:9 (denied by deny_all)"
+set +e
+gensee_ctr demo "${run[@]}" --net-host docker.io/gensee/test:latest admitted \
+	/bin/sh -c 'mkdir -p /workspace/out && echo "{\"ok\": true}" > /workspace/out/result.json && /bin/probe connect tcp 127.0.0.1:9'
+echo "exit status: $?"
+say "refused: no inference and no safe_default for namespace demo-strict"
+gensee_ctr demo-strict "${run[@]}" docker.io/gensee/test:latest refused /bin/echo never-runs
+echo "exit status: $?"
+set -e
+
+op=$(cat "$demo/state/index/demo/admitted")
+say "records of the admitted container: $demo/state/operations/$op/"
+ls -l "$demo/state/operations/$op/"
+for f in admission.json network.json manifest.json; do
+	[ -f "$demo/state/operations/$op/$f" ] && { echo "--- $f"; cat "$demo/state/operations/$op/$f"; }
+done
+if [ -x "$gensee_bin/gensee" ] && gensee manifest --help >/dev/null 2>&1; then
+	GENSEE_CONFIG=$demo/etc/config.toml gensee manifest show --container admitted --namespace demo || true
+fi
+say "refusals log: $demo/state/refusals.jsonl"
+cat "$demo/state/refusals.jsonl"
+say "done: the daemon is stopped; records stay under $demo/state"

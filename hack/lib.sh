@@ -1,0 +1,71 @@
+# Shared by demo.sh and bench.sh: a private containerd with the gensee
+# runtime first on its PATH. Source it; call gensee_daemon_start DIR and
+# gensee_daemon_stop. Nothing here touches the host's own containerd.
+
+gensee_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+gensee_bin=$gensee_top/bin
+export PATH=$gensee_bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# gensee_daemon_start DIR: containerd with root, state and socket under DIR.
+gensee_daemon_start() {
+	local dir=$1
+	GENSEE_SOCK=$dir/containerd.sock
+	cat >"$dir/containerd.toml" <<TOML
+version = 3
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images", "io.containerd.podsandbox.controller.v1", "io.containerd.sandbox.controller.v1.shim"]
+[grpc]
+  address = "$GENSEE_SOCK"
+[ttrpc]
+  address = "$GENSEE_SOCK.ttrpc"
+TOML
+	setsid "$gensee_bin/containerd" --config "$dir/containerd.toml" >"$dir/containerd.log" 2>&1 &
+	GENSEE_DAEMON_PID=$!
+	for _ in $(seq 1 150); do
+		if "$gensee_bin/ctr" --address "$GENSEE_SOCK" version >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "containerd did not start; log: $dir/containerd.log" >&2
+	return 1
+}
+
+# gensee_ctr NS ARGS...: ctr against the private daemon.
+gensee_ctr() {
+	local ns=$1
+	shift
+	"$gensee_bin/ctr" --address "$GENSEE_SOCK" --namespace "$ns" "$@"
+}
+
+# gensee_daemon_stop DIR NS...: remove tasks and containers of each NS, stop
+# the daemon, unmount anything left under DIR.
+gensee_daemon_stop() {
+	local dir=$1
+	shift
+	local ns id
+	for ns in "$@"; do
+		for id in $(gensee_ctr "$ns" tasks ls -q 2>/dev/null); do
+			gensee_ctr "$ns" tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true
+			gensee_ctr "$ns" tasks delete -f "$id" >/dev/null 2>&1 || true
+		done
+		for id in $(gensee_ctr "$ns" containers ls -q 2>/dev/null); do
+			gensee_ctr "$ns" containers delete "$id" >/dev/null 2>&1 || true
+		done
+	done
+	if [ -n "${GENSEE_DAEMON_PID:-}" ]; then
+		kill "$GENSEE_DAEMON_PID" 2>/dev/null || true
+		for _ in $(seq 1 75); do kill -0 "$GENSEE_DAEMON_PID" 2>/dev/null || break; sleep 0.2; done
+		kill -9 "$GENSEE_DAEMON_PID" 2>/dev/null || true
+		GENSEE_DAEMON_PID=
+	fi
+	grep -o " $dir/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+}
+
+# gensee_image DIR: build the probe and the test image archive into DIR.
+gensee_image() {
+	local dir=$1
+	(cd "$gensee_top" && CGO_ENABLED=0 go build -o "$dir/probe" ./integration/probe &&
+		go run ./integration/testimage/mkimage "$dir/image.tar" /bin/busybox "$dir/probe")
+}

@@ -1,0 +1,92 @@
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Count is a packet and byte count.
+type Count struct {
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// TupleCount is what one allowed tuple's set element counted.
+type TupleCount struct {
+	Tuple Tuple
+	Count
+}
+
+// Counters are the table's counters. Allowed counts every packet of the
+// cgroup the table accepted (tuples, replies, loopback, neighbor discovery);
+// Denied every packet it dropped. They are authoritative; NFLOG events are
+// rate-limited samples.
+type Counters struct {
+	Allowed Count
+	Denied  Count
+	Tuples  []TupleCount // per allow tuple, in plan order
+}
+
+// Counters reads plan p's counters from the namespace netnsFD refers to.
+func ReadCounters(ctx context.Context, netnsFD int, p *Plan) (Counters, error) {
+	e, err := newEngine(netnsFD)
+	if err != nil {
+		return Counters{}, fmt.Errorf("read counters of table %s: %w", tableOf(p), err)
+	}
+	return e.counters(ctx, p)
+}
+
+func (e engine) counters(ctx context.Context, p *Plan) (Counters, error) {
+	if p == nil {
+		return Counters{}, errors.New("read counters: nil plan")
+	}
+	if err := ctx.Err(); err != nil {
+		return Counters{}, fmt.Errorf("read counters of table %s: %w", p.Table, err)
+	}
+	got, err := e.k.dump(p.Table)
+	if err != nil {
+		return Counters{}, fmt.Errorf("read counters of table %s: %w", p.Table, err)
+	}
+	return countersOf(build(p), got)
+}
+
+// countersOf extracts counters from a dump, naming tuples by the plan.
+func countersOf(want, got *ruleset) (Counters, error) {
+	var c Counters
+	found := 0
+	for _, o := range got.counters {
+		switch o.Name {
+		case counterAllow:
+			c.Allowed = Count{Packets: o.Packets, Bytes: o.Bytes}
+			found++
+		case counterDeny:
+			c.Denied = Count{Packets: o.Packets, Bytes: o.Bytes}
+			found++
+		}
+	}
+	if found != 2 {
+		return Counters{}, fmt.Errorf("table %s lacks its %q/%q counters", want.table.Name, counterAllow, counterDeny)
+	}
+	gotSets := map[string]*setElems{}
+	for _, s := range got.sets {
+		gotSets[s.set.Name] = s
+	}
+	for _, w := range want.sets {
+		if len(w.tuples) == 0 {
+			continue
+		}
+		byKey := map[string]Count{}
+		if g := gotSets[w.set.Name]; g != nil {
+			for _, e := range g.elems {
+				if e.Counter != nil {
+					byKey[string(e.Key)] = Count{Packets: e.Counter.Packets, Bytes: e.Counter.Bytes}
+				}
+			}
+		}
+		for i, t := range w.tuples {
+			c.Tuples = append(c.Tuples, TupleCount{Tuple: t, Count: byKey[string(w.elems[i].Key)]})
+		}
+	}
+	return c, nil
+}

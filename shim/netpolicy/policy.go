@@ -1,0 +1,170 @@
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Install puts plan p's table into the network namespace netnsFD refers to
+// (netnsFD < 0: the caller's own namespace) in one netlink batch, then, in a
+// namespace other than the caller's, flushes conntrack. If the flush fails
+// the table is removed again. Callers then call ReadBack, or use Apply.
+func Install(ctx context.Context, netnsFD int, p *Plan) error {
+	e, err := newEngine(netnsFD)
+	if err != nil {
+		return fmt.Errorf("install table %s: %w", tableOf(p), err)
+	}
+	return e.install(ctx, p)
+}
+
+// ReadBack lists the table's chains, rules, sets, set elements and counters
+// and compares them to plan p. Any difference is a *DriftError naming what
+// differs.
+func ReadBack(ctx context.Context, netnsFD int, p *Plan) error {
+	e, err := newEngine(netnsFD)
+	if err != nil {
+		return fmt.Errorf("read back table %s: %w", tableOf(p), err)
+	}
+	return e.readBack(ctx, p)
+}
+
+// Apply is Install then ReadBack; if the read-back differs or fails, the
+// table is removed and the error says why. Run it before any code of the
+// image runs: only a table that read back equal to its plan is a boundary.
+func Apply(ctx context.Context, netnsFD int, p *Plan) error {
+	e, err := newEngine(netnsFD)
+	if err != nil {
+		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
+	}
+	return e.apply(ctx, p)
+}
+
+// Remove deletes table name from the namespace. An absent table is not an
+// error. It refuses names that are not gensee tables.
+func Remove(ctx context.Context, netnsFD int, name string) error {
+	if err := checkTable(name); err != nil {
+		return fmt.Errorf("remove table: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("remove table %s: %w", name, err)
+	}
+	k, err := newNetlinkKernel(netnsFD)
+	if err != nil {
+		return fmt.Errorf("remove table %s: %w", name, err)
+	}
+	if err := k.remove(name); err != nil {
+		return fmt.Errorf("remove table %s: %w", name, err)
+	}
+	return nil
+}
+
+// List returns the names of the gensee tables (inet gensee_*) in the
+// namespace, for cleanup and leak checks.
+func List(ctx context.Context, netnsFD int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list gensee tables: %w", err)
+	}
+	k, err := newNetlinkKernel(netnsFD)
+	if err != nil {
+		return nil, fmt.Errorf("list gensee tables: %w", err)
+	}
+	names, err := k.tables()
+	if err != nil {
+		return nil, fmt.Errorf("list gensee tables: %w", err)
+	}
+	return names, nil
+}
+
+func tableOf(p *Plan) string {
+	if p == nil {
+		return "<nil plan>"
+	}
+	return p.Table
+}
+
+// engine runs the plan against one kernel. flushCT is nil when conntrack
+// must not be flushed (the caller's own namespace).
+type engine struct {
+	k       kernel
+	flushCT func() error
+}
+
+func newEngine(netnsFD int) (engine, error) {
+	k, err := newNetlinkKernel(netnsFD)
+	if err != nil {
+		return engine{}, err
+	}
+	e := engine{k: k}
+	if netnsFD > 0 {
+		own, err := sameNetns(netnsFD)
+		if err != nil {
+			return engine{}, err
+		}
+		if !own {
+			e.flushCT = func() error { return flushConntrack(netnsFD) }
+		}
+	}
+	return e, nil
+}
+
+func (e engine) install(ctx context.Context, p *Plan) (retErr error) {
+	if p == nil {
+		return errors.New("install table: nil plan")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("install table %s: %w", p.Table, err)
+	}
+	rs := build(p)
+	if err := e.k.install(rs); err != nil {
+		// The batch is atomic: nothing of ours is in the kernel. The
+		// table may be someone else's (EEXIST), so never delete here.
+		return fmt.Errorf("install table %s: %w", p.Table, err)
+	}
+	defer func() {
+		if retErr != nil {
+			if err := e.k.remove(p.Table); err != nil {
+				retErr = errors.Join(retErr, fmt.Errorf("roll back table %s: %w", p.Table, err))
+			}
+		}
+	}()
+	if e.flushCT != nil {
+		if err := e.flushCT(); err != nil {
+			return fmt.Errorf("install table %s: %w", p.Table, err)
+		}
+	}
+	return nil
+}
+
+func (e engine) readBack(ctx context.Context, p *Plan) error {
+	if p == nil {
+		return errors.New("read back table: nil plan")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read back table %s: %w", p.Table, err)
+	}
+	got, err := e.k.dump(p.Table)
+	if errors.Is(err, errNoTable) {
+		return &DriftError{Table: p.Table, Diffs: []string{"table inet " + p.Table + " is missing"}}
+	}
+	if err != nil {
+		return fmt.Errorf("read back table %s: %w", p.Table, err)
+	}
+	if d := diff(build(p), got); len(d) > 0 {
+		return &DriftError{Table: p.Table, Diffs: d}
+	}
+	return nil
+}
+
+func (e engine) apply(ctx context.Context, p *Plan) error {
+	if err := e.install(ctx, p); err != nil {
+		return err
+	}
+	if err := e.readBack(ctx, p); err != nil {
+		if rerr := e.k.remove(p.Table); rerr != nil {
+			return errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
+		}
+		return fmt.Errorf("apply table %s (rolled back): %w", p.Table, err)
+	}
+	return nil
+}
