@@ -23,7 +23,7 @@ type Catalog struct {
 	IssuedAt  time.Time           `json:"issued_at"`
 	ExpiresAt time.Time           `json:"expires_at"`
 	Contracts map[string]Contract `json:"contracts"`
-	Analyzers []Analyzer          `json:"analyzers"`
+	Analyzers []Analyzer          `json:"analyzers,omitempty"`
 	Selectors []Selector          `json:"selectors"`
 }
 
@@ -44,7 +44,7 @@ type Analyzer struct {
 type Selector struct {
 	ID          string            `json:"id"`
 	Match       SelectorMatch     `json:"match"`
-	Routes      map[string]string `json:"routes"`
+	Routes      map[string]string `json:"routes,omitempty"`
 	SafeDefault string            `json:"safe_default,omitempty"`
 }
 

@@ -37,7 +37,7 @@ func (c *Catalog) checkAnalyzers(p problems) map[string]bool {
 	classes := map[string]bool{}
 	ids := map[string]int{}
 	for i, a := range c.Analyzers {
-		ap := p.at(index("analyzers", i))
+		ap := p.at(joinIndex("analyzers", i))
 		checkID(ap, "id", "analyzer id", a.ID)
 		if j, dup := ids[a.ID]; dup && a.ID != "" {
 			ap.addf("id", "%q duplicates analyzers[%d].id", a.ID, j)
@@ -74,7 +74,7 @@ func (c *Catalog) checkSelectors(p problems, classes map[string]bool) {
 	ids := map[string]int{}
 	matches := map[SelectorMatch]int{}
 	for i, s := range c.Selectors {
-		sp := p.at(index("selectors", i))
+		sp := p.at(joinIndex("selectors", i))
 		checkID(sp, "id", "selector id", s.ID)
 		if j, dup := ids[s.ID]; dup && s.ID != "" {
 			sp.addf("id", "%q duplicates selectors[%d].id", s.ID, j)
@@ -138,7 +138,7 @@ func (m SelectorMatch) check(p problems) bool {
 func checkUnique(p problems, path string, items []string, each func(problems, string)) {
 	seen := map[string]int{}
 	for i, s := range items {
-		ip := p.at(index(path, i))
+		ip := p.at(joinIndex(path, i))
 		each(ip, s)
 		if j, dup := seen[s]; dup {
 			ip.addf("", "%q duplicates %s[%d]", truncate(s, 80), path, j)

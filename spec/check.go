@@ -6,10 +6,12 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
-// Patterns shared by validation and the JSON Schemas (keep them in sync with
-// spec/schemas/*.json). Compiled on use: the package holds no mutable state.
+// Patterns shared by validation and the JSON Schemas. TestPatternsAgree and
+// TestSchemaPatternsMatchGo keep them in step with the hand-written matchers
+// and with spec/schemas/*.json.
 const (
 	// Identifiers: contract, analyzer and selector ids, and classes.
 	idPattern = `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`
@@ -31,14 +33,48 @@ const (
 	maxCandidate = 16
 )
 
-func matches(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+// isID is idPattern without a regexp (ids are checked thousands of times
+// per catalog); TestPatternsAgree keeps the two in step.
+func isID(s string) bool { return isWord(s, 128, "._-") }
+
+// isModel is modelPattern without a regexp.
+func isModel(s string) bool { return isWord(s, 256, "._:/@+-") }
+
+// isMode is modePattern without a regexp.
+func isMode(s string) bool {
+	if len(s) != 4 {
+		return false
+	}
+	for i := 0; i < 4; i++ {
+		if s[i] < '0' || s[i] > '7' {
+			return false
+		}
+	}
+	return true
+}
+
+// isWord: 1..max ASCII characters, the first alphanumeric, the rest
+// alphanumeric or in extra.
+func isWord(s string, max int, extra string) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune(extra, rune(c))) {
+			return false
+		}
+	}
+	return true
+}
 
 // checkID reports a missing or malformed identifier.
 func checkID(p problems, path, what, s string) {
 	switch {
 	case s == "":
 		p.addf(path, "%s is required", what)
-	case !matches(idPattern, s):
+	case !isID(s):
 		p.addf(path, "%q is not a valid %s: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", s, what)
 	}
 }
@@ -47,14 +83,16 @@ func checkModel(p problems, path, s string) {
 	switch {
 	case s == "":
 		p.add(path, "model id is required")
-	case !matches(modelPattern, s):
+	case !isModel(s):
 		p.addf(path, "%q is not a valid model id: use 1-256 letters, digits or . _ : / @ + -, starting with a letter or digit", s)
 	}
 }
 
 // checkHex64 reports s unless it is 64 lowercase hex characters.
 func checkHex64(p problems, path, what, s string) {
-	if len(s) != 64 || !isLowerHex(s) {
+	if s == "" {
+		p.addf(path, "is required: %s as 64 lowercase hex characters", what)
+	} else if len(s) != 64 || !isLowerHex(s) {
 		p.addf(path, "%s must be 64 lowercase hex characters, got %q", what, truncate(s, 80))
 	}
 }
@@ -62,14 +100,16 @@ func checkHex64(p problems, path, what, s string) {
 // checkDigest reports s unless it is "sha256:" and 64 lowercase hex.
 func checkDigest(p problems, path, s string) {
 	h, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(h) != 64 || !isLowerHex(h) {
+	if s == "" {
+		p.add(path, "is required: \"sha256:\" followed by 64 lowercase hex characters")
+	} else if !ok || len(h) != 64 || !isLowerHex(h) {
 		p.addf(path, "must be \"sha256:\" followed by 64 lowercase hex characters, got %q", truncate(s, 80))
 	}
 }
 
 // parseDuration parses a positive, unsigned Go duration.
 func parseDuration(s string) (time.Duration, error) {
-	if !matches(durationPattern, s) {
+	if !regexp.MustCompile(durationPattern).MatchString(s) { // compiled per call: no package state
 		return 0, fmt.Errorf("%q is not a Go duration such as \"15m\" or \"1h30m\"", truncate(s, 80))
 	}
 	d, err := time.ParseDuration(s)
@@ -127,13 +167,8 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n] + "..."
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-func join(path, key string) string  { return joinKey(path, key) }
-func index(path string, i int) string { return joinIndex(path, i) }

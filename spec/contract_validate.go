@@ -17,7 +17,9 @@ func (c *Contract) Validate() error {
 
 func (c *Contract) check(p problems) {
 	checkID(p, "id", "contract id", c.ID)
-	if c.Version < 1 {
+	if c.Version == 0 {
+		p.add("version", "is required: an integer of at least 1")
+	} else if c.Version < 1 {
 		p.addf("version", "%d: must be at least 1", c.Version)
 	}
 	c.Network.check(p)

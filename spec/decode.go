@@ -41,7 +41,8 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // The check is a token walk that follows v's type (exact json tag names via
 // reflection); only when it passes does encoding/json fill v, with
 // DisallowUnknownFields as a second line. Interface targets decode numbers
-// as json.Number.
+// as json.Number. Because null is refused, writers of these documents mark
+// optional lists and maps omitempty (a nil slice marshals as null).
 func DecodeStrict(data []byte, v any, maxBytes int) error {
 	if len(data) > maxBytes {
 		return &DecodeError{Msg: fmt.Sprintf("document is %d bytes, limit is %d", len(data), maxBytes), Err: ErrTooLarge}

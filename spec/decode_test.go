@@ -30,8 +30,10 @@ func TestDecodeStrict(t *testing.T) {
 		{name: "array for object", in: `{"network":[]}`, path: "network", msg: "expected object"},
 		{name: "bad utf8", in: "{\"id\":\"\xff\"}", msg: "UTF-8"},
 		{name: "syntax", in: `{"id":}`, path: "id", msg: "syntax"},
-		{name: "empty", in: ``, msg: "syntax"},
-		{name: "truncated", in: `{"id":"a"`, msg: "syntax"},
+		{name: "empty", in: ``, msg: "empty document"},
+		{name: "blank", in: " \n", msg: "empty document"},
+		{name: "truncated", in: `{"id":"a"`, msg: "unexpected end"},
+		{name: "truncated value", in: `{"id":`, path: "id", msg: "unexpected end"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,7 +93,7 @@ func TestDecodeStrictTime(t *testing.T) {
 	if err := DecodeStrict([]byte(`{"issued_at":"2026-01-01T00:00:00Z"}`), &in, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := DecodeStrict([]byte(`{"issued_at":"yesterday"}`), &in, 100); !errors.Is(err, ErrMalformed) {
+	if err := DecodeStrict([]byte(`{"issued_at":"yesterday"}`), &in, 100); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), `issued_at: "yesterday" is not an RFC 3339 time`) {
 		t.Fatalf("bad time: err = %v", err)
 	}
 }

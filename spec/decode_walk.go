@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -22,8 +23,11 @@ func (w *walker) value(t reflect.Type, path string, depth int) error {
 		return malformed(path, fmt.Sprintf("nested deeper than %d levels", maxDepth))
 	}
 	tok, err := w.dec.Token()
+	if err == io.EOF && depth == 0 {
+		return malformed(path, "empty document")
+	}
 	if err != nil {
-		return malformed(path, "syntax: "+err.Error())
+		return syntaxErr(path, err)
 	}
 	if tok == nil {
 		if t == nil || t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface {
@@ -31,6 +35,7 @@ func (w *walker) value(t reflect.Type, path string, depth int) error {
 		}
 		return malformed(path, "null is not allowed here; expected "+describe(t))
 	}
+	orig := t
 	t = target(t)
 	switch tok := tok.(type) {
 	case json.Delim:
@@ -42,6 +47,12 @@ func (w *walker) value(t reflect.Type, path string, depth int) error {
 		}
 		return malformed(path, "expected "+describe(t)+", got "+map[json.Delim]string{'{': "object", '[': "array"}[tok])
 	case string:
+		if isTime(orig) {
+			if _, err := time.Parse(time.RFC3339, tok); err != nil {
+				return malformed(path, fmt.Sprintf("%q is not an RFC 3339 time such as \"2026-11-29T00:00:00Z\"", truncate(tok, 80)))
+			}
+			return nil
+		}
 		if t == nil || t.Kind() == reflect.String || isSliceOfBytes(t) {
 			return nil
 		}
@@ -91,7 +102,7 @@ func (w *walker) object(t reflect.Type, path string, depth int) error {
 	for w.dec.More() {
 		tok, err := w.dec.Token()
 		if err != nil {
-			return malformed(path, "syntax: "+err.Error())
+			return syntaxErr(path, err)
 		}
 		key, _ := tok.(string)
 		kp := joinKey(path, key)
@@ -117,7 +128,7 @@ func (w *walker) object(t reflect.Type, path string, depth int) error {
 	}
 	_, err := w.dec.Token() // '}'
 	if err != nil {
-		return malformed(path, "syntax: "+err.Error())
+		return syntaxErr(path, err)
 	}
 	return nil
 }
@@ -138,7 +149,7 @@ func (w *walker) array(t reflect.Type, path string, depth int) error {
 	}
 	_, err := w.dec.Token() // ']'
 	if err != nil {
-		return malformed(path, "syntax: "+err.Error())
+		return syntaxErr(path, err)
 	}
 	return nil
 }
@@ -202,6 +213,22 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		out[name] = f.Type
 	}
 	return out
+}
+
+// syntaxErr reports a token error; the end of input mid-value is named as such.
+func syntaxErr(path string, err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return malformed(path, "unexpected end of document")
+	}
+	return malformed(path, "syntax: "+err.Error())
+}
+
+// isTime reports whether t is time.Time or a pointer to it.
+func isTime(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t == reflect.TypeFor[time.Time]()
 }
 
 func isSliceOfBytes(t reflect.Type) bool {

@@ -84,3 +84,22 @@ func TestObservationDigest(t *testing.T) {
 		t.Fatalf("pinned digest changed: %s", got)
 	}
 }
+
+func TestCommandDigest(t *testing.T) {
+	a, err := Command{Args: []string{"/bin/sh", "-c", "make <all>"}, Cwd: "/src"}.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Command{Args: []string{"/bin/sh", "-c", "make <all>"}, Env: []string{}, Cwd: "/src"}.Digest()
+	if err != nil || a != b {
+		t.Fatalf("nil and empty env digest differently: %s %s %v", a, b, err)
+	}
+	want, _ := Digest(json.RawMessage(`{"cwd":"/src","env":[],"args":["/bin/sh","-c","make <all>"]}`))
+	if a != want {
+		t.Fatalf("Command.Digest = %s, want %s", a, want)
+	}
+	c, _ := Command{Args: []string{"/bin/sh"}, Env: []string{"A=1"}, Cwd: "/src"}.Digest()
+	if c == a {
+		t.Fatal("different commands share a digest")
+	}
+}

@@ -35,12 +35,12 @@ func (e *Envelope) Validate() error {
 		p.addf("signatures", "%d signatures, at most %d allowed", n, MaxEnvelopeSigs)
 	}
 	for i, s := range e.Signatures {
-		path := index("signatures", i)
+		path := joinIndex("signatures", i)
 		if s.KeyID != "" && (len(s.KeyID) != 64 || !isLowerHex(s.KeyID)) {
-			p.add(join(path, "keyid"), "must be empty or 64 lowercase hex characters (sha256 of the public key)")
+			p.add(joinKey(path, "keyid"), "must be empty or 64 lowercase hex characters (sha256 of the public key)")
 		}
 		if b, err := decodeStrictBase64(s.Sig); err != nil || len(b) != 64 {
-			p.add(join(path, "sig"), "must be a 64-byte ed25519 signature in strict standard base64")
+			p.add(joinKey(path, "sig"), "must be a 64-byte ed25519 signature in strict standard base64")
 		}
 	}
 	return p.err()

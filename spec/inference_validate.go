@@ -18,7 +18,7 @@ func (in *Inference) Validate() error {
 	}
 	seen := map[string]int{}
 	for i, c := range in.Candidates {
-		cp := p.at(index("candidates", i))
+		cp := p.at(joinIndex("candidates", i))
 		checkID(cp, "class", "class", c.Class)
 		if j, dup := seen[c.Class]; dup && c.Class != "" {
 			cp.addf("class", "%q duplicates candidates[%d].class", c.Class, j)

@@ -34,10 +34,10 @@ func (m *Manifest) Validate() error {
 	}
 	for i, pr := range m.Products {
 		if pr.Verdict != VerdictPass && pr.Verdict != VerdictFail {
-			p.addf(join(index("products", i), "verdict"), "%q is not a product verdict: use pass or fail", truncate(pr.Verdict, 80))
+			p.addf(joinKey(joinIndex("products", i), "verdict"), "%q is not a product verdict: use pass or fail", truncate(pr.Verdict, 80))
 		}
 		if pr.SHA256 != "" {
-			checkHex64(p, join(index("products", i), "sha256"), "sha256", pr.SHA256)
+			checkHex64(p, joinKey(joinIndex("products", i), "sha256"), "sha256", pr.SHA256)
 		}
 	}
 	if m.SemanticallyVerified {

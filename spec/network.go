@@ -33,7 +33,7 @@ func (n *Network) check(p problems) {
 	}
 	seen := map[string]int{}
 	for i, r := range n.Allow {
-		path := index("network.allow", i)
+		path := joinIndex("network.allow", i)
 		addr, ok := r.check(p.at(path))
 		if !ok {
 			continue

@@ -79,4 +79,3 @@ func (c *Catalog) Analyzer(id string) *Analyzer {
 	}
 	return nil
 }
-

@@ -38,11 +38,11 @@ func checkProducts(p problems, products []Product) {
 	}
 	patch := -1
 	for i, pr := range products {
-		path := index("products", i)
+		path := joinIndex("products", i)
 		pr.check(p.at(path))
 		if pr.Class == ClassWorkspacePatch {
 			if patch >= 0 {
-				p.addf(join(path, "class"), "a contract has at most one workspace_patch (it covers the whole workspace); products[%d] is one", patch)
+				p.addf(joinKey(path, "class"), "a contract has at most one workspace_patch (it covers the whole workspace); products[%d] is one", patch)
 			} else {
 				patch = i
 			}
@@ -51,11 +51,11 @@ func checkProducts(p problems, products []Product) {
 			switch {
 			case pr.Slot == "" || other.Slot == "":
 			case pr.Slot == other.Slot:
-				p.addf(join(path, "slot"), "%q duplicates products[%d].slot", pr.Slot, j)
+				p.addf(joinKey(path, "slot"), "%q duplicates products[%d].slot", pr.Slot, j)
 			case strings.HasPrefix(pr.Slot, other.Slot+"/"):
-				p.addf(join(path, "slot"), "%q is inside products[%d].slot %q; each path belongs to one product", pr.Slot, j, other.Slot)
+				p.addf(joinKey(path, "slot"), "%q is inside products[%d].slot %q; each path belongs to one product", pr.Slot, j, other.Slot)
 			case strings.HasPrefix(other.Slot, pr.Slot+"/"):
-				p.addf(join(path, "slot"), "%q contains products[%d].slot %q; each path belongs to one product", pr.Slot, j, other.Slot)
+				p.addf(joinKey(path, "slot"), "%q contains products[%d].slot %q; each path belongs to one product", pr.Slot, j, other.Slot)
 			}
 		}
 	}
@@ -95,8 +95,8 @@ func (pr *Product) check(p problems) {
 	}
 	seen := map[string]int{}
 	for i, m := range pr.Modes {
-		path := index("modes", i)
-		if !matches(modePattern, m) {
+		path := joinIndex("modes", i)
+		if !isMode(m) {
 			p.addf(path, `%q is not an octal mode: write four digits such as "0644"`, truncate(m, 80))
 		} else if j, dup := seen[m]; dup {
 			p.addf(path, "%q duplicates modes[%d]", m, j)

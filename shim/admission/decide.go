@@ -50,7 +50,7 @@ type InferenceSummary struct {
 // ContractDigest are set; otherwise Reason and Message say why not.
 type Decision struct {
 	Admitted          bool              `json:"admitted"`
-	Contract          *spec.Contract    `json:"-"`
+	Contract          *spec.Contract    `json:"-"` // a copy; its slices are the catalog's: read only
 	ContractID        string            `json:"contract_id,omitempty"`
 	ContractDigest    string            `json:"contract_digest,omitempty"`
 	SafeDefault       bool              `json:"safe_default"`

@@ -14,8 +14,8 @@ import (
 const rt = "io.containerd.gensee.v2"
 
 var (
-	factsBuilds = Facts{ContainerdNamespace: "builds", Runtime: rt}        // selector with safe_default
-	factsStrict = Facts{ContainerdNamespace: "strict", Runtime: rt}        // selector without
+	factsBuilds = Facts{ContainerdNamespace: "builds", Runtime: rt} // selector with safe_default
+	factsStrict = Facts{ContainerdNamespace: "strict", Runtime: rt} // selector without
 	factsTeamA  = Facts{ContainerdNamespace: "k8s.io", Runtime: rt, K8sNamespace: "team-a"}
 )
 

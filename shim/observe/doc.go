@@ -5,6 +5,8 @@
 //
 // It owns resolving args[0] the way runc will (explicit path relative to
 // process.cwd, else the container's PATH) and hashing the file it finds.
+// command_digest is spec.Command{args, env, cwd}.Digest() over the values
+// verbatim: "sha256:<hex>" of {"args":[...],"cwd":"...","env":[...]}.
 //
 // It must never follow a container-controlled path out of the rootfs: every
 // lookup inside the rootfs goes through openat2 with RESOLVE_IN_ROOT (so an

@@ -106,6 +106,9 @@ func FromRootfs(rootfs string, config *specs.Spec) (spec.Observation, error) {
 	if err != nil {
 		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
 	}
+	// command_digest covers process.args, env and cwd verbatim (order and
+	// duplicates kept, nothing resolved): spec.Command, shared with
+	// `gensee observe` (see CommandDigest).
 	cmd, err := CommandDigest(p.Args, p.Env, p.Cwd)
 	if err != nil {
 		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)

@@ -195,27 +195,31 @@ func TestInvalidConfig(t *testing.T) {
 	}
 }
 
+// TestCommandDigest: the digest is spec.Command's over the process's
+// args, env and cwd verbatim, and each of them changes it.
 func TestCommandDigest(t *testing.T) {
-	a, err := CommandDigest([]string{"sh"}, nil, "/")
-	if err != nil {
-		t.Fatal(err)
+	root := tree(t, map[string]string{"bin/sh": "sh", "w/x": "x"})
+	digest := func(args, env []string, cwd string) string {
+		t.Helper()
+		obs, err := FromRootfs(root, proc(args, env, cwd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obs.CommandDigest
 	}
-	b, _ := CommandDigest([]string{"sh"}, []string{}, "/")
-	if a != b {
-		t.Error("nil and empty env must digest the same")
+	base := digest([]string{"/bin/sh"}, nil, "/")
+	want, _ := spec.Digest(map[string]any{"args": []string{"/bin/sh"}, "env": []string{}, "cwd": "/"})
+	if base != want {
+		t.Errorf("digest %s is not over {args,env,cwd}: want %s", base, want)
 	}
-	want, _ := spec.Digest(map[string]any{"args": []string{"sh"}, "env": []string{}, "cwd": "/"})
-	if a != want {
-		t.Errorf("digest %s is not over {args,env,cwd}: want %s", a, want)
-	}
-	for _, other := range [][3]any{
-		{[]string{"sh", "-c"}, []string(nil), "/"},
-		{[]string{"sh"}, []string{"A=1"}, "/"},
-		{[]string{"sh"}, []string(nil), "/w"},
+	for _, other := range []string{
+		digest([]string{"/bin/sh", "-c"}, nil, "/"),
+		digest([]string{"/bin/sh"}, []string{"A=1"}, "/"),
+		digest([]string{"/bin/sh"}, nil, "/w"),
+		digest([]string{"/bin/../bin/sh"}, nil, "/"),
 	} {
-		d, _ := CommandDigest(other[0].([]string), other[1].([]string), other[2].(string))
-		if d == a {
-			t.Errorf("%v digests the same as the base command", other)
+		if other == base {
+			t.Error("a different command digests the same")
 		}
 	}
 }
@@ -236,7 +240,7 @@ func TestFromBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, _ := CommandDigest([]string{"sh"}, []string{"PATH=/bin"}, "/")
+	cmd, _ := spec.Command{Args: []string{"sh"}, Env: []string{"PATH=/bin"}, Cwd: "/"}.Digest()
 	if obs.ExecutableSHA256 != sum("bb") || obs.CommandDigest != cmd {
 		t.Errorf("observation = %+v", obs)
 	}

@@ -40,6 +40,12 @@ func LoadCatalog(path string, anchor ed25519.PublicKey, state StateStore, now ti
 	if err != nil {
 		return nil, err
 	}
+	return acceptCatalog(path, data, anchor, state, now)
+}
+
+// acceptCatalog applies every rule after the file read to the envelope
+// bytes data (path only names it in errors).
+func acceptCatalog(path string, data []byte, anchor ed25519.PublicKey, state StateStore, now time.Time) (*Loaded, error) {
 	env, err := spec.ParseEnvelope(data)
 	if err != nil {
 		return nil, catErr(path, RuleFormat, "is not a strict DSSE envelope", "re-sign it with `gensee catalog sign`", err)
@@ -73,7 +79,7 @@ func LoadCatalog(path string, anchor ed25519.PublicKey, state StateStore, now ti
 		if errors.As(err, &ce) {
 			return nil, err
 		}
-		return nil, catErr(path, RuleState, "the high-water mark could not be checked or recorded", "fix the state file", err)
+		return nil, catErr(path, RuleState, "the high-water mark could not be checked or recorded", "every catalog is refused until the state file is fixed", err)
 	}
 	return &Loaded{Catalog: cat, Digest: "sha256:" + next.PayloadSHA256, Version: cat.Version}, nil
 }

@@ -79,8 +79,7 @@ func (e *CatalogError) Error() string {
 // cause renders a wrapped error that adds detail (JSON paths, state file
 // problems). A bare errno or sentinel adds nothing the problem doesn't say.
 func cause(err error) string {
-	var errno unix.Errno
-	if err == nil || errors.As(err, &errno) || err == spec.ErrPayloadType || err == spec.ErrTooLarge || err == spec.ErrKey {
+	if _, bare := err.(unix.Errno); err == nil || bare || err == spec.ErrPayloadType || err == spec.ErrTooLarge || err == spec.ErrKey {
 		return ""
 	}
 	return ": " + err.Error()
