@@ -50,7 +50,7 @@ func TestDenyAllFirstInstruction(t *testing.T) {
 		selector("it-deny", map[string]string{"build": "offline"}, "offline"),
 		selector("it-lo", map[string]string{"build": "loopback-ok"}, "loopback-ok")))
 
-	t.Run("host loopback", func(t *testing.T) {
+	{ // host netns (--net-host): the server is on the host's loopback
 		l, addr := hostListener(t)
 		out, code := e.run("it-deny", "deny-host", []string{"--net-host"}, "/bin/probe", "connect", "tcp", addr)
 		if code != 1 {
@@ -60,7 +60,7 @@ func TestDenyAllFirstInstruction(t *testing.T) {
 			t.Fatalf("listener accepted %d connections under deny_all", n)
 		}
 		rec := e.networkRecord("it-deny", "deny-host")
-		if d := counter(rec, "counters", "denied_packets"); d <= 0 {
+		if d := counter(rec, "counters", "denied", "packets"); d <= 0 {
 			t.Fatalf("deny counter %v, want > 0: %v", d, rec)
 		}
 		if rec["removed"] != true {
@@ -71,22 +71,22 @@ func TestDenyAllFirstInstruction(t *testing.T) {
 		if code != 0 || l.accepted.Load() != 1 {
 			t.Fatalf("loopback-ok run: exit %d, accepted %d\n%s", code, l.accepted.Load(), out)
 		}
-	})
+	}
 
-	t.Run("private netns", func(t *testing.T) {
+	{ // a netns of the test's own, joined by the container (--with-ns)
 		n := newTestNet(t)
 		l := n.listenTCP(serverIP + ":8080")
 		out, code := e.run("it-deny", "deny-netns", []string{"--with-ns", "network:" + n.ClientPath}, "/bin/probe", "connect", "tcp", serverIP+":8080")
 		if code != 1 || l.accepted.Load() != 0 {
 			t.Fatalf("exit %d accepted %d, want denied\n%s", code, l.accepted.Load(), out)
 		}
-		if d := counter(e.networkRecord("it-deny", "deny-netns"), "counters", "denied_packets"); d <= 0 {
+		if d := counter(e.networkRecord("it-deny", "deny-netns"), "counters", "denied", "packets"); d <= 0 {
 			t.Fatalf("deny counter %v, want > 0", d)
 		}
 		if tables := netnsTables(t, n.client); len(tables) > 0 {
 			t.Fatalf("tables left in the container netns: %v", tables)
 		}
-	})
+	}
 }
 
 func netnsTables(t *testing.T, ns string) []string {

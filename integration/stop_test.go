@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/cgroup"
 )
 
 // stop tears the environment down and then checks that nothing is left:
@@ -128,4 +130,18 @@ func hostTables() []string {
 		}
 	}
 	return ts
+}
+
+// cgroupDir is the cgroup v2 directory ctr puts the tasks of namespace ns in.
+func cgroupDir(ns string) (string, bool) {
+	h, err := cgroup.Find()
+	if err != nil {
+		return "", false
+	}
+	d, err := h.Dir("/" + ns)
+	if err != nil {
+		return "", false
+	}
+	_, err = os.Stat(d)
+	return d, err == nil
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/containerd/containerd/v2/pkg/shim"
 
@@ -12,6 +13,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == service.GateHelperArg {
+		os.Exit(service.GateHelperMain(os.Stdin, os.Stdout, os.Stderr))
+	}
 	service.Register()
 	shim.RunShim(context.Background(), service.NewManager(service.RuntimeName))
 }

@@ -25,10 +25,10 @@ type TupleCount struct {
 type Counters struct {
 	Allowed Count
 	Denied  Count
-	Tuples  []TupleCount // per allow tuple, in plan order
+	Tuples  []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
 }
 
-// Counters reads plan p's counters from the namespace netnsFD refers to.
+// ReadCounters reads plan p's counters from the namespace netnsFD refers to.
 func ReadCounters(ctx context.Context, netnsFD int, p *Plan) (Counters, error) {
 	e, err := newEngine(netnsFD)
 	if err != nil {

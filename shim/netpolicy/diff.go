@@ -1,14 +1,16 @@
 package netpolicy
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"reflect"
+	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
+	"golang.org/x/sys/unix"
 )
 
 // DriftError reports how an installed table differs from its plan: evidence
@@ -36,7 +38,11 @@ func diff(want, got *ruleset) []string {
 	add := func(format string, a ...any) { d = append(d, fmt.Sprintf(format, a...)) }
 
 	if got.table.Flags != 0 {
-		add("table flags are %#x, want 0 (a dormant table filters nothing)", got.table.Flags)
+		what := ""
+		if got.table.Flags&unix.NFT_TABLE_F_DORMANT != 0 {
+			what = " (dormant: the table filters nothing)"
+		}
+		add("table flags are %#x, want 0%s", got.table.Flags, what)
 	}
 	d = append(d, diffChains(want.chains, got.chains)...)
 	d = append(d, diffRules(want.rules, got.rules)...)
@@ -99,56 +105,95 @@ func chainString(c *nftables.Chain) string {
 	return s
 }
 
-func diffRules(want, got []*nftables.Rule) []string {
-	var d []string
-	if len(want) != len(got) {
-		d = append(d, fmt.Sprintf("chain has %d rules, want %d", len(got), len(want)))
+// diffRules aligns the dumped rules to the planned ones (longest common
+// subsequence on comment and expressions), so one inserted or deleted rule
+// is reported as exactly that rather than as every rule after it shifting.
+func diffRules(want, got []*rule) []string {
+	key := func(r *rule) string {
+		return r.chain + "\x00" + string(r.userData) + "\x00" + strings.Join(r.exprs, " ")
 	}
-	for i := 0; i < len(want) || i < len(got); i++ {
-		switch {
-		case i >= len(got):
-			d = append(d, fmt.Sprintf("rule %d (%s) is missing", i, ruleName(want[i])))
-		case i >= len(want):
-			d = append(d, fmt.Sprintf("extra rule %d (handle %d): %s", i, got[i].Handle, exprsString(got[i].Exprs)))
-		default:
-			if got[i].Chain != nil && got[i].Chain.Name != want[i].Chain.Name {
-				d = append(d, fmt.Sprintf("rule %d is in chain %s, want %s", i, got[i].Chain.Name, want[i].Chain.Name))
-			}
-			if !slices.Equal(got[i].UserData, want[i].UserData) {
-				d = append(d, fmt.Sprintf("rule %d (handle %d) is %q, want %q", i, got[i].Handle, ruleName(got[i]), ruleName(want[i])))
-			}
-			if ws, gs := exprsString(want[i].Exprs), exprsString(got[i].Exprs); ws != gs {
-				d = append(d, fmt.Sprintf("rule %d (%s, handle %d) is %s, want %s", i, ruleName(want[i]), got[i].Handle, gs, ws))
+	n, m := len(want), len(got)
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if key(want[i]) == key(got[j]) {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
 			}
 		}
 	}
+	var d []string
+	var missing []int // want indexes without a match since the last anchor
+	var extra []int   // got indexes without a match since the last anchor
+	flush := func() {
+		// One planned rule replaced by one foreign rule in place: a change.
+		if len(missing) == 1 && len(extra) == 1 {
+			w, g := want[missing[0]], got[extra[0]]
+			d = append(d, fmt.Sprintf("rule %d (%s) changed (handle %d): is %s%s[%s], want [%s]",
+				missing[0], ruleName(w), g.handle, chainNote(g, w), commentNote(g, w), strings.Join(g.exprs, " "), strings.Join(w.exprs, " ")))
+		} else {
+			for _, i := range missing {
+				d = append(d, fmt.Sprintf("rule %d (%s) is missing", i, ruleName(want[i])))
+			}
+			for _, j := range extra {
+				d = append(d, fmt.Sprintf("extra rule at position %d (handle %d, chain %s, %s): [%s]", j, got[j].handle, got[j].chain, ruleName(got[j]), strings.Join(got[j].exprs, " ")))
+			}
+		}
+		missing, extra = nil, nil
+	}
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && key(want[i]) == key(got[j]):
+			flush()
+			i++
+			j++
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			extra = append(extra, j)
+			j++
+		default:
+			missing = append(missing, i)
+			i++
+		}
+	}
+	flush()
 	return d
 }
 
-func ruleName(r *nftables.Rule) string {
-	if len(r.UserData) > 3 {
-		return strings.TrimRight(string(r.UserData[2:]), "\x00")
+func chainNote(g, w *rule) string {
+	if g.chain != w.chain {
+		return "in chain " + g.chain + " "
 	}
-	return "no comment"
+	return ""
 }
 
-// exprsString renders expressions canonically for comparison, leaving out
-// what the kernel does not echo (a lookup's batch-local set id) and what
-// changes at run time (counter values).
-func exprsString(es []expr.Any) string {
-	parts := make([]string, len(es))
-	for i, e := range es {
-		switch v := e.(type) {
-		case *expr.Lookup:
-			c := *v
-			c.SetID = 0
-			e = &c
-		case *expr.Counter:
-			e = &expr.Counter{}
-		}
-		parts[i] = fmt.Sprintf("%s%+v", reflect.TypeOf(e).Elem().Name(), reflect.ValueOf(e).Elem().Interface())
+func commentNote(g, w *rule) string {
+	if !slices.Equal(g.userData, w.userData) {
+		return fmt.Sprintf("(comment %q) ", ruleName(g))
 	}
-	return "[" + strings.Join(parts, " ") + "]"
+	return ""
+}
+
+// ruleName is the rule's comment. It parses the userdata TLVs itself:
+// userdata.Get in v0.3.0 slices past the end on a malformed length, and a
+// dumped rule's userdata is whatever whoever added the rule wrote.
+func ruleName(r *rule) string {
+	b := r.userData
+	for len(b) >= 2 {
+		typ, n := b[0], int(b[1])
+		if len(b) < 2+n {
+			break
+		}
+		if userdata.Type(typ) == userdata.TypeComment {
+			return strings.TrimRight(string(b[2:2+n]), "\x00")
+		}
+		b = b[2+n:]
+	}
+	return "no comment"
 }
 
 func diffSets(want, got []*setElems) []string {
@@ -180,8 +225,8 @@ func diffSets(want, got []*setElems) []string {
 // setString covers what a dump reports. v0.3.0 does not decode a set's
 // counter flag; diffElems checks each element carries a counter instead.
 func setString(s *nftables.Set) string {
-	return fmt.Sprintf("type %q len %d concat %t interval %t constant %t map %t anonymous %t timeout %t dynamic %t",
-		s.KeyType.Name, s.KeyType.Bytes, s.Concatenation, s.Interval, s.Constant, s.IsMap, s.Anonymous, s.HasTimeout, s.Dynamic)
+	return fmt.Sprintf("type %q len %d size %d concat %t interval %t constant %t map %t anonymous %t timeout %t dynamic %t",
+		s.KeyType.Name, s.KeyType.Bytes, s.Size, s.Concatenation, s.Interval, s.Constant, s.IsMap, s.Anonymous, s.HasTimeout, s.Dynamic)
 }
 
 func diffElems(want, got *setElems) []string {
@@ -197,22 +242,22 @@ func diffElems(want, got *setElems) []string {
 		k := string(e.Key)
 		switch {
 		case !wantKeys[k]:
-			extra = append(extra, hex.EncodeToString(e.Key))
+			extra = append(extra, keyString(name, e.Key))
 		case seen[k]:
-			odd = append(odd, "duplicate "+hex.EncodeToString(e.Key))
+			odd = append(odd, "duplicate "+keyString(name, e.Key))
 		}
 		seen[k] = true
 		if len(e.Val) > 0 || len(e.KeyEnd) > 0 || e.IntervalEnd || e.Timeout != 0 || e.VerdictData != nil {
-			odd = append(odd, "element "+hex.EncodeToString(e.Key)+" carries data, an interval end or a timeout")
+			odd = append(odd, "element "+keyString(name, e.Key)+" carries data, an interval end or a timeout")
 		}
 		if want.set.Counter && e.Counter == nil {
-			odd = append(odd, "element "+hex.EncodeToString(e.Key)+" has no counter")
+			odd = append(odd, "element "+keyString(name, e.Key)+" has no counter")
 		}
 	}
 	var missing []string
 	for i, e := range want.elems {
 		if !seen[string(e.Key)] {
-			what := hex.EncodeToString(e.Key)
+			what := keyString(name, e.Key)
 			if i < len(want.tuples) {
 				what = want.tuples[i].String()
 			}
@@ -236,4 +281,21 @@ func firstFew(s []string) string {
 		return strings.Join(s[:3], ", ") + ", …"
 	}
 	return strings.Join(s, ", ")
+}
+
+// keyString renders a set key the way the plan speaks of it.
+func keyString(set string, k []byte) string {
+	switch {
+	case len(k) == 0:
+		return "a catch-all element (matches everything)"
+	case (set == setAllow4 && len(k) == 12) || (set == setAllow6 && len(k) == 24):
+		a, _ := netip.AddrFromSlice(k[:len(k)-8])
+		return Tuple{Addr: a, Proto: k[len(k)-8], Port: binary.BigEndian.Uint16(k[len(k)-4:])}.String()
+	case (set == setICMP4 && len(k) == 4) || (set == setICMP6 && len(k) == 16):
+		a, _ := netip.AddrFromSlice(k)
+		return a.String()
+	case set == setCgroup && len(k) == 8:
+		return fmt.Sprintf("cgroup id %d", binary.NativeEndian.Uint64(k))
+	}
+	return hex.EncodeToString(k)
 }

@@ -1,6 +1,7 @@
 package netpolicy
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -126,7 +127,7 @@ func (k *netlinkKernel) install(rs *ruleset) error {
 		c.AddChain(ch)
 	}
 	for _, r := range rs.rules {
-		c.AddRule(r)
+		c.AddRule(r.nft)
 	}
 	if err := c.Flush(); err != nil {
 		if errors.Is(err, unix.EEXIST) {
@@ -192,23 +193,22 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	if rs.table == nil {
 		return nil, errNoTable
 	}
+	// v0.3.0 decodes NFTA_TABLE_FLAGS (big endian on the wire) in host
+	// order: undo that so a dormant table reads as flag 1.
+	var raw [4]byte
+	binary.NativeEndian.PutUint32(raw[:], rs.table.Flags)
+	rs.table.Flags = binary.BigEndian.Uint32(raw[:])
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
 	if err != nil {
 		return nil, fmt.Errorf("list chains: %w", err)
 	}
 	for _, ch := range chains {
-		if ch.Table.Name != table {
-			continue
+		if ch.Table.Name == table {
+			rs.chains = append(rs.chains, ch)
 		}
-		rs.chains = append(rs.chains, ch)
-		rules, err := c.GetRules(rs.table, ch)
-		if err != nil {
-			return nil, fmt.Errorf("list rules of chain %s: %w", ch.Name, err)
-		}
-		for _, r := range rules {
-			r.Chain = ch
-		}
-		rs.rules = append(rs.rules, rules...)
+	}
+	if rs.rules, err = dumpRules(k.netnsFD, table); err != nil {
+		return nil, err
 	}
 	sets, err := c.GetSets(rs.table)
 	if err != nil {

@@ -39,7 +39,16 @@ type ruleset struct {
 	counters []*nftables.CounterObj
 	sets     []*setElems
 	chains   []*nftables.Chain
-	rules    []*nftables.Rule // all in chains[0]
+	rules    []*rule
+}
+
+// rule is one rule in canonical form, comparable between plan and dump.
+type rule struct {
+	chain    string
+	handle   uint64 // dumped rules only
+	userData []byte
+	exprs    []string       // canonical renderings (canon)
+	nft      *nftables.Rule // built rules only: what install sends
 }
 
 type setElems struct {
@@ -70,9 +79,14 @@ func build(p *Plan) *ruleset {
 	addSet := func(s *nftables.Set, tuples []Tuple, keys [][]byte) *nftables.Set {
 		nextID++
 		s.Table, s.ID = t, nextID
-		se := &setElems{set: s, tuples: tuples}
-		for _, k := range keys {
-			se.elems = append(se.elems, nftables.SetElement{Key: k})
+		// Declaring the size, as nft(8) does for a set declared with its
+		// elements, lets the kernel pick its fixed-size hash: no
+		// rhashtable resize after a large insert, whose in-flight
+		// rehash makes a set dump repeat some elements and skip others.
+		s.Size = uint32(len(keys))
+		se := &setElems{set: s, tuples: tuples, elems: make([]nftables.SetElement, len(keys))}
+		for i, k := range keys {
+			se.elems[i].Key = k
 		}
 		rs.sets = append(rs.sets, se)
 		return s
@@ -84,6 +98,9 @@ func build(p *Plan) *ruleset {
 
 	var a4, a6, i4, i6 []Tuple
 	for _, tu := range p.Allow {
+		if a4 == nil {
+			a4 = make([]Tuple, 0, len(p.Allow))
+		}
 		switch {
 		case tu.Port != 0 && tu.Addr.Is4():
 			a4 = append(a4, tu)
@@ -105,10 +122,11 @@ func build(p *Plan) *ruleset {
 	rs.chains = []*nftables.Chain{ch}
 	m := matcher{cg: cg, level: p.Cgroup.Level}
 	rule := func(comment string, exprs []expr.Any) {
-		rs.rules = append(rs.rules, &nftables.Rule{
+		r := &nftables.Rule{
 			Table: t, Chain: ch, Exprs: exprs,
 			UserData: userdata.AppendString(nil, userdata.TypeComment, comment),
-		})
+		}
+		rs.rules = append(rs.rules, canonRule(r))
 	}
 
 	// Accepts first; every one starts with the cgroup match, so a packet
@@ -116,13 +134,17 @@ func build(p *Plan) *ruleset {
 	if p.Loopback {
 		rule("gensee: loopback allowed by contract", m.loopback())
 	}
+	// The allow sets are plain hash sets keyed by a concatenated type,
+	// without the NFT_SET_CONCAT flag: nft(8) sets that flag only for
+	// interval concatenations, and leaving it off makes this table
+	// identical to what `nft -f` of the same text loads (P2 checks).
 	if len(a4) > 0 {
-		s := addSet(&nftables.Set{Name: setAllow4, KeyType: keyAllow4, Concatenation: true, Counter: true}, a4, tupleKeys(a4))
+		s := addSet(&nftables.Set{Name: setAllow4, KeyType: keyAllow4, Counter: true}, a4, tupleKeys(a4))
 		rule("gensee: allowed ipv4 tuples", m.tuples(v4, s, false))
 		rule("gensee: replies from allowed ipv4 tuples", m.tuples(v4, s, true))
 	}
 	if len(a6) > 0 {
-		s := addSet(&nftables.Set{Name: setAllow6, KeyType: keyAllow6, Concatenation: true, Counter: true}, a6, tupleKeys(a6))
+		s := addSet(&nftables.Set{Name: setAllow6, KeyType: keyAllow6, Counter: true}, a6, tupleKeys(a6))
 		rule("gensee: allowed ipv6 tuples", m.tuples(v6, s, false))
 		rule("gensee: replies from allowed ipv6 tuples", m.tuples(v6, s, true))
 	}
@@ -149,14 +171,25 @@ func build(p *Plan) *ruleset {
 }
 
 // tupleKeys encodes concatenated keys: addr | proto + 3 pad | port (BE) + 2 pad.
+// All keys of a set share one backing array.
 func tupleKeys(ts []Tuple) [][]byte {
+	if len(ts) == 0 {
+		return nil
+	}
+	n := ts[0].Addr.BitLen()/8 + 8
+	buf := make([]byte, n*len(ts))
 	keys := make([][]byte, len(ts))
 	for i, tu := range ts {
-		a := tu.Addr.AsSlice()
-		k := make([]byte, len(a)+8)
-		copy(k, a)
-		k[len(a)] = tu.Proto
-		binary.BigEndian.PutUint16(k[len(a)+4:], tu.Port)
+		k := buf[i*n : (i+1)*n : (i+1)*n]
+		if tu.Addr.Is4() {
+			a := tu.Addr.As4()
+			copy(k, a[:])
+		} else {
+			a := tu.Addr.As16()
+			copy(k, a[:])
+		}
+		k[n-8] = tu.Proto
+		binary.BigEndian.PutUint16(k[n-4:], tu.Port)
 		keys[i] = k
 	}
 	return keys

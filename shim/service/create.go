@@ -77,6 +77,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, errgrpc.ToGRPC(err)
 	}
 	hardenRootfs(r)
+	op.diff, op.mounts = diffSourceOf(r), mountDestinations(oci)
 
 	resp, err := s.TTRPCTaskService.Create(ctx, r)
 	if err != nil {
@@ -116,7 +117,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		Facts: recordFacts(adm.facts), Selector: d.Selector,
 		ContractID: d.ContractID, ContractDigest: d.ContractDigest, Contract: *d.Contract,
 		SafeDefault: d.SafeDefault, FallbackFrom: string(d.FallbackFrom), Inference: d.Inference,
-		CatalogVersion: adm.catalog.Version, CatalogDigest: adm.catalog.Digest,
+		CatalogVersion: adm.catalog.Version, CatalogDigest: adm.catalog.Digest, CatalogExpiresAt: adm.catalog.Catalog.ExpiresAt,
 		Observation: adm.observation, ObservationDigest: adm.obsDigest,
 		CapabilitiesRemoved: capsRemoved, Netns: string(kind), NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,

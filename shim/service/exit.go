@@ -8,6 +8,10 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // Start arms the exit path before the inner Start (an instant exit cannot
@@ -21,6 +25,9 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: task %s is %s, not created", r.ID, op.current())
 	}
 	op.held = s.pub.arm(r.ID, op.done)
+	op.mu.Lock()
+	op.startedAt = s.now()
+	op.mu.Unlock()
 	resp, err := s.TTRPCTaskService.Start(ctx, r)
 	if err != nil {
 		// The init never ran: nothing to finalize, nothing to hold.
@@ -59,8 +66,10 @@ func (s *service) startDeadline(op *operation) {
 }
 
 // watchExit waits for the init to exit (execs drained by the inner
-// service), finalizes the operation, then releases Wait, Delete and the
-// held TaskExit by closing done.
+// service), then runs the exit path — drain, gate, counters, table removal,
+// manifest — and releases Wait, Delete and the held TaskExit by closing done.
+// The rootfs stays mounted and the cgroup present until the inner Delete,
+// which waits for done.
 func (s *service) watchExit(op *operation) {
 	ctx := s.ctx
 	defer close(op.done)
@@ -69,16 +78,34 @@ func (s *service) watchExit(op *operation) {
 	if op.deadline != nil {
 		op.deadline.Stop()
 	}
+	x := exitFacts{started: op.startedAt, deadline: op.deadlineHit}
 	op.mu.Unlock()
-	var status *uint32
 	if err != nil {
 		op.logger(ctx).WithError(err).Error("wait for init exit")
 	} else {
 		st := resp.ExitStatus
-		status = &st
+		x.status = &st
 	}
 	op.transition(opExited)
-	op.finalizeNetwork(ctx, status)
+	if sub := op.admission.Subject; sub != nil {
+		x.drained, x.drainErr = cgroup.Drain(ctx, sub.CgroupPath)
+		if x.drainErr != nil {
+			op.logger(ctx).WithError(x.drainErr).Error("drain cgroup")
+		}
+	}
+	x.gate, x.gateRan = op.runProductGate(ctx, x.started), true
+	op.finalizeNetwork(ctx, &x)
+	m := op.manifest(x)
+	if err := op.store.WriteJSON(op.id, record.ManifestFile, m); err != nil {
+		op.logger(ctx).WithError(err).Error("write manifest")
+	}
+	if m.Gate.Verdict != spec.VerdictPass {
+		op.logger(ctx).WithField("verdict", m.Gate.Verdict).WithField("violations", len(m.Gate.Violations)).Warn("product gate did not pass")
+		if code := op.cfg.GateFailedExitStatus; code != 0 {
+			op.override = &code
+			op.held.override = &code
+		}
+	}
 }
 
 // Wait answers for the init only once its exit path is done.
@@ -93,6 +120,9 @@ func (s *service) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.Wa
 	}
 	select {
 	case <-op.done:
+		if op.override != nil {
+			resp.ExitStatus = *op.override
+		}
 		return resp, nil
 	case <-ctx.Done():
 		return nil, errgrpc.ToGRPC(ctx.Err())
@@ -117,6 +147,17 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	resp, err := s.TTRPCTaskService.Delete(ctx, r)
 	if err != nil {
 		return nil, err
+	}
+	if op.override != nil {
+		resp.ExitStatus = *op.override
+	}
+	if op.current() == opCreated {
+		// Never started: nothing ran, nothing to gate; say so.
+		x := exitFacts{}
+		op.finalizeNetwork(ctx, &x)
+		if err := op.store.WriteJSON(op.id, record.ManifestFile, op.manifest(x)); err != nil {
+			op.logger(ctx).WithError(err).Error("write manifest")
+		}
 	}
 	op.mu.Lock()
 	if op.deadline != nil {

@@ -87,13 +87,12 @@ func startTime(stat []byte) (uint64, error) {
 	return strconv.ParseUint(string(f[19]), 10, 64)
 }
 
-// finalizeNetwork reads the counters and removes the table; the record says
-// what was read and whether the removal happened.
-func (op *operation) finalizeNetwork(ctx context.Context, exitStatus *uint32) {
-	rec := networkRecord{Netns: op.admission.Netns, Mode: op.contract.Network.Mode, ExitStatus: exitStatus}
+// finalizeNetwork reads the counters and removes the table, recording both
+// in network.json and in x for the manifest.
+func (op *operation) finalizeNetwork(ctx context.Context, x *exitFacts) {
+	rec := networkRecord{Netns: op.admission.Netns, Mode: op.contract.Network.Mode, ExitStatus: x.status, DeadlineHit: x.deadline}
 	op.mu.Lock()
 	f, plan := op.netns, op.plan
-	rec.DeadlineHit = op.deadlineHit
 	op.mu.Unlock()
 	if plan != nil {
 		rec.Table = plan.Table
@@ -103,13 +102,14 @@ func (op *operation) finalizeNetwork(ctx context.Context, exitStatus *uint32) {
 		if err != nil {
 			rec.CountersErr = err.Error()
 		} else {
-			rec.Counters = &c
+			rec.Counters = recordCounters(c)
 		}
 	}
 	rec.Removed = op.removeTable(ctx)
 	if rec.Removed {
 		rec.RemovedAt = time.Now().UTC()
 	}
+	x.counters, x.countErr, x.removed = rec.Counters, rec.CountersErr, rec.Removed
 	if err := op.store.WriteJSON(op.id, record.NetworkFile, rec); err != nil {
 		op.logger(ctx).WithError(err).Error("write network record")
 	}

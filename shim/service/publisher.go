@@ -25,6 +25,7 @@ type holdingPublisher struct {
 type hold struct {
 	done      <-chan struct{} // closed when the exit path finished
 	published chan struct{}   // closed once the held TaskExit went out
+	override  *uint32         // exit status to report instead; written before done closes
 }
 
 func newHoldingPublisher(p shim.Publisher) *holdingPublisher {
@@ -57,6 +58,9 @@ func (p *holdingPublisher) Publish(ctx context.Context, topic string, event even
 		if h != nil {
 			go func() {
 				<-h.done
+				if h.override != nil {
+					e.ExitStatus = *h.override
+				}
 				if err := p.Publisher.Publish(ctx, topic, event); err != nil {
 					log.G(ctx).WithError(err).WithField("container_id", e.ContainerID).Error("publish held task exit")
 				}

@@ -25,6 +25,7 @@ type admissionRecord struct {
 	Inference           *admission.InferenceSummary `json:"inference,omitempty"`
 	CatalogVersion      uint64                      `json:"catalog_version"`
 	CatalogDigest       string                      `json:"catalog_digest"`
+	CatalogExpiresAt    time.Time                   `json:"catalog_expires_at"`
 	Observation         spec.Observation            `json:"observation"`
 	ObservationDigest   string                      `json:"observation_digest"`
 	CapabilitiesRemoved []string                    `json:"capabilities_removed"`
@@ -45,15 +46,15 @@ type subject struct {
 
 // networkRecord is network.json: what the table counted and when it went.
 type networkRecord struct {
-	Table       string              `json:"table"`
-	Netns       string              `json:"netns"`
-	Mode        string              `json:"mode"`
-	Counters    *netpolicy.Counters `json:"counters,omitempty"`
-	CountersErr string              `json:"counters_error,omitempty"`
-	Removed     bool                `json:"removed"`
-	RemovedAt   time.Time           `json:"removed_at,omitzero"`
-	DeadlineHit bool                `json:"deadline_exceeded"`
-	ExitStatus  *uint32             `json:"exit_status,omitempty"`
+	Table       string          `json:"table"`
+	Netns       string          `json:"netns"`
+	Mode        string          `json:"mode"`
+	Counters    *countersRecord `json:"counters,omitempty"`
+	CountersErr string          `json:"counters_error,omitempty"`
+	Removed     bool            `json:"removed"`
+	RemovedAt   time.Time       `json:"removed_at,omitzero"`
+	DeadlineHit bool            `json:"deadline_exceeded"`
+	ExitStatus  *uint32         `json:"exit_status,omitempty"`
 }
 
 // refusal is one line of the refusals log.
@@ -74,4 +75,24 @@ type factsRecord struct {
 
 func recordFacts(f admission.Facts) factsRecord {
 	return factsRecord{ContainerdNamespace: f.ContainerdNamespace, Runtime: f.Runtime, K8sNamespace: f.K8sNamespace}
+}
+
+// countersRecord is what the table counted, as recorded.
+type countersRecord struct {
+	Allowed netpolicy.Count `json:"allowed"`
+	Denied  netpolicy.Count `json:"denied"`
+	Tuples  []tupleCount    `json:"tuples,omitempty"`
+}
+
+type tupleCount struct {
+	Tuple string `json:"tuple"`
+	netpolicy.Count
+}
+
+func recordCounters(c netpolicy.Counters) *countersRecord {
+	r := &countersRecord{Allowed: c.Allowed, Denied: c.Denied}
+	for _, t := range c.Tuples {
+		r.Tuples = append(r.Tuples, tupleCount{Tuple: t.Tuple.String(), Count: t.Count})
+	}
+	return r
 }

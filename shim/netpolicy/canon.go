@@ -1,0 +1,84 @@
+package netpolicy
+
+import (
+	"encoding/hex"
+	"fmt"
+	"reflect"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Rules are compared in a canonical text form. Dumped rules are decoded
+// here, not by google/nftables: v0.3.0 silently drops expressions it has no
+// decoder for — "socket" among them — so a rule read back through GetRules
+// would look the same whether its cgroup match were level 1, level 5 or
+// gone. Every expression in a dump is accounted for: one this package does
+// not use renders as "unknown <name> <hex>" and never equals the plan.
+
+func canonRule(r *nftables.Rule) *rule {
+	out := &rule{chain: r.Chain.Name, userData: r.UserData, nft: r}
+	for _, e := range r.Exprs {
+		out.exprs = append(out.exprs, canon(e))
+	}
+	return out
+}
+
+// canon renders an expression, leaving out what the kernel does not echo (a
+// lookup's batch-local set id) and what changes at run time (counter values).
+func canon(e expr.Any) string {
+	switch v := e.(type) {
+	case *expr.Lookup:
+		c := *v
+		c.SetID = 0
+		e = &c
+	case *expr.Counter:
+		e = &expr.Counter{}
+	}
+	return fmt.Sprintf("%s%+v", reflect.TypeOf(e).Elem().Name(), reflect.ValueOf(e).Elem().Interface())
+}
+
+// decodeExpr renders one dumped expression (its NFTA_EXPR_NAME and the
+// attributes inside NFTA_EXPR_DATA).
+func decodeExpr(name string, data []byte) string {
+	var e expr.Any
+	switch name {
+	case "socket":
+		e = &expr.Socket{}
+	case "lookup":
+		e = &expr.Lookup{}
+	case "meta":
+		e = &expr.Meta{}
+	case "cmp":
+		e = &expr.Cmp{}
+	case "payload":
+		e = &expr.Payload{}
+	case "ct":
+		e = &expr.Ct{}
+	case "objref":
+		e = &expr.Objref{}
+	case "limit":
+		e = &expr.Limit{}
+	case "log":
+		e = &expr.Log{}
+	case "counter":
+		e = &expr.Counter{}
+	case "immediate":
+		e = &expr.Immediate{}
+	default:
+		return fmt.Sprintf("unknown %s %s", name, hex.EncodeToString(data))
+	}
+	if err := expr.Unmarshal(unix.NFPROTO_INET, data, e); err != nil {
+		return fmt.Sprintf("undecodable %s %s: %v", name, hex.EncodeToString(data), err)
+	}
+	// A verdict is an immediate into the verdict register.
+	if imm, ok := e.(*expr.Immediate); ok && imm.Register == unix.NFT_REG_VERDICT && len(imm.Data) == 0 {
+		v := &expr.Verdict{}
+		if err := expr.Unmarshal(unix.NFPROTO_INET, data, v); err != nil {
+			return fmt.Sprintf("undecodable verdict %s: %v", hex.EncodeToString(data), err)
+		}
+		e = v
+	}
+	return canon(e)
+}

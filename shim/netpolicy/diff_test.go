@@ -1,0 +1,186 @@
+package netpolicy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/spec"
+)
+
+// asDumped turns a built ruleset into what a dump of it returns: rules
+// re-decoded from their netlink encoding (as the kernel echoes them, minus
+// what it does not echo), counters on counter-set elements, handles.
+func asDumped(rs *ruleset) *ruleset {
+	out := &ruleset{table: &nftables.Table{Name: rs.table.Name, Family: rs.table.Family}, chains: rs.chains, counters: rs.counters}
+	for _, s := range rs.sets {
+		c := *s.set
+		se := &setElems{set: &c}
+		for _, e := range s.elems {
+			if s.set.Counter {
+				e.Counter = &expr.Counter{}
+			}
+			se.elems = append(se.elems, e)
+		}
+		out.sets = append(out.sets, se)
+	}
+	for i, r := range rs.rules {
+		out.rules = append(out.rules, reencode(r, uint64(i+4)))
+	}
+	return out
+}
+
+// reencode marshals a built rule's expressions as install sends them and
+// decodes them with the dump decoder.
+func reencode(r *rule, handle uint64) *rule {
+	var list []netlink.Attribute
+	for _, e := range r.nft.Exprs {
+		b, err := expr.Marshal(unix.NFPROTO_INET, e)
+		if err != nil {
+			panic(err)
+		}
+		list = append(list, netlink.Attribute{Type: unix.NFTA_LIST_ELEM | unix.NLA_F_NESTED, Data: b})
+	}
+	exprs, _ := netlink.MarshalAttributes(list)
+	b, _ := netlink.MarshalAttributes([]netlink.Attribute{
+		{Type: unix.NFTA_RULE_TABLE, Data: []byte(r.nft.Table.Name + "\x00")},
+		{Type: unix.NFTA_RULE_CHAIN, Data: []byte(r.chain + "\x00")},
+		{Type: unix.NFTA_RULE_HANDLE, Data: []byte{0, 0, 0, 0, 0, 0, 0, byte(handle)}},
+		{Type: unix.NFTA_RULE_EXPRESSIONS | unix.NLA_F_NESTED, Data: exprs},
+		{Type: unix.NFTA_RULE_USERDATA, Data: r.userData},
+	})
+	got, _, err := decodeRule(b)
+	if err != nil {
+		panic(err)
+	}
+	return got
+}
+
+func exactPlan(t *testing.T) *Plan {
+	t.Helper()
+	p, err := NewPlan("op1", spec.Network{Mode: spec.NetworkAllowExact, Loopback: "allow", Allow: []spec.AllowRule{
+		{IP: "192.0.2.10", Proto: "tcp", Port: 443},
+		{IP: "192.0.2.11", Proto: "udp", Port: 53},
+		{IP: "2001:db8::1", Proto: "tcp", Port: 443},
+		{IP: "192.0.2.12", Proto: "icmp"},
+		{IP: "2001:db8::2", Proto: "icmpv6"},
+	}}, testCG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDiffEqual(t *testing.T) {
+	p := exactPlan(t)
+	if d := diff(build(p), asDumped(build(p))); len(d) > 0 {
+		t.Fatalf("a faithful dump differs: %v", d)
+	}
+}
+
+func TestDiffFindsDrift(t *testing.T) {
+	p := exactPlan(t)
+	otherCG := testCG
+	otherCG.ID = 99
+	p2 := *p
+	p2.Cgroup = otherCG
+	for _, tc := range []struct {
+		name   string
+		mutate func(got *ruleset)
+		want   string
+	}{
+		{"dormant", func(g *ruleset) { g.table.Flags = unix.NFT_TABLE_F_DORMANT }, "dormant"},
+		{"policy drop", func(g *ruleset) {
+			c := *g.chains[0]
+			drop := nftables.ChainPolicyDrop
+			c.Policy = &drop
+			g.chains = []*nftables.Chain{&c}
+		}, "chain output is {type filter hook 3 priority 0 policy 0}"},
+		{"chain missing", func(g *ruleset) { g.chains = nil }, "chain output is missing"},
+		{"extra rule", func(g *ruleset) {
+			extra := &rule{chain: "output", handle: 99, exprs: []string{canon(&expr.Verdict{Kind: expr.VerdictAccept})}}
+			g.rules = append([]*rule{extra}, g.rules...)
+		}, "extra rule at position 0 (handle 99"},
+		{"rule missing", func(g *ruleset) { g.rules = g.rules[:len(g.rules)-1] }, "(gensee: deny) is missing"},
+		{"rule changed", func(g *ruleset) {
+			g.rules[len(g.rules)-1].exprs[0] = canon(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 7, Register: 1})
+		}, "(gensee: deny) changed"},
+		{"unknown expression", func(g *ruleset) {
+			g.rules[0].exprs = append(g.rules[0].exprs, decodeExpr("rt", []byte{1, 2}))
+		}, "unknown rt 0102"},
+		{"rules swapped", func(g *ruleset) {
+			n := len(g.rules)
+			g.rules[n-1], g.rules[n-2] = g.rules[n-2], g.rules[n-1]
+		}, "gensee: "},
+		{"counter gone", func(g *ruleset) { g.counters = g.counters[:1] }, "named counters are [allowed], want [allowed denied]"},
+		{"set missing", func(g *ruleset) { g.sets = g.sets[:1] }, "set allow4 is missing"},
+		{"set type", func(g *ruleset) { g.sets[1].set.KeyType = nftables.TypeIPAddr }, "set allow4 is {type \"ipv4_addr\""},
+		{"catch-all element", func(g *ruleset) {
+			g.sets[1].elems = append(g.sets[1].elems, nftables.SetElement{Counter: &expr.Counter{}})
+		}, "catch-all element"},
+		{"element without counter", func(g *ruleset) { g.sets[1].elems[0].Counter = nil }, "has no counter"},
+		{"element lost", func(g *ruleset) { g.sets[1].elems = g.sets[1].elems[1:] }, "set allow4 lacks 1 elements: 192.0.2.10:443/tcp"},
+		{"other cgroup", func(g *ruleset) { g.sets[0] = asDumped(build(&p2)).sets[0] }, "set cg lacks 1 elements: cgroup id 4242; set cg has 1 extra elements: cgroup id 99"},
+		{"extra set", func(g *ruleset) {
+			g.sets = append(g.sets, &setElems{set: &nftables.Set{Name: "__set0", Anonymous: true, KeyType: nftables.TypeIPAddr}})
+		}, "extra set __set0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := asDumped(build(p))
+			tc.mutate(got)
+			d := diff(build(p), got)
+			err := &DriftError{Table: p.Table, Diffs: d}
+			if len(d) == 0 || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("diff = %v, want it to mention %q", d, tc.want)
+			}
+		})
+	}
+}
+
+func TestCountersOf(t *testing.T) {
+	p := exactPlan(t)
+	got := asDumped(build(p))
+	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 5, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}}
+	for _, s := range got.sets {
+		for i := range s.elems {
+			if s.elems[i].Counter != nil {
+				s.elems[i].Counter = &expr.Counter{Packets: uint64(i + 1), Bytes: 10}
+			}
+		}
+	}
+	c, err := countersOf(build(p), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Allowed != (Count{5, 500}) || c.Denied != (Count{2, 120}) {
+		t.Errorf("counters = %+v", c)
+	}
+	if len(c.Tuples) != len(p.Allow) {
+		t.Fatalf("tuples = %+v, want %d", c.Tuples, len(p.Allow))
+	}
+	var names []string
+	for _, tc := range c.Tuples {
+		if tc.Packets == 0 {
+			t.Errorf("tuple %v has no count", tc.Tuple)
+		}
+		names = append(names, tc.Tuple.String())
+	}
+	slices.Sort(names)
+	var want []string
+	for _, tu := range p.Allow {
+		want = append(want, tu.String())
+	}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("tuples %q, want %q", names, want)
+	}
+	got.counters = got.counters[:1]
+	if _, err := countersOf(build(p), got); err == nil {
+		t.Error("missing denied counter: want error")
+	}
+}

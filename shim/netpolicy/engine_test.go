@@ -1,0 +1,108 @@
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/nftables"
+	"golang.org/x/sys/unix"
+)
+
+// fakeKernel keeps at most one table; tamper runs after install.
+type fakeKernel struct {
+	installed  *ruleset
+	installErr error
+	tamper     func(*ruleset)
+	removed    []string
+}
+
+func (f *fakeKernel) install(rs *ruleset) error {
+	if f.installErr != nil {
+		return f.installErr
+	}
+	f.installed = asDumped(rs)
+	if f.tamper != nil {
+		f.tamper(f.installed)
+	}
+	return nil
+}
+
+func (f *fakeKernel) dump(table string) (*ruleset, error) {
+	if f.installed == nil || f.installed.table.Name != table {
+		return nil, errNoTable
+	}
+	return f.installed, nil
+}
+
+func (f *fakeKernel) remove(table string) error {
+	f.removed = append(f.removed, table)
+	f.installed = nil
+	return nil
+}
+
+func TestApplyRollsBackOnDrift(t *testing.T) {
+	p := exactPlan(t)
+	f := &fakeKernel{tamper: func(rs *ruleset) { rs.rules = rs.rules[1:] }}
+	err := engine{k: f}.apply(context.Background(), p)
+	var de *DriftError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("apply = %v, want a rolled-back DriftError", err)
+	}
+	if len(f.removed) != 1 || f.removed[0] != p.Table || f.installed != nil {
+		t.Fatalf("removed %v, left %v", f.removed, f.installed)
+	}
+}
+
+func TestApplyNeverRemovesWhatItDidNotInstall(t *testing.T) {
+	p := exactPlan(t)
+	f := &fakeKernel{installErr: unix.EEXIST}
+	err := engine{k: f}.apply(context.Background(), p)
+	if !errors.Is(err, unix.EEXIST) || len(f.removed) != 0 {
+		t.Fatalf("apply = %v, removed %v; want EEXIST and nothing removed", err, f.removed)
+	}
+}
+
+func TestInstallRollsBackWhenConntrackFlushFails(t *testing.T) {
+	p := exactPlan(t)
+	f := &fakeKernel{}
+	e := engine{k: f, flushCT: func() error { return errors.New("boom") }}
+	if err := e.install(context.Background(), p); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("install = %v", err)
+	}
+	if len(f.removed) != 1 {
+		t.Fatalf("table not rolled back: removed %v", f.removed)
+	}
+}
+
+func TestApplyOK(t *testing.T) {
+	p := exactPlan(t)
+	f := &fakeKernel{}
+	flushed := 0
+	e := engine{k: f, flushCT: func() error { flushed++; return nil }}
+	if err := e.apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if flushed != 1 || len(f.removed) != 0 {
+		t.Fatalf("flushed %d, removed %v", flushed, f.removed)
+	}
+	f.installed.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 1}, {Name: "denied", Packets: 2}}
+	c, err := e.counters(context.Background(), p)
+	if err != nil || c.Denied.Packets != 2 || c.Allowed.Packets != 1 {
+		t.Fatalf("counters = %+v, %v", c, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := e.apply(ctx, p); !errors.Is(err, context.Canceled) {
+		t.Fatalf("apply with a done context = %v", err)
+	}
+}
+
+func TestReadBackMissing(t *testing.T) {
+	err := engine{k: &fakeKernel{}}.readBack(context.Background(), exactPlan(t))
+	var de *DriftError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "is missing") {
+		t.Fatalf("readBack = %v", err)
+	}
+}

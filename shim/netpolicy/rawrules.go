@@ -1,0 +1,97 @@
+package netpolicy
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// dumpRules lists the rules of a table straight from nf_tables netlink
+// (NFT_MSG_GETRULE dump) and decodes them with decodeExpr.
+func dumpRules(netnsFD int, table string) ([]*rule, error) {
+	cfg := &netlink.Config{}
+	if netnsFD > 0 {
+		cfg.NetNS = netnsFD
+	}
+	c, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open netlink socket: %w", err)
+	}
+	defer c.Close()
+	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_RULE_TABLE, Data: []byte(table + "\x00")}})
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.Execute(netlink.Message{
+		Header: netlink.Header{
+			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETRULE),
+			Flags: netlink.Request | netlink.Dump,
+		},
+		Data: append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dump rules: %w", err)
+	}
+	var rules []*rule
+	for _, m := range msgs {
+		if len(m.Data) < 4 {
+			continue
+		}
+		r, tbl, err := decodeRule(m.Data[4:])
+		if err != nil {
+			return nil, err
+		}
+		if tbl == table { // older kernels ignore the table filter
+			rules = append(rules, r)
+		}
+	}
+	return rules, nil
+}
+
+func decodeRule(b []byte) (*rule, string, error) {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return nil, "", err
+	}
+	ad.ByteOrder = binary.BigEndian
+	r := &rule{}
+	var table string
+	for ad.Next() {
+		switch ad.Type() {
+		case unix.NFTA_RULE_TABLE:
+			table = ad.String()
+		case unix.NFTA_RULE_CHAIN:
+			r.chain = ad.String()
+		case unix.NFTA_RULE_HANDLE:
+			r.handle = ad.Uint64()
+		case unix.NFTA_RULE_USERDATA:
+			r.userData = ad.Bytes()
+		case unix.NFTA_RULE_EXPRESSIONS:
+			ad.Nested(func(list *netlink.AttributeDecoder) error {
+				for list.Next() {
+					list.Nested(func(e *netlink.AttributeDecoder) error {
+						var name string
+						var data []byte
+						for e.Next() {
+							switch e.Type() {
+							case unix.NFTA_EXPR_NAME:
+								name = e.String()
+							case unix.NFTA_EXPR_DATA:
+								data = e.Bytes()
+							}
+						}
+						r.exprs = append(r.exprs, decodeExpr(name, data))
+						return nil
+					})
+				}
+				return nil
+			})
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return nil, "", fmt.Errorf("decode rule: %w", err)
+	}
+	return r, table, nil
+}

@@ -1,0 +1,289 @@
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gensee/gensee/internal/roottest"
+	"github.com/gensee/gensee/spec"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// applyT applies p and removes its table at cleanup, checking no gensee
+// table is left in the namespace.
+func applyT(t *testing.T, n *netns, p *Plan) {
+	t.Helper()
+	ctx := ctxT(t)
+	if err := Apply(ctx, n.fd, p); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := Remove(context.Background(), n.fd, p.Table); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		if left, err := List(context.Background(), n.fd); err != nil || len(left) > 0 {
+			t.Errorf("cleanup: tables left %v, %v", left, err)
+		}
+	})
+}
+
+func TestRootDenyAll(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	p, err := NewPlan("op-denyall-"+randHex(4), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, p)
+	t.Log(tp.client.nft(t, "list", "table", "inet", p.Table))
+
+	tp.expect(t,
+		probeCase{tp.ctr, "tcp", "192.0.2.2:8080", false},
+		probeCase{tp.ctr, "udp", "192.0.2.2:8080", false},
+		probeCase{tp.ctr, "icmp", "192.0.2.2", false},
+		probeCase{tp.ctr, "tcp", "[2001:db8::2]:8080", false},
+		probeCase{tp.ctr, "icmp", "2001:db8::2", false},
+		probeCase{tp.ctr, "tcp", "127.0.0.1:9090", false},
+		probeCase{tp.ctrChild, "tcp", "192.0.2.2:8080", false}, // descendants are bound too
+		// Another cgroup in the same namespace is untouched.
+		probeCase{tp.other, "tcp", "192.0.2.2:8080", true},
+		probeCase{tp.other, "udp", "192.0.2.2:8080", true},
+		probeCase{tp.other, "icmp", "192.0.2.2", true},
+		probeCase{tp.other, "tcp", "[2001:db8::2]:8080", true},
+		probeCase{tp.other, "tcp", "127.0.0.1:9090", true},
+	)
+
+	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("counters: %+v", c)
+	if c.Denied.Packets == 0 || c.Allowed.Packets != 0 || len(c.Tuples) != 0 {
+		t.Errorf("counters = %+v, want denied > 0, allowed 0, no tuples", c)
+	}
+	if err := ReadBack(ctxT(t), tp.client.fd, p); err != nil {
+		t.Errorf("ReadBack after traffic: %v", err)
+	}
+}
+
+func TestRootAllowExact(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.2", Proto: "tcp", Port: 8080}}}
+	p, err := NewPlan("op-exact-"+randHex(4), n, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, p)
+	t.Log(tp.client.nft(t, "list", "table", "inet", p.Table))
+
+	tp.expect(t,
+		probeCase{tp.ctr, "tcp", "192.0.2.2:8080", true},
+		probeCase{tp.ctrChild, "tcp", "192.0.2.2:8080", true},
+		probeCase{tp.ctr, "tcp", "192.0.2.2:8081", false}, // same IP, other port
+		probeCase{tp.ctr, "tcp", "192.0.2.3:8080", false}, // other IP
+		probeCase{tp.ctr, "tcp", "[2001:db8::2]:8080", false},
+		probeCase{tp.ctr, "udp", "192.0.2.2:8080", false},
+		probeCase{tp.ctr, "icmp", "192.0.2.2", false},
+		probeCase{tp.ctr, "tcp", "127.0.0.1:9090", false}, // loopback denied by default
+		probeCase{tp.other, "tcp", "192.0.2.2:8081", true},
+		probeCase{tp.other, "tcp", "192.0.2.3:8080", true},
+		probeCase{tp.other, "tcp", "[2001:db8::2]:8080", true},
+		probeCase{tp.other, "udp", "192.0.2.2:8080", true},
+		probeCase{tp.other, "icmp", "192.0.2.2", true},
+	)
+
+	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("counters: %+v", c)
+	if c.Allowed.Packets == 0 || c.Denied.Packets == 0 {
+		t.Errorf("counters = %+v, want allowed > 0 and denied > 0", c)
+	}
+	if len(c.Tuples) != 1 || c.Tuples[0].Tuple != p.Allow[0] || c.Tuples[0].Packets == 0 || c.Tuples[0].Packets > c.Allowed.Packets {
+		t.Errorf("tuple counters = %+v, want one for %v with 0 < packets <= allowed", c.Tuples, p.Allow[0])
+	}
+}
+
+// Every kind of tuple lets exactly itself through.
+func TestRootAllowEveryKind(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	n := spec.Network{Mode: spec.NetworkAllowExact, Loopback: spec.LoopbackAllow, Allow: []spec.AllowRule{
+		{IP: "192.0.2.2", Proto: "udp", Port: 8080},
+		{IP: "192.0.2.3", Proto: "icmp"},
+		{IP: "2001:db8::2", Proto: "tcp", Port: 8081},
+		{IP: "2001:db8::2", Proto: "icmpv6"},
+	}}
+	p, err := NewPlan("op-kinds-"+randHex(4), n, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, p)
+	t.Log(tp.client.nft(t, "list", "table", "inet", p.Table))
+	tp.expect(t,
+		probeCase{tp.ctr, "udp", "192.0.2.2:8080", true},
+		probeCase{tp.ctr, "icmp", "192.0.2.3", true},
+		probeCase{tp.ctr, "tcp", "[2001:db8::2]:8081", true},
+		probeCase{tp.ctr, "icmp", "2001:db8::2", true},
+		probeCase{tp.ctr, "tcp", "127.0.0.1:9090", true},
+		probeCase{tp.ctr, "udp", "192.0.2.3:8080", false},
+		probeCase{tp.ctr, "icmp", "192.0.2.2", false},
+		probeCase{tp.ctr, "tcp", "[2001:db8::2]:8080", false},
+		probeCase{tp.ctr, "tcp", "192.0.2.2:8081", false},
+	)
+	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("counters: %+v", c)
+	if len(c.Tuples) != 4 {
+		t.Fatalf("tuples = %+v, want 4", c.Tuples)
+	}
+	for _, tc := range c.Tuples {
+		if tc.Packets == 0 {
+			t.Errorf("tuple %v counted nothing", tc.Tuple)
+		}
+	}
+}
+
+// A server in the container's cgroup answering on an allowed loopback tuple
+// gets its replies out (the reply rule) while loopback stays denied.
+func TestRootLoopbackTupleReplies(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "127.0.0.1", Proto: "tcp", Port: 9191}}}
+	p, err := NewPlan("op-reply-"+randHex(4), n, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, p)
+	startServer(t, tp.h, tp.ctr, tp.client, "127.0.0.1:9191")
+	tp.expect(t,
+		probeCase{tp.ctr, "tcp", "127.0.0.1:9191", true},
+		probeCase{tp.ctr, "tcp", "127.0.0.1:9090", false},
+	)
+}
+
+func TestRootReadBackDetectsTamper(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{
+		{IP: "192.0.2.2", Proto: "tcp", Port: 8080}, {IP: "192.0.2.2", Proto: "udp", Port: 8080},
+	}}
+	p, err := NewPlan("op-tamper-"+randHex(4), n, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, p)
+	ctx := ctxT(t)
+	nft := func(args ...string) string { return tp.client.nft(t, args...) }
+	handle := func(re string) string {
+		t.Helper()
+		out := nft("-a", "list", "chain", "inet", p.Table, "output")
+		h := regexp.MustCompile(re + ` # handle (\d+)`).FindStringSubmatch(out)
+		if h == nil {
+			t.Fatalf("no rule matching %q in\n%s", re, out)
+		}
+		return h[1]
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func()
+		want   string
+	}{
+		{"inserted accept", func() { nft("insert", "rule", "inet", p.Table, "output", "meta", "l4proto", "tcp", "accept") }, "extra rule at position 0"},
+		{"deleted drop", func() { nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`)) }, "rule 3 (gensee: deny) is missing"},
+		{"deeper cgroup level", func() {
+			// google/nftables v0.3.0 cannot decode `socket`: only the raw
+			// dump sees this change.
+			nft("replace", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`),
+				"socket", "cgroupv2", "level", "2", "@cg", "counter", "name", "denied", "drop", "comment", `"gensee: deny"`)
+		}, "rule 3 (gensee: deny) changed"},
+		{"added element", func() { nft("add", "element", "inet", p.Table, "allow4", "{ 192.0.2.3 . tcp . 22 }") }, "set allow4 has 1 extra elements: 192.0.2.3:22/tcp"},
+		{"deleted element", func() { nft("delete", "element", "inet", p.Table, "allow4", "{ 192.0.2.2 . udp . 8080 }") }, "set allow4 lacks 1 elements: 192.0.2.2:8080/udp"},
+		{"swapped cgroup", func() {
+			nft("flush", "set", "inet", p.Table, "cg")
+			nft("add", "element", "inet", p.Table, "cg", `{ "unified`+tp.other+`" }`)
+		}, "set cg lacks 1 elements"},
+		{"dormant table", func() { nft("add", "table", "inet", p.Table, "{ flags dormant; }") }, "dormant"},
+		{"extra chain", func() {
+			nft("add", "chain", "inet", p.Table, "early", "{ type filter hook output priority -10; policy accept; }")
+		}, "extra chain early"},
+		{"removed table", func() { nft("delete", "table", "inet", p.Table) }, "is missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := ReadBack(ctx, tp.client.fd, p); err != nil {
+				t.Fatalf("ReadBack before tampering: %v", err)
+			}
+			// Start the next case from a fresh, verified table.
+			defer func() {
+				if err := Remove(ctx, tp.client.fd, p.Table); err != nil {
+					t.Fatal(err)
+				}
+				if err := Apply(ctx, tp.client.fd, p); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			tc.tamper()
+			err := ReadBack(ctx, tp.client.fd, p)
+			var de *DriftError
+			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ReadBack = %v, want a *DriftError mentioning %q", err, tc.want)
+			}
+			t.Logf("detected: %v", err)
+		})
+	}
+
+	// Remove, twice: the second is a no-op.
+	for i := 0; i < 2; i++ {
+		if err := Remove(ctx, tp.client.fd, p.Table); err != nil {
+			t.Fatalf("Remove #%d: %v", i+1, err)
+		}
+	}
+	if left, err := List(ctx, tp.client.fd); err != nil || len(left) != 0 {
+		t.Fatalf("List after Remove = %v, %v", left, err)
+	}
+	if out := nft("list", "tables"); strings.Contains(out, p.Table) {
+		t.Fatalf("nft still lists the table:\n%s", out)
+	}
+}
+
+// A second install of the same table fails and leaves the first intact; a
+// foreign table is never removed.
+func TestRootInstallRefusesExisting(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	p, err := NewPlan("op-twice-"+randHex(4), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, p)
+	ctx := ctxT(t)
+	if err := Apply(ctx, tp.client.fd, p); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("second Apply = %v, want 'already exists'", err)
+	}
+	if err := ReadBack(ctx, tp.client.fd, p); err != nil {
+		t.Fatalf("first table damaged by the refused install: %v", err)
+	}
+	if names, err := List(ctx, tp.client.fd); err != nil || !slices.Equal(names, []string{p.Table}) {
+		t.Fatalf("List = %v, %v", names, err)
+	}
+	if err := Remove(ctx, tp.client.fd, "filter"); err == nil {
+		t.Fatal("Remove of a non-gensee table: want refusal")
+	}
+	if err := Install(ctx, 0, p); err == nil {
+		t.Fatal("Install with netns fd 0: want refusal")
+	}
+}

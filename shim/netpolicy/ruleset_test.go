@@ -1,0 +1,206 @@
+package netpolicy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/spec"
+)
+
+func comments(rs *ruleset) []string {
+	var c []string
+	for _, r := range rs.rules {
+		c = append(c, ruleName(r))
+	}
+	return c
+}
+
+func canonAll(es ...expr.Any) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, canon(e))
+	}
+	return out
+}
+
+func TestBuildDenyAll(t *testing.T) {
+	p, err := NewPlan("op-deny", spec.Network{Mode: spec.NetworkDenyAll}, testCG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := build(p)
+	if rs.table.Name != "gensee_op-deny" || rs.table.Family != nftables.TableFamilyINet {
+		t.Fatalf("table = %+v", rs.table)
+	}
+	ch := rs.chains[0]
+	if len(rs.chains) != 1 || ch.Name != "output" || ch.Type != nftables.ChainTypeFilter || *ch.Hooknum != unix.NF_INET_LOCAL_OUT ||
+		*ch.Priority != 0 || *ch.Policy != nftables.ChainPolicyAccept {
+		t.Fatalf("chain = %s", chainString(ch))
+	}
+	if len(rs.sets) != 1 || rs.sets[0].set.Name != "cg" || rs.sets[0].set.KeyType != nftables.TypeCGroupV2 ||
+		!bytes.Equal(rs.sets[0].elems[0].Key, binary.NativeEndian.AppendUint64(nil, 4242)) {
+		t.Fatalf("sets = %+v", rs.sets[0])
+	}
+	cg := []expr.Any{
+		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
+		&expr.Lookup{SourceRegister: 1, SetName: "cg"},
+	}
+	want := [][]string{
+		canonAll(append(slices.Clone(cg),
+			&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
+			&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee deny op-deny ")})...),
+		canonAll(append(slices.Clone(cg),
+			&expr.Objref{Type: 1, Name: "denied"},
+			&expr.Verdict{Kind: expr.VerdictDrop})...),
+	}
+	if len(rs.rules) != len(want) {
+		t.Fatalf("rules %q", comments(rs))
+	}
+	for i, w := range want {
+		if !slices.Equal(rs.rules[i].exprs, w) {
+			t.Errorf("rule %d:\n got %q\nwant %q", i, rs.rules[i].exprs, w)
+		}
+	}
+}
+
+func TestBuildAllowExact(t *testing.T) {
+	p := exactPlan(t)
+	rs := build(p)
+	wantComments := []string{
+		"gensee: loopback allowed by contract",
+		"gensee: allowed ipv4 tuples", "gensee: replies from allowed ipv4 tuples",
+		"gensee: allowed ipv6 tuples", "gensee: replies from allowed ipv6 tuples",
+		"gensee: allowed icmp destinations", "gensee: allowed icmpv6 destinations",
+		"gensee: icmpv6 neighbor discovery for allowed ipv6",
+		"gensee: log denied", "gensee: deny",
+	}
+	if got := comments(rs); !slices.Equal(got, wantComments) {
+		t.Fatalf("rules:\n got %q\nwant %q", got, wantComments)
+	}
+
+	// The v4 tuple rule is what nft(8) 1.0.6 emits for
+	// `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 counter name "allowed" accept`.
+	want := canonAll(
+		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
+		&expr.Lookup{SourceRegister: 1, SetName: "cg"},
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
+		&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Lookup{SourceRegister: 1, SetName: "allow4"},
+		&expr.Objref{Type: 1, Name: "allowed"},
+		&expr.Verdict{Kind: expr.VerdictAccept},
+	)
+	if !slices.Equal(rs.rules[1].exprs, want) {
+		t.Errorf("ipv4 tuple rule:\n got %q\nwant %q", rs.rules[1].exprs, want)
+	}
+	// IPv6: daddr at nh+24 into reg 1, l4proto into reg 2, dport into reg 13.
+	v6 := rs.rules[3].nft.Exprs
+	if pl := v6[4].(*expr.Payload); pl.Offset != 24 || pl.Len != 16 || pl.DestRegister != 1 ||
+		v6[5].(*expr.Meta).Register != 2 || v6[6].(*expr.Payload).DestRegister != 13 {
+		t.Errorf("ipv6 tuple rule registers: %q", rs.rules[3].exprs)
+	}
+	// Replies: ct direction reply, then the source side of the tuple.
+	rp := rs.rules[2].nft.Exprs
+	if ct := rp[2].(*expr.Ct); ct.Key != expr.CtKeyDIRECTION || !bytes.Equal(rp[3].(*expr.Cmp).Data, []byte{1}) ||
+		rp[6].(*expr.Payload).Offset != 12 || rp[8].(*expr.Payload).Offset != 0 {
+		t.Errorf("reply rule: %q", rs.rules[2].exprs)
+	}
+
+	sets := map[string]*setElems{}
+	ids := map[uint32]bool{}
+	for _, s := range rs.sets {
+		sets[s.set.Name] = s
+		if s.set.ID == 0 || ids[s.set.ID] || s.set.Table != rs.table {
+			t.Errorf("set %s: id %d reused or zero, or wrong table", s.set.Name, s.set.ID)
+		}
+		ids[s.set.ID] = true
+	}
+	if k := sets["allow4"].elems; len(k) != 2 ||
+		!bytes.Equal(k[0].Key, []byte{192, 0, 2, 10, 6, 0, 0, 0, 1, 187, 0, 0}) ||
+		!bytes.Equal(k[1].Key, []byte{192, 0, 2, 11, 17, 0, 0, 0, 0, 53, 0, 0}) {
+		t.Errorf("allow4 keys = %v", k)
+	}
+	if k := sets["allow6"].elems; len(k) != 1 || len(k[0].Key) != 24 || k[0].Key[16] != 6 || k[0].Key[20] != 1 || k[0].Key[21] != 187 {
+		t.Errorf("allow6 keys = %v", k)
+	}
+	if s := sets["allow4"].set; s.Concatenation || !s.Counter || s.KeyType.Bytes != 12 {
+		t.Errorf("allow4 = %+v", s)
+	}
+	if s := sets["allow6"].set; s.Concatenation || !s.Counter || s.KeyType.Bytes != 24 {
+		t.Errorf("allow6 = %+v", s)
+	}
+	if k := sets["icmp4"].elems; len(k) != 1 || !bytes.Equal(k[0].Key, []byte{192, 0, 2, 12}) || !sets["icmp4"].set.Counter {
+		t.Errorf("icmp4 = %v", k)
+	}
+	if k := sets["nd6"].elems; len(k) != 3 {
+		t.Errorf("nd6 = %v", k)
+	}
+	if got := len(sets["allow4"].tuples) + len(sets["allow6"].tuples) + len(sets["icmp4"].tuples) + len(sets["icmp6"].tuples); got != len(p.Allow) {
+		t.Errorf("sets carry %d tuples, plan has %d", got, len(p.Allow))
+	}
+
+	// Invariants of every rule (DESIGN §8: positive matches and an
+	// explicit drop; never `!=`; the limit never gates the drop).
+	for i, r := range rs.rules {
+		es := r.nft.Exprs
+		if s, ok := es[0].(*expr.Socket); !ok || s.Key != expr.SocketKeyCgroupv2 || s.Level != p.Cgroup.Level {
+			t.Errorf("rule %d does not start with the cgroup match: %q", i, r.exprs)
+		}
+		if l, ok := es[1].(*expr.Lookup); !ok || l.SetName != "cg" || l.SetID != sets["cg"].set.ID {
+			t.Errorf("rule %d: second expression is not the @cg lookup", i)
+		}
+		for _, e := range es {
+			switch v := e.(type) {
+			case *expr.Cmp:
+				if v.Op != expr.CmpOpEq {
+					t.Errorf("rule %d uses a negative or range comparison: %q", i, r.exprs)
+				}
+			case *expr.Lookup:
+				if v.Invert {
+					t.Errorf("rule %d uses an inverted lookup", i)
+				}
+				if s := sets[v.SetName]; s == nil || s.set.ID != v.SetID {
+					t.Errorf("rule %d looks up unknown set %s/%d", i, v.SetName, v.SetID)
+				}
+			case *expr.Limit:
+				if comments(rs)[i] != "gensee: log denied" {
+					t.Errorf("rule %d is rate-limited", i)
+				}
+			}
+		}
+		last := es[len(es)-1]
+		switch comments(rs)[i] {
+		case "gensee: log denied":
+			if _, ok := last.(*expr.Log); !ok {
+				t.Errorf("log rule ends in %T", last)
+			}
+		case "gensee: deny":
+			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictDrop || i != len(rs.rules)-1 {
+				t.Errorf("deny rule is not the last rule ending in drop")
+			}
+		default:
+			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictAccept {
+				t.Errorf("rule %d does not end in accept", i)
+			}
+			if o, ok := es[len(es)-2].(*expr.Objref); !ok || o.Name != "allowed" {
+				t.Errorf("rule %d accepts without counting", i)
+			}
+		}
+	}
+}
+
+func TestBatchFitsAttributes(t *testing.T) {
+	// One NEWSETELEM's element list must fit a u16 attribute length:
+	// per IPv6 element 4 (list entry) + 4 (key) + 4 (data) + 24 (key).
+	if n := maxElemsPerMsg * (4 + 4 + 4 + 24); n > 65535-64 {
+		t.Fatalf("maxElemsPerMsg %d makes a %d-byte attribute", maxElemsPerMsg, n)
+	}
+}

@@ -1,0 +1,117 @@
+package service
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/spec"
+)
+
+// exitFacts is what the exit path learned, in the order it learned it.
+type exitFacts struct {
+	status   *uint32
+	started  time.Time
+	drained  int
+	drainErr error
+	gate     gateOutcome
+	gateRan  bool
+	counters *countersRecord
+	countErr string
+	removed  bool
+	deadline bool
+}
+
+// manifest assembles the effect manifest. It claims only what a control
+// enforced (the installed, read-back table; the removed capabilities) or
+// what was observed (counters, the gate's reading of the diff); nothing is
+// ever semantically verified or promoted.
+func (op *operation) manifest(x exitFacts) *spec.Manifest {
+	a := op.admission
+	m := &spec.Manifest{
+		Schema:            spec.SchemaManifest,
+		OperationID:       op.id,
+		Contract:          spec.ContractRef{ID: a.ContractID, Digest: a.ContractDigest},
+		CatalogVersion:    a.CatalogVersion,
+		ObservationDigest: a.ObservationDigest,
+		CommandDigest:     a.Observation.CommandDigest,
+		Inference:         spec.InferenceSummary{SafeDefault: a.SafeDefault, Reason: a.FallbackFrom},
+		Deadlines: spec.Deadlines{Task: op.contract.Deadline, CatalogExpiresAt: a.CatalogExpiresAt,
+			Exceeded: x.deadline},
+		Enforcement: spec.Enforcement{Network: spec.NetworkEnforcement{
+			Mechanism: "nftables", Scope: "cgroupv2", Mode: op.contract.Network.Mode,
+			Loopback: op.contract.Network.Loopback, Table: a.Table, Allow: op.contract.Network.Allow,
+		}},
+		Drained: x.drained,
+	}
+	if s := a.Subject; s != nil {
+		m.Subject = spec.Subject{InitPID: s.InitPID, StartTime: s.StartTime, CgroupPath: s.CgroupPath, CgroupID: s.CgroupID}
+		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), %s netns", s.CgroupPath, s.CgroupID, a.Netns)
+	}
+	if inf := a.Inference; inf != nil {
+		m.Inference.Analyzer, m.Inference.Model = inf.Analyzer, inf.Model
+		m.Inference.Class, m.Inference.ConfidenceBP = inf.Class, inf.ConfidenceBP
+		m.Deadlines.InferenceExpiresAt = inf.ExpiresAt
+	}
+	if d, err := op.contract.DeadlineDuration(); err == nil && d > 0 && !x.started.IsZero() {
+		m.Deadlines.TaskExpiresAt = x.started.Add(d).UTC()
+	}
+	for _, c := range a.CapabilitiesRemoved {
+		m.Enforcement.CapabilitiesRemoved = append(m.Enforcement.CapabilitiesRemoved, c)
+	}
+	if x.status != nil {
+		m.ExitStatus = *x.status
+	}
+	if c := x.counters; c != nil {
+		m.Observation.Counters = spec.Counters{AllowedPackets: c.Allowed.Packets, AllowedBytes: c.Allowed.Bytes,
+			DeniedPackets: c.Denied.Packets, DeniedBytes: c.Denied.Bytes}
+	}
+	// No per-attempt telemetry is collected here: the list is empty and says
+	// it is incomplete, so it never claims that nothing was tried.
+	m.Observation.DeniedAttempts = spec.DeniedAttempts{Complete: false}
+	op.gateManifest(m, x)
+	return m
+}
+
+// gateManifest fills products, verdict, violations, unclaimed and excluded.
+func (op *operation) gateManifest(m *spec.Manifest, x exitFacts) {
+	switch {
+	case !x.gateRan:
+		m.Gate = spec.GateResult{Verdict: spec.VerdictNotRun}
+		return
+	case x.gate.err != nil:
+		m.Gate = spec.GateResult{Verdict: spec.VerdictFail, Violations: []spec.Violation{{Rule: "gate_error", Detail: x.gate.err.Error()}}}
+		return
+	case x.gate.res == nil:
+		m.Gate = spec.GateResult{Verdict: spec.VerdictPass}
+		return
+	}
+	r := x.gate.res
+	m.Gate.Verdict = string(r.Verdict)
+	if x.drainErr != nil {
+		m.Gate.Verdict = spec.VerdictFail
+		m.Gate.Violations = append(m.Gate.Violations, spec.Violation{Rule: "drain", Detail: x.drainErr.Error()})
+	}
+	for _, a := range r.Anomalies {
+		m.Gate.Violations = append(m.Gate.Violations, spec.Violation{Path: a.Path, Rule: a.Rule, Detail: a.Detail})
+	}
+	for _, p := range r.Products {
+		pr := spec.ProductRecord{Class: p.Class, Slot: p.Slot, Verdict: string(p.Verdict), Bytes: p.Bytes, SHA256: p.SHA256, Staged: p.Staged}
+		if pr.SHA256 == "" {
+			pr.SHA256 = p.TreeDigest
+		}
+		for _, e := range p.Entries {
+			pr.Entries = append(pr.Entries, entryRecord(e))
+		}
+		for _, v := range p.Violations {
+			m.Gate.Violations = append(m.Gate.Violations, spec.Violation{Slot: p.Slot, Path: v.Path, Rule: v.Rule, Detail: v.Detail})
+		}
+		m.Products = append(m.Products, pr)
+	}
+	m.Unclaimed = spec.Unclaimed{Count: r.Unclaimed.Count, Digest: r.Unclaimed.Digest}
+	m.Excluded = spec.Excluded{Count: r.Excluded.Entries + r.Excluded.MountStubs}
+}
+
+func entryRecord(e gate.Entry) spec.EntryRecord {
+	return spec.EntryRecord{Path: e.Path, Type: e.Type, Mode: e.Mode, Size: e.Size, SHA256: e.SHA256, Target: e.Target}
+}
