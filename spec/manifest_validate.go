@@ -39,6 +39,9 @@ func (m *Manifest) Validate() error {
 		if pr.SHA256 != "" {
 			checkHex64(p, joinKey(joinIndex("products", i), "sha256"), "sha256", pr.SHA256)
 		}
+		if pr.TreeDigest != "" {
+			checkDigest(p, joinKey(joinIndex("products", i), "tree_digest"), pr.TreeDigest)
+		}
 	}
 	if m.SemanticallyVerified {
 		p.add("semantically_verified", "must be false: the gate checks structure, never meaning")

@@ -2,9 +2,11 @@ package service
 
 import (
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -56,8 +58,9 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	if d, err := op.contract.DeadlineDuration(); err == nil && d > 0 && !x.started.IsZero() {
 		m.Deadlines.TaskExpiresAt = x.started.Add(d).UTC()
 	}
-	for _, c := range a.CapabilitiesRemoved {
-		m.Enforcement.CapabilitiesRemoved = append(m.Enforcement.CapabilitiesRemoved, c)
+	if len(a.CapabilitiesRemoved) > 0 {
+		// admission.json names the sets; the manifest names the capability.
+		m.Enforcement.CapabilitiesRemoved = []string{capNetRaw}
 	}
 	if x.status != nil {
 		m.ExitStatus = *x.status
@@ -96,9 +99,11 @@ func (op *operation) gateManifest(m *spec.Manifest, x exitFacts) {
 		m.Gate.Violations = append(m.Gate.Violations, spec.Violation{Path: a.Path, Rule: a.Rule, Detail: a.Detail})
 	}
 	for _, p := range r.Products {
-		pr := spec.ProductRecord{Class: p.Class, Slot: p.Slot, Verdict: string(p.Verdict), Bytes: p.Bytes, SHA256: p.SHA256, Staged: p.Staged}
-		if pr.SHA256 == "" {
-			pr.SHA256 = p.TreeDigest
+		pr := spec.ProductRecord{Class: p.Class, Slot: p.Slot, Verdict: string(p.Verdict), Bytes: p.Bytes,
+			SHA256: p.SHA256, TreeDigest: p.TreeDigest}
+		if p.Staged != "" {
+			// Recorded relative to the operation directory, which moves with it.
+			pr.Staged = path.Join(record.StagedDir, p.Slot)
 		}
 		for _, e := range p.Entries {
 			pr.Entries = append(pr.Entries, entryRecord(e))
