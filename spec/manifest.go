@@ -115,14 +115,14 @@ type DeniedAttempt struct {
 
 // ProductRecord is the gate's result for one declared product.
 type ProductRecord struct {
-	Class   string        `json:"class"`
-	Slot    string        `json:"slot"`
-	Verdict string        `json:"verdict"` // VerdictPass | VerdictFail
-	Bytes   int64         `json:"bytes"`
-	SHA256  string        `json:"sha256,omitempty"` // single-file classes and patches: hex of the staged bytes
-	TreeDigest string `json:"tree_digest,omitempty"` // blob_set and directory_tree: "sha256:<hex>" over the sorted entries
-	Staged  string        `json:"staged,omitempty"` // path under the operation's staged/ directory
-	Entries []EntryRecord `json:"entries,omitempty"`
+	Class      string        `json:"class"`
+	Slot       string        `json:"slot"`
+	Verdict    string        `json:"verdict"` // VerdictPass | VerdictFail
+	Bytes      int64         `json:"bytes"`
+	SHA256     string        `json:"sha256,omitempty"`      // single-file classes and patches: hex of the staged bytes
+	TreeDigest string        `json:"tree_digest,omitempty"` // blob_set and directory_tree: "sha256:<hex>" over the sorted entries
+	Staged     string        `json:"staged,omitempty"`      // path under the operation's staged/ directory
+	Entries    []EntryRecord `json:"entries,omitempty"`
 }
 
 // EntryRecord is one staged file, directory or symlink of a product.

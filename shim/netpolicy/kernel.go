@@ -207,19 +207,24 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 			rs.chains = append(rs.chains, ch)
 		}
 	}
-	if rs.rules, err = dumpRules(k.netnsFD, table); err != nil {
-		return nil, err
-	}
 	sets, err := c.GetSets(rs.table)
 	if err != nil {
 		return nil, fmt.Errorf("list sets: %w", err)
 	}
+	nl, err := k.rawConn()
+	if err != nil {
+		return nil, err
+	}
+	defer nl.Close()
 	for _, s := range sets {
-		elems, err := c.GetSetElements(s)
+		elems, err := dumpElems(nl, table, s.Name)
 		if err != nil {
-			return nil, fmt.Errorf("list elements of set %s: %w", s.Name, err)
+			return nil, err
 		}
 		rs.sets = append(rs.sets, &setElems{set: s, elems: elems})
+	}
+	if rs.rules, err = dumpRules(nl, table); err != nil {
+		return nil, err
 	}
 	objs, err := c.GetObjects(rs.table)
 	if err != nil {
@@ -233,6 +238,20 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 		rs.counters = append(rs.counters, co)
 	}
 	return rs, nil
+}
+
+// rawConn opens a plain nf_tables netlink socket in the namespace, for the
+// dumps this package decodes itself.
+func (k *netlinkKernel) rawConn() (*netlink.Conn, error) {
+	cfg := &netlink.Config{}
+	if k.netnsFD > 0 {
+		cfg.NetNS = k.netnsFD
+	}
+	c, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open netlink socket: %w", err)
+	}
+	return c, nil
 }
 
 // sameNetns reports whether fd refers to the caller's own network namespace.

@@ -10,36 +10,21 @@ import (
 
 // dumpRules lists the rules of a table straight from nf_tables netlink
 // (NFT_MSG_GETRULE dump) and decodes them with decodeExpr.
-func dumpRules(netnsFD int, table string) ([]*rule, error) {
-	cfg := &netlink.Config{}
-	if netnsFD > 0 {
-		cfg.NetNS = netnsFD
-	}
-	c, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open netlink socket: %w", err)
-	}
-	defer c.Close()
+func dumpRules(c *netlink.Conn, table string) ([]*rule, error) {
 	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_RULE_TABLE, Data: []byte(table + "\x00")}})
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := c.Execute(netlink.Message{
-		Header: netlink.Header{
-			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETRULE),
-			Flags: netlink.Request | netlink.Dump,
-		},
-		Data: append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...),
-	})
+	msgs, err := dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETRULE, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...))
 	if err != nil {
 		return nil, fmt.Errorf("dump rules: %w", err)
 	}
 	var rules []*rule
 	for _, m := range msgs {
-		if len(m.Data) < 4 {
+		if len(m) < 4 {
 			continue
 		}
-		r, tbl, err := decodeRule(m.Data[4:])
+		r, tbl, err := decodeRule(m[4:])
 		if err != nil {
 			return nil, err
 		}

@@ -95,9 +95,10 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// Reader returns a reader over a regular file's bytes, opening it (checked
-// against the stat) if the walker has not already. The walker closes it
-// after the visit; callers must not keep it.
+// Reader returns a reader over a regular file's bytes from offset 0,
+// opening the file (checked against the stat) if the walker has not
+// already. Readers use pread, so several products may read one entry. The
+// walker closes the fd after the visit; callers must not keep the reader.
 func (e *Entry) Reader() (io.Reader, error) {
 	if e.Kind != KindFile {
 		return nil, fmt.Errorf("read %q: not a regular file (%s)", e.Path, e.Kind)
@@ -111,7 +112,7 @@ func (e *Entry) Reader() (io.Reader, error) {
 			return nil, err
 		}
 	}
-	return fdReader(e.fd), nil
+	return &fdReader{fd: e.fd}, nil
 }
 
 // Restat fstats the opened regular file again, to detect a file that changed
@@ -144,11 +145,14 @@ func (e *Entry) Readlink() (string, error) {
 	return string(buf[:n]), nil
 }
 
-type fdReader int
+type fdReader struct {
+	fd  int
+	off int64
+}
 
-func (r fdReader) Read(p []byte) (int, error) {
+func (r *fdReader) Read(p []byte) (int, error) {
 	for {
-		n, err := unix.Read(int(r), p)
+		n, err := unix.Pread(r.fd, p, r.off)
 		if err == unix.EINTR {
 			continue
 		}
@@ -158,6 +162,7 @@ func (r fdReader) Read(p []byte) (int, error) {
 		if n == 0 && len(p) > 0 {
 			return 0, io.EOF
 		}
+		r.off += int64(n)
 		return n, nil
 	}
 }
