@@ -4,7 +4,7 @@
 
 gensee_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 gensee_bin=$gensee_top/bin
-export PATH=$gensee_bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH=$gensee_bin:$PATH:/usr/local/go/bin:/usr/sbin:/sbin
 
 # gensee_daemon_start DIR: containerd with root, state and socket under DIR.
 gensee_daemon_start() {
