@@ -15,32 +15,7 @@ trap 'gensee_daemon_stop "$demo" demo demo-strict' EXIT
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "trust: a demo catalog key, its public half installed as the trust anchor (root, 0400)"
-gensee catalog keygen --out "$demo/keys"
-install -m 0400 "$demo/keys/catalog-root-public-key.hex" "$demo/etc/catalog-root-public-key.hex"
-analyzer_key=$(cat "$demo/keys/catalog-root-public-key.hex")
-now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-later=$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)
-cat >"$demo/catalog.json" <<JSON
-{ "schema": "gensee.catalog/v1", "version": 1, "issued_at": "$now", "expires_at": "$later",
-  "contracts": { "offline-structured-result": {
-      "id": "offline-structured-result", "version": 1,
-      "network": { "mode": "deny_all" }, "workspace": "/workspace", "deadline": "15m",
-      "products": [ { "class": "structured_result", "slot": "out/result.json", "max_bytes": 65536, "modes": ["0644"] } ] } },
-  "analyzers": [ { "id": "ref-analyzer", "models": ["ref-model-1"], "public_key": "$analyzer_key",
-                   "classes": ["build"], "min_confidence_bp": 8000, "min_margin_bp": 500, "max_lifetime": "1h" } ],
-  "selectors": [
-    { "id": "demo", "match": { "containerd_namespace": "demo", "runtime": "io.containerd.gensee.v2" },
-      "routes": { "build": "offline-structured-result" }, "safe_default": "offline-structured-result" },
-    { "id": "demo-strict", "match": { "containerd_namespace": "demo-strict", "runtime": "io.containerd.gensee.v2" },
-      "routes": { "build": "offline-structured-result" } } ] }
-JSON
-gensee catalog sign --key "$demo/keys/catalog-root-private-key.hex" --in "$demo/catalog.json" --out "$demo/etc/catalog.signed.json"
-cat >"$demo/etc/config.toml" <<TOML
-catalog = "$demo/etc/catalog.signed.json"
-trust_anchor = "$demo/etc/catalog-root-public-key.hex"
-state_dir = "$demo/state"
-TOML
-chmod 0600 "$demo/etc/config.toml"
+gensee_trust "$demo"
 gensee catalog inspect --catalog "$demo/etc/catalog.signed.json" --trusted-key "$demo/etc/catalog-root-public-key.hex"
 
 say "a private containerd ($demo), the gensee runtime first on its PATH"

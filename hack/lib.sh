@@ -69,3 +69,38 @@ gensee_image() {
 	(cd "$gensee_top" && CGO_ENABLED=0 go build -o "$dir/probe" ./integration/probe &&
 		go run ./integration/testimage/mkimage "$dir/image.tar" /bin/busybox "$dir/probe")
 }
+
+# gensee_trust DIR: a catalog key under DIR/keys, its public half as the trust
+# anchor (root, 0400), a signed catalog routing namespaces demo (safe_default)
+# and demo-strict (no safe_default), and DIR/etc/config.toml pointing at them.
+gensee_trust() {
+	local dir=$1
+	install -d -m 0700 "$dir/etc" "$dir/keys"
+	gensee catalog keygen --out "$dir/keys" >/dev/null
+	install -m 0400 "$dir/keys/catalog-root-public-key.hex" "$dir/etc/catalog-root-public-key.hex"
+	local analyzer_key now later
+	analyzer_key=$(cat "$dir/keys/catalog-root-public-key.hex")
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	later=$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)
+	cat >"$dir/catalog.json" <<JSON
+	{ "schema": "gensee.catalog/v1", "version": 1, "issued_at": "$now", "expires_at": "$later",
+	  "contracts": { "offline-structured-result": {
+	      "id": "offline-structured-result", "version": 1,
+	      "network": { "mode": "deny_all" }, "workspace": "/workspace", "deadline": "15m",
+	      "products": [ { "class": "structured_result", "slot": "out/result.json", "max_bytes": 65536, "modes": ["0644"] } ] } },
+	  "analyzers": [ { "id": "ref-analyzer", "models": ["ref-model-1"], "public_key": "$analyzer_key",
+	                   "classes": ["build"], "min_confidence_bp": 8000, "min_margin_bp": 500, "max_lifetime": "1h" } ],
+	  "selectors": [
+	    { "id": "demo", "match": { "containerd_namespace": "demo", "runtime": "io.containerd.gensee.v2" },
+	      "routes": { "build": "offline-structured-result" }, "safe_default": "offline-structured-result" },
+	    { "id": "demo-strict", "match": { "containerd_namespace": "demo-strict", "runtime": "io.containerd.gensee.v2" },
+	      "routes": { "build": "offline-structured-result" } } ] }
+JSON
+	gensee catalog sign --key "$dir/keys/catalog-root-private-key.hex" --in "$dir/catalog.json" --out "$dir/etc/catalog.signed.json"
+	cat >"$dir/etc/config.toml" <<TOML
+	catalog = "$dir/etc/catalog.signed.json"
+	trust_anchor = "$dir/etc/catalog-root-public-key.hex"
+	state_dir = "$dir/state"
+TOML
+	chmod 0600 "$dir/etc/config.toml"
+}
