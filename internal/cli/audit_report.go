@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gensee/gensee/spec"
+)
+
+// AuditSchema identifies the JSON shape of boundary audit --json.
+const AuditSchema = "gensee.audit/v1"
+
+// Control statuses, from best to worst; the verdict is the worst status of
+// the granted controls.
+const (
+	StatusEnforceable  = "enforceable"   // every host feature the control needs was verified
+	StatusUnverified   = "unverified"    // a probe it needs could not run
+	StatusObservedOnly = "observed_only" // a feature it needs is missing on this host
+	StatusNotGranted   = "not_granted"   // the contract does not ask for it
+)
+
+// AuditReport is boundary audit's result. Field order does not matter:
+// writeJSON emits keys sorted.
+type AuditReport struct {
+	Schema   string         `json:"schema"`
+	Contract AuditContract  `json:"contract"`
+	Grants   AuditGrants    `json:"grants"`
+	Controls []AuditControl `json:"controls"`
+	Host     AuditHost      `json:"host"`
+	Verdict  string         `json:"verdict"`
+	ExitCode int            `json:"exit_code"`
+}
+
+// AuditContract names the audited contract; Digest is spec.Digest of it,
+// as the effect manifest records it.
+type AuditContract struct {
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
+	Digest  string `json:"digest"`
+}
+
+// AuditGrants is what the contract grants, defaults filled in.
+type AuditGrants struct {
+	Network   AuditNetwork   `json:"network"`
+	Workspace string         `json:"workspace"`
+	Deadline  string         `json:"deadline"` // "" when none
+	Products  []spec.Product `json:"products"`
+}
+
+// AuditNetwork is the contract's network authority.
+type AuditNetwork struct {
+	Mode     string           `json:"mode"`
+	Allow    []spec.AllowRule `json:"allow"`
+	Loopback string           `json:"loopback"` // deny | allow
+}
+
+// AuditControl is one control and whether this host can enforce it.
+type AuditControl struct {
+	Name      string   `json:"name"`
+	Granted   bool     `json:"granted"`
+	Status    string   `json:"status"`
+	Mechanism string   `json:"mechanism"`
+	Requires  []string `json:"requires"` // probe names
+	Detail    string   `json:"detail"`
+}
+
+// AuditHost is what the probes found.
+type AuditHost struct {
+	Root   bool         `json:"root"`
+	Kernel string       `json:"kernel"`
+	Probes []AuditProbe `json:"probes"` // sorted by name
+}
+
+// AuditProbe is one probe's outcome.
+type AuditProbe struct {
+	Name   string `json:"name"`
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+}
+
+// buildAudit decides the report from the contract and the host facts. It
+// is pure: the probing happened before.
+func buildAudit(c *spec.Contract, digest string, h HostFacts) AuditReport {
+	rep := AuditReport{
+		Schema:   AuditSchema,
+		Contract: AuditContract{ID: c.ID, Version: c.Version, Digest: digest},
+		Grants:   grantsOf(c),
+		Host:     AuditHost{Root: h.Root, Kernel: h.Kernel, Probes: []AuditProbe{}},
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.Probes)) {
+		p := h.Probes[name]
+		rep.Host.Probes = append(rep.Host.Probes, AuditProbe{Name: name, Result: p.Result, Detail: p.Detail})
+	}
+	rep.Controls = []AuditControl{
+		control(h, "network", true, networkMechanism(rep.Grants.Network),
+			"the runtime installs and reads back this table before any image code runs, and refuses the task when it cannot",
+			probeCgroup2, probeNftSocket, probeNflog, probeTable),
+		control(h, "capabilities", true,
+			"the shim removes CAP_NET_RAW (AF_PACKET bypasses the IP hooks) and refuses CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF and privileged-like specs before runc creates the task",
+			"a rewrite of the OCI spec that runc applies; it needs no host feature"),
+		control(h, "deadline", c.Deadline != "",
+			fmt.Sprintf("the shim kills every process in the task's cgroup %s after start (cgroup.kill, else freeze and SIGKILL)", orNone(c.Deadline)),
+			"", probeCgroup2),
+		control(h, "products", len(c.Products) > 0,
+			fmt.Sprintf("at task exit the gate drains the cgroup, reads the overlay upperdir without following symlinks, checks %d product slot(s) under %s against their class rules and stages passing ones by copy with sha256; nothing is promoted", len(c.Products), c.WorkspaceOrDefault()),
+			"needs containerd's overlayfs snapshotter (a single-layer image is a bind mount, not an overlay); this audit cannot see the snapshotter configuration",
+			probeCgroup2, probeOverlay),
+	}
+	rep.Verdict = StatusEnforceable
+	for _, ctl := range rep.Controls {
+		if ctl.Granted && rank(ctl.Status) > rank(rep.Verdict) {
+			rep.Verdict = ctl.Status
+		}
+	}
+	if rep.Verdict != StatusEnforceable {
+		rep.ExitCode = ExitObserved
+	}
+	return rep
+}
+
+func grantsOf(c *spec.Contract) AuditGrants {
+	g := AuditGrants{
+		Network: AuditNetwork{
+			Mode:     c.Network.Mode,
+			Allow:    append([]spec.AllowRule{}, c.Network.Allow...),
+			Loopback: c.Network.Loopback,
+		},
+		Workspace: c.WorkspaceOrDefault(),
+		Deadline:  c.Deadline,
+		Products:  append([]spec.Product{}, c.Products...),
+	}
+	if g.Network.Loopback == "" {
+		g.Network.Loopback = spec.LoopbackDeny
+	}
+	return g
+}
+
+func networkMechanism(n AuditNetwork) string {
+	what := "every packet the container's cgroup sends is counted, logged (rate-limited, NFLOG) and dropped"
+	if n.Mode == spec.NetworkAllowExact {
+		what = fmt.Sprintf("%d exact address/protocol/port tuple(s) are accepted, everything else the cgroup sends is counted, logged (rate-limited, NFLOG) and dropped", len(n.Allow))
+	}
+	return fmt.Sprintf("one nftables inet table in the container's network namespace, scoped to its cgroup by `socket cgroupv2`: %s; loopback %s", what, loopbackWord(n.Loopback))
+}
+
+func loopbackWord(l string) string {
+	if l == spec.LoopbackAllow {
+		return "allowed"
+	}
+	return "denied like any destination"
+}
+
+func orNone(d string) string {
+	if d == "" {
+		return "(no deadline)"
+	}
+	return d
+}
+
+// control decides one control's status from the probes it requires: any
+// missing makes it observed_only, else any unknown makes it unverified.
+func control(h HostFacts, name string, granted bool, mechanism, note string, requires ...string) AuditControl {
+	ctl := AuditControl{Name: name, Granted: granted, Mechanism: mechanism, Requires: append([]string{}, requires...)}
+	if !granted {
+		ctl.Status = StatusNotGranted
+		ctl.Detail = "the contract does not ask for it"
+		return ctl
+	}
+	var missing, unknown []string
+	for _, r := range requires {
+		p, ok := h.Probes[r]
+		switch {
+		case !ok:
+			unknown = append(unknown, r+": not probed")
+		case p.Result == ProbeMissing:
+			missing = append(missing, r+": "+p.Detail)
+		case p.Result != ProbeOK:
+			unknown = append(unknown, r+": "+p.Detail)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		ctl.Status = StatusObservedOnly
+		ctl.Detail = "this host lacks what it needs: " + strings.Join(missing, "; ")
+		if name == "network" {
+			ctl.Detail += "; the runtime refuses such tasks rather than run them unbound"
+		}
+	case len(unknown) > 0:
+		ctl.Status = StatusUnverified
+		ctl.Detail = "not verified: " + strings.Join(unknown, "; ")
+	default:
+		ctl.Status = StatusEnforceable
+		ctl.Detail = "verified on this host"
+		if len(requires) == 0 {
+			ctl.Detail = "no host probe needed"
+		}
+	}
+	if note != "" {
+		ctl.Detail += "; " + note
+	}
+	return ctl
+}
+
+func rank(status string) int {
+	switch status {
+	case StatusEnforceable:
+		return 0
+	case StatusUnverified:
+		return 1
+	case StatusObservedOnly:
+		return 2
+	}
+	return 3
+}

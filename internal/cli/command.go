@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Command is one node of the command tree: a group (Subs) or a leaf
+// (Setup). A leaf's Setup defines its flags on fs, bound to an options
+// struct it owns, and returns the action to run once they parsed.
+type Command struct {
+	Name    string
+	Summary string // one line, lower case, no final period
+	Args    string // a leaf's synopsis after its path: "--contract F [--json]"
+	Long    string // optional paragraphs printed after the synopsis
+	Setup   func(fs *flag.FlagSet) Runner
+	Subs    []*Command
+}
+
+// Runner runs a leaf after its flags parsed.
+type Runner func(ctx context.Context, env *Env) error
+
+func (c *Command) sub(name string) *Command {
+	for _, s := range c.Subs {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func isHelpArg(a string) bool {
+	switch a {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// dispatch walks args down the tree from root and runs the leaf it names.
+// Help asked for explicitly goes to stdout and succeeds; a missing or
+// unknown command is a usage error.
+func dispatch(ctx context.Context, env *Env, root *Command, args []string) error {
+	cmd, path := root, []string{}
+	for cmd.Setup == nil {
+		if len(args) == 0 {
+			writeGroupHelp(env.Stderr, cmd, path)
+			return withPath(path, errUsage("missing command"))
+		}
+		a := args[0]
+		if a == "help" && len(path) == 0 && len(args) > 1 {
+			// gensee help boundary validate == gensee boundary validate --help
+			return dispatch(ctx, env, root, append(append([]string{}, args[1:]...), "--help"))
+		}
+		if isHelpArg(a) {
+			writeGroupHelp(env.Stdout, cmd, path)
+			return nil
+		}
+		next := cmd.sub(a)
+		if next == nil {
+			return withPath(path, errUsage("unknown command %q", a))
+		}
+		cmd, path, args = next, append(path, a), args[1:]
+	}
+	fs := flag.NewFlagSet(strings.Join(path, " "), flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // dispatch reports parse errors itself
+	fs.Usage = func() {}
+	run := cmd.Setup(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeLeafHelp(env.Stdout, cmd, path, fs)
+			return nil
+		}
+		return withPath(path, errUsage("%v", err))
+	}
+	if fs.NArg() > 0 {
+		return withPath(path, errUsage("unexpected argument %q (flags take the form --name value)", fs.Arg(0)))
+	}
+	return withPath(path, run(ctx, env))
+}
+
+// withPath prefixes the command path to what failed and turns usage errors
+// into *Error with the --help hint.
+func withPath(path []string, err error) error {
+	if err == nil {
+		return nil
+	}
+	p := strings.Join(path, " ")
+	help := "run 'gensee --help'"
+	if p != "" {
+		help = "run 'gensee " + p + " --help'"
+	}
+	var u *usageError
+	if errors.As(err, &u) {
+		return fail(ExitUsage, p, u, help)
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		out := *e
+		out.What = joinWhat(p, e.What)
+		return &out
+	}
+	return fail(ExitUsage, p, err, "")
+}
+
+func joinWhat(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ": " + b
+}
+
+// required reports the first flag in names that was left empty.
+func required(flags map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		if flags[name] == "" {
+			return errUsage("--%s is required", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHelpEveryCommand(t *testing.T) {
+	paths := [][]string{{}}
+	var walk func(c *Command, p []string)
+	walk = func(c *Command, p []string) {
+		for _, s := range c.Subs {
+			q := append(append([]string{}, p...), s.Name)
+			paths = append(paths, q)
+			walk(s, q)
+		}
+	}
+	walk(root(), nil)
+	for _, p := range paths {
+		for _, h := range []string{"--help", "-h"} {
+			args := append(append([]string{}, p...), h)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				std().run(t, args...).want(t, ExitOK, []string{"Usage:", "Exit codes:"}, nil)
+			})
+		}
+	}
+}
+
+func TestHelpRootListsCommandsAndExitCodes(t *testing.T) {
+	r := std().run(t, "--help")
+	r.want(t, ExitOK, []string{
+		"boundary validate", "boundary audit", "catalog keygen", "catalog sign", "catalog inspect",
+		"inference sign", "inference make", "observe", "version",
+		"0  ok", "1  refused or invalid", "2  usage error", "3  boundary audit",
+		"$GENSEE_CONFIG",
+	}, nil)
+}
+
+func TestHelpLeafListsFlags(t *testing.T) {
+	std().run(t, "help", "catalog", "inspect").want(t, ExitOK, []string{"--catalog F", "--trusted-key HEX|FILE", "--json"}, nil)
+	std().run(t, "inference", "make", "--help").want(t, ExitOK, []string{"--class C", "--confidence BP", "--ttl D", "(default 30m0s)"}, nil)
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"no command", nil, "missing command"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"group without subcommand", []string{"catalog"}, "gensee: catalog: missing command"},
+		{"unknown subcommand", []string{"catalog", "burn"}, `unknown command "burn"`},
+		{"unknown flag", []string{"boundary", "validate", "--nope"}, "flag provided but not defined"},
+		{"stray argument", []string{"boundary", "validate", "--contract", "a", "b"}, `unexpected argument "b"`},
+		{"missing required flag", []string{"catalog", "sign", "--key", "k", "--in", "i"}, "--out is required"},
+		{"observe without source", []string{"observe"}, "pass --bundle DIR"},
+		{"observe bundle and rootfs", []string{"observe", "--bundle", "b", "--rootfs", "r"}, "--bundle excludes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := std().run(t, tc.args...)
+			r.want(t, ExitUsage, nil, []string{tc.stderr, "--help'"})
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	std().run(t, "version").want(t, ExitOK, []string{"gensee "}, nil)
+}

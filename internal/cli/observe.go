@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+
+	"github.com/gensee/gensee/shim/observe"
+	"github.com/gensee/gensee/spec"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// maxOCIConfigBytes bounds --config; the runtime's bound is the same 4 MiB.
+const maxOCIConfigBytes = 4 << 20
+
+type observeOptions struct {
+	bundle, rootfs, config string
+	digest                 bool
+}
+
+func observeCommand() *Command {
+	return &Command{
+		Name:    "observe",
+		Summary: "compute the observation the runtime derives at Create (preflight)",
+		Args:    "--bundle DIR | --rootfs DIR --config F [--digest]",
+		Long: `Derives what the runtime re-derives from a bundle at task Create: the
+process uid/gid, the sha256 of the executable process.args[0] resolves to
+inside the rootfs (never escaping it), and the command digest over args,
+env and cwd. Prints the observation as canonical JSON on stdout (the value
+for the io.gensee.boundary.observation annotation, and the input of
+gensee inference make) and its digest on stderr; with --digest, prints only
+the digest on stdout. --config is an OCI runtime config.json, not the
+operator config.`,
+		Setup: func(fs *flag.FlagSet) Runner {
+			var o observeOptions
+			fs.StringVar(&o.bundle, "bundle", "", "OCI bundle directory `DIR` (config.json and its root.path)")
+			fs.StringVar(&o.rootfs, "rootfs", "", "container root file system `DIR` (with --config)")
+			fs.StringVar(&o.config, "config", "", "OCI runtime config.json `F` (with --rootfs)")
+			fs.BoolVar(&o.digest, "digest", false, "print only the observation digest")
+			return o.run
+		},
+	}
+}
+
+func (o *observeOptions) run(_ context.Context, env *Env) error {
+	var (
+		obs spec.Observation
+		err error
+		src string
+	)
+	switch {
+	case o.bundle != "" && (o.rootfs != "" || o.config != ""):
+		return errUsage("--bundle excludes --rootfs and --config")
+	case o.bundle != "":
+		src = "bundle " + o.bundle
+		obs, err = observe.FromBundle(o.bundle)
+	case o.rootfs != "" && o.config != "":
+		src = "rootfs " + o.rootfs
+		var cfg *specs.Spec
+		if cfg, err = env.readOCIConfig(o.config); err != nil {
+			return err
+		}
+		obs, err = observe.FromRootfs(o.rootfs, cfg)
+	case o.rootfs != "" || o.config != "":
+		return errUsage("--rootfs and --config go together")
+	default:
+		return errUsage("pass --bundle DIR, or --rootfs DIR with --config F")
+	}
+	if err != nil {
+		return observeErr(src, err)
+	}
+	digest, err := obs.Digest()
+	if err != nil {
+		return fail(ExitRefused, "digest observation", err, "")
+	}
+	if o.digest {
+		fmt.Fprintln(env.Stdout, digest)
+		return nil
+	}
+	b, err := spec.CanonicalJSON(obs)
+	if err != nil {
+		return fail(ExitRefused, "encode observation", err, "")
+	}
+	fmt.Fprintf(env.Stdout, "%s\n", b)
+	fmt.Fprintf(env.Stderr, "observation digest: %s\n", digest)
+	return nil
+}
+
+func (e *Env) readOCIConfig(path string) (*specs.Spec, error) {
+	data, err := e.readInput(path, maxOCIConfigBytes)
+	if err != nil {
+		return nil, readErr("OCI config", path, err)
+	}
+	if len(data) > maxOCIConfigBytes {
+		return nil, fail(ExitRefused, "read OCI config "+path, fmt.Errorf("larger than %d bytes", maxOCIConfigBytes), "")
+	}
+	var cfg specs.Spec
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fail(ExitRefused, "decode OCI config "+path, err, "pass an OCI runtime config.json")
+	}
+	return &cfg, nil
+}
+
+// observeErr maps observe's failures: what the bundle says (no process, no
+// executable, not executable, too large) is a refusal (exit 1); a
+// directory or file that cannot be opened is I/O (exit 2).
+func observeErr(src string, err error) error {
+	switch {
+	case errors.Is(err, observe.ErrExecutableNotFound), errors.Is(err, observe.ErrNotExecutable), errors.Is(err, observe.ErrExecutableTooLarge):
+		return fail(ExitRefused, "observe "+src, err, "fix process.args[0] or the image so it names an executable inside the rootfs")
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return fail(ExitUsage, "observe "+src, err, "check the path and permissions")
+	case errors.Is(err, observe.ErrInvalidBundle):
+		return fail(ExitRefused, "observe "+src, err, "fix the bundle's config.json (root.path, process.args)")
+	}
+	return fail(ExitUsage, "observe "+src, err, "")
+}

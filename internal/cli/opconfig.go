@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/gensee/gensee/shim/config"
+)
+
+// addConfigFlag defines --config for commands that read operation records
+// or the runtime's trust inputs; resolve it with Env.operatorConfig.
+func addConfigFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "config", "", "operator config `F` (TOML); default $"+config.EnvConfig+", else "+config.DefaultPath)
+}
+
+// ConfigPath resolves which operator config a command reads: the --config
+// value, else $GENSEE_CONFIG, else config.DefaultPath. explicit is false
+// only for the default, whose absence means the built-in defaults; a named
+// file must exist. A relative path is made absolute against the working
+// directory (config.Load takes absolute paths only).
+func ConfigPath(flagValue string, getenv func(string) string) (path string, explicit bool, err error) {
+	switch {
+	case flagValue != "":
+		path = flagValue
+	case getenv != nil && getenv(config.EnvConfig) != "":
+		path = getenv(config.EnvConfig)
+	default:
+		return config.DefaultPath, false, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", true, fmt.Errorf("resolve operator config path %q: %w", path, err)
+	}
+	return abs, true, nil
+}
+
+// operatorConfig loads the operator config ConfigPath resolves. The runtime
+// applies the same ownership checks (root-owned, not group/other-writable).
+func (e *Env) operatorConfig(flagValue string) (config.Config, error) {
+	path, explicit, err := ConfigPath(flagValue, e.Getenv)
+	if err != nil {
+		return config.Config{}, fail(ExitUsage, "", err, "pass --config with an absolute path")
+	}
+	load := path
+	if !explicit {
+		load = "" // config.Load: a missing default file means built-in defaults
+	}
+	cfg, err := config.Load(load)
+	if err != nil {
+		code := ExitRefused // untrusted owner/mode, unknown keys, bad paths
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			code = ExitUsage
+		}
+		return config.Config{}, fail(code, "load operator config", err,
+			"pass --config F or set $"+config.EnvConfig+" to a root-owned config file")
+	}
+	return cfg, nil
+}
