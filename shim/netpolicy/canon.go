@@ -1,6 +1,7 @@
 package netpolicy
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"reflect"
@@ -66,6 +67,13 @@ func decodeExpr(name string, data []byte) string {
 		e = &expr.Counter{}
 	case "immediate":
 		e = &expr.Immediate{}
+	case "byteorder":
+		// v0.3.0's Byteorder has no decoder.
+		b, err := decodeByteorder(data)
+		if err != nil {
+			return fmt.Sprintf("undecodable byteorder %s: %v", hex.EncodeToString(data), err)
+		}
+		return canon(b)
 	default:
 		return fmt.Sprintf("unknown %s %s", name, hex.EncodeToString(data))
 	}
@@ -81,4 +89,29 @@ func decodeExpr(name string, data []byte) string {
 		e = v
 	}
 	return canon(e)
+}
+
+func decodeByteorder(data []byte) (*expr.Byteorder, error) {
+	b := &expr.Byteorder{}
+	for a := range attrsOf(data) {
+		if len(a.data) != 4 {
+			return nil, fmt.Errorf("attribute %d has %d bytes", a.typ, len(a.data))
+		}
+		v := binary.BigEndian.Uint32(a.data)
+		switch a.typ {
+		case unix.NFTA_BYTEORDER_SREG:
+			b.SourceRegister = v
+		case unix.NFTA_BYTEORDER_DREG:
+			b.DestRegister = v
+		case unix.NFTA_BYTEORDER_OP:
+			b.Op = expr.ByteorderOp(v)
+		case unix.NFTA_BYTEORDER_LEN:
+			b.Len = v
+		case unix.NFTA_BYTEORDER_SIZE:
+			b.Size = v
+		default:
+			return nil, fmt.Errorf("unknown attribute %d", a.typ)
+		}
+	}
+	return b, nil
 }

@@ -20,12 +20,16 @@ type TupleCount struct {
 
 // Counters are the table's counters. Allowed counts every packet of the
 // cgroup the table accepted (tuples, replies, loopback, neighbor discovery);
-// Denied every packet it dropped. They are authoritative; NFLOG events are
-// rate-limited samples.
+// Denied every packet a process of the cgroup sent that it dropped;
+// DeniedKernel the dropped packets of the cgroup's sockets no process owns
+// (kernel replies from control sockets created in the cgroup, closed
+// sockets). They are authoritative; NFLOG events are rate-limited samples of
+// Denied.
 type Counters struct {
-	Allowed Count
-	Denied  Count
-	Tuples  []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
+	Allowed      Count
+	Denied       Count
+	DeniedKernel Count
+	Tuples       []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
 }
 
 // ReadCounters reads plan p's counters from the namespace netnsFD refers to.
@@ -63,10 +67,13 @@ func countersOf(want, got *ruleset) (Counters, error) {
 		case counterDeny:
 			c.Denied = Count{Packets: o.Packets, Bytes: o.Bytes}
 			found++
+		case counterDenyK:
+			c.DeniedKernel = Count{Packets: o.Packets, Bytes: o.Bytes}
+			found++
 		}
 	}
-	if found != 2 {
-		return Counters{}, fmt.Errorf("table %s lacks its %q/%q counters", want.table.Name, counterAllow, counterDeny)
+	if found != 3 {
+		return Counters{}, fmt.Errorf("table %s lacks one of its counters %q, %q, %q", want.table.Name, counterAllow, counterDeny, counterDenyK)
 	}
 	gotSets := map[string]*setElems{}
 	for _, s := range got.sets {

@@ -232,21 +232,19 @@ func setString(s *nftables.Set) string {
 func diffElems(want, got *setElems) []string {
 	var d []string
 	name := want.set.Name
-	wantKeys := map[string]bool{}
-	for _, e := range want.elems {
-		wantKeys[string(e.Key)] = true
-	}
+	index := want.indexKeys()
+	seen := make([]bool, len(want.elems))
 	var extra, odd []string
-	seen := map[string]bool{}
 	for _, e := range got.elems {
-		k := string(e.Key)
+		i, ok := index[string(e.Key)]
 		switch {
-		case !wantKeys[k]:
+		case !ok || e.Key == nil:
 			extra = append(extra, keyString(name, e.Key))
-		case seen[k]:
+		case seen[i]:
 			odd = append(odd, "duplicate "+keyString(name, e.Key))
+		default:
+			seen[i] = true
 		}
-		seen[k] = true
 		if len(e.Val) > 0 || len(e.KeyEnd) > 0 || e.IntervalEnd || e.Timeout != 0 || e.VerdictData != nil {
 			odd = append(odd, "element "+keyString(name, e.Key)+" carries data, an interval end or a timeout")
 		}
@@ -256,7 +254,7 @@ func diffElems(want, got *setElems) []string {
 	}
 	var missing []string
 	for i, e := range want.elems {
-		if !seen[string(e.Key)] {
+		if !seen[i] {
 			what := keyString(name, e.Key)
 			if i < len(want.tuples) {
 				what = want.tuples[i].String()

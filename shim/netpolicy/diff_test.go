@@ -106,9 +106,10 @@ func TestDiffFindsDrift(t *testing.T) {
 			extra := &rule{chain: "output", handle: 99, exprs: []string{canon(&expr.Verdict{Kind: expr.VerdictAccept})}}
 			g.rules = append([]*rule{extra}, g.rules...)
 		}, "extra rule at position 0 (handle 99"},
-		{"rule missing", func(g *ruleset) { g.rules = g.rules[:len(g.rules)-1] }, "(gensee: deny) is missing"},
+		{"rule missing", func(g *ruleset) { g.rules = slices.Delete(g.rules, len(g.rules)-2, len(g.rules)-1) }, "(gensee: deny) is missing"},
+		{"last rule missing", func(g *ruleset) { g.rules = g.rules[:len(g.rules)-1] }, "(gensee: deny, no owning process) is missing"},
 		{"rule changed", func(g *ruleset) {
-			g.rules[len(g.rules)-1].exprs[0] = canon(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 7, Register: 1})
+			g.rules[len(g.rules)-2].exprs[0] = canon(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 7, Register: 1})
 		}, "(gensee: deny) changed"},
 		{"unknown expression", func(g *ruleset) {
 			g.rules[0].exprs = append(g.rules[0].exprs, decodeExpr("rt", []byte{1, 2}))
@@ -117,7 +118,7 @@ func TestDiffFindsDrift(t *testing.T) {
 			n := len(g.rules)
 			g.rules[n-1], g.rules[n-2] = g.rules[n-2], g.rules[n-1]
 		}, "gensee: "},
-		{"counter gone", func(g *ruleset) { g.counters = g.counters[:1] }, "named counters are [allowed], want [allowed denied]"},
+		{"counter gone", func(g *ruleset) { g.counters = g.counters[:1] }, "named counters are [allowed], want [allowed denied denied_kernel]"},
 		{"set missing", func(g *ruleset) { g.sets = g.sets[:1] }, "set allow4 is missing"},
 		{"set type", func(g *ruleset) { g.sets[1].set.KeyType = nftables.TypeIPAddr }, "set allow4 is {type \"ipv4_addr\""},
 		{"catch-all element", func(g *ruleset) {
@@ -145,7 +146,7 @@ func TestDiffFindsDrift(t *testing.T) {
 func TestCountersOf(t *testing.T) {
 	p := exactPlan(t)
 	got := asDumped(build(p))
-	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 5, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}}
+	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 5, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}}
 	for _, s := range got.sets {
 		for i := range s.elems {
 			if s.elems[i].Counter != nil {
@@ -157,7 +158,7 @@ func TestCountersOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Allowed != (Count{5, 500}) || c.Denied != (Count{2, 120}) {
+	if c.Allowed != (Count{5, 500}) || c.Denied != (Count{2, 120}) || c.DeniedKernel != (Count{1, 40}) {
 		t.Errorf("counters = %+v", c)
 	}
 	if len(c.Tuples) != len(p.Allow) {

@@ -4,13 +4,38 @@
 // namespace where the container's sockets live (one netlink batch), reads the
 // table back and compares it to the plan, reads its counters, and removes it.
 //
-// The table filters only sockets of the container's cgroup v2 subtree
-// (`socket cgroupv2 level N @cg`), so other cgroups sharing the namespace are
-// untouched. Rules are positive matches followed by an explicit drop; it must
-// never express policy with `!=` on the socket match, because the kernel
-// answers NFT_BREAK (rule skipped) for sockets it cannot attribute.
+// The table, `inet gensee_<first 12 characters of the operation id>`:
+//
+//	counter allowed, denied, denied_kernel
+//	set cg      { type cgroupsv2 }                                  the container's cgroup id
+//	set allow4  { type ipv4_addr . inet_proto . inet_service; counter }   tcp/udp tuples
+//	set allow6  { type ipv6_addr . inet_proto . inet_service; counter }
+//	set icmp4, icmp6 { type ipv4_addr / ipv6_addr; counter }        icmp destinations (no ports)
+//	set nd6     { type icmpv6_type }                                 only with IPv6 tuples
+//	chain output { type filter hook output priority filter; policy accept;
+//	  C oif lo                                    → allowed, accept   (loopback: allow)
+//	  C ip daddr . meta l4proto . th dport @allow4 → allowed, accept
+//	  C ct direction reply ip saddr . meta l4proto . th sport @allow4 → allowed, accept
+//	  (the same for ip6 / allow6)
+//	  C meta l4proto icmp ip daddr @icmp4          → allowed, accept   (and icmpv6)
+//	  C icmpv6 type @nd6                           → allowed, accept
+//	  C meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
+//	  C meta skuid >= 0                            → denied, drop
+//	  C                                            → denied_kernel, drop }
+//	where C is `socket cgroupv2 level N @cg`.
+//
+// The table filters only sockets of the container's cgroup v2 subtree, so
+// other cgroups sharing the namespace are untouched (policy accept). Rules
+// are positive matches followed by explicit drops. The kernel answers
+// NFT_BREAK (rule skipped) for a packet whose socket it cannot attribute — no
+// socket, not a full socket, another namespace's, or a cgroup shallower than
+// N — so such a packet can match no gensee rule at all: never an accept, and
+// never a drop either, which is why policy must never be expressed as `!=` on
+// the cgroup match. `meta skuid >= 0` holds for every socket a process owns
+// and breaks for kernel sockets; it only splits the drop count.
 //
 // It never touches a table whose name does not start with "gensee_", never
 // resolves host names, never widens or narrows a contract's tuples, and never
-// flushes conntrack in the caller's own (host) namespace.
+// flushes conntrack in the caller's own (host) namespace. Netlink calls are
+// not interruptible; ctx is checked between steps.
 package netpolicy

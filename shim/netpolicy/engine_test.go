@@ -87,7 +87,7 @@ func TestApplyOK(t *testing.T) {
 	if flushed != 1 || len(f.removed) != 0 {
 		t.Fatalf("flushed %d, removed %v", flushed, f.removed)
 	}
-	f.installed.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 1}, {Name: "denied", Packets: 2}}
+	f.installed.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 1}, {Name: "denied", Packets: 2}, {Name: "denied_kernel"}}
 	c, err := e.counters(context.Background(), p)
 	if err != nil || c.Denied.Packets != 2 || c.Allowed.Packets != 1 {
 		t.Fatalf("counters = %+v, %v", c, err)
@@ -104,5 +104,27 @@ func TestReadBackMissing(t *testing.T) {
 	var de *DriftError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "is missing") {
 		t.Fatalf("readBack = %v", err)
+	}
+}
+
+func TestSameNetns(t *testing.T) {
+	fd, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no /proc/self/ns/net: %v", err)
+	}
+	defer unix.Close(fd)
+	if same, err := sameNetns(fd); err != nil || !same {
+		t.Fatalf("sameNetns(own) = %v, %v", same, err)
+	}
+	// The caller's own namespace is never conntrack-flushed.
+	e, err := newEngine(fd)
+	if err != nil || e.flushCT != nil {
+		t.Fatalf("newEngine(own netns) = %+v, %v; want no conntrack flush", e, err)
+	}
+	if e, err := newEngine(-1); err != nil || e.flushCT != nil {
+		t.Fatalf("newEngine(-1) = %+v, %v; want no conntrack flush", e, err)
+	}
+	if _, err := newEngine(0); err == nil {
+		t.Fatal("newEngine(0): want refusal")
 	}
 }

@@ -128,20 +128,43 @@ func (m matcher) nd(set *nftables.Set) []expr.Any {
 	}, accept(counterAllow))
 }
 
-// log: cgroup ∧ limit → log to NFLOG group. Non-terminal and alone in its
-// rule, so when the limit is exhausted only logging stops, never the drop.
+// owned is `meta skuid >= 0` as nft(8) compiles it: always true when it
+// evaluates, and it evaluates only for a socket with an open file, i.e. one
+// a process owns. Kernel control sockets (TCP resets, ICMP errors, neighbor
+// discovery) and closed sockets make it break. It only ever narrows what the
+// log and "denied" rules count; the final rule drops those packets anyway.
+func owned() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeySKUID, Register: reg1},
+		&expr.Byteorder{SourceRegister: reg1, DestRegister: reg1, Op: expr.ByteorderHton, Len: 4, Size: 4},
+		&expr.Cmp{Op: expr.CmpOpGte, Register: reg1, Data: []byte{0, 0, 0, 0}},
+	}
+}
+
+// log: cgroup ∧ owned ∧ limit → log to NFLOG group. Non-terminal and alone
+// in its rule, so when the limit is exhausted only logging stops, never the
+// drop.
 func (m matcher) log(group uint16, prefix string) []expr.Any {
-	return join(m.cgroup(), []expr.Any{
+	return join(m.cgroup(), owned(), []expr.Any{
 		&expr.Limit{Type: expr.LimitTypePkts, Rate: logRate, Unit: expr.LimitTimeSecond, Burst: logBurst},
 		&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: group, Data: []byte(prefix)},
 	})
 }
 
-// deny: cgroup → denied, drop. Reached by every packet of the cgroup that no
-// accept above matched.
+// deny: cgroup ∧ owned → denied, drop: what a process of the cgroup sent
+// that no accept above matched.
 func (m matcher) deny() []expr.Any {
-	return join(m.cgroup(), []expr.Any{
+	return join(m.cgroup(), owned(), []expr.Any{
 		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterDeny},
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	})
+}
+
+// denyKernel: cgroup → denied_kernel, drop. The last rule: every packet of
+// the cgroup's sockets that nothing above accepted ends here at the latest.
+func (m matcher) denyKernel() []expr.Any {
+	return join(m.cgroup(), []expr.Any{
+		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterDenyK},
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	})
 }

@@ -6,12 +6,10 @@ package netpolicy
 // it opens any socket. Everything is removed at cleanup, pass or fail.
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -48,11 +46,27 @@ type netns struct {
 	fd   int
 }
 
-func newNetns(t testing.TB) *netns {
+func newNetns(t testing.TB) *netns { return newNetnsIn(t, "") }
+
+// newNetnsIn creates the namespace from a process in cgroup directory cgDir
+// (if set), the way runc creates a container's: the namespace's kernel
+// control sockets (TCP resets, ICMP errors) then belong to that cgroup.
+func newNetnsIn(t testing.TB, cgDir string) *netns {
 	t.Helper()
 	n := &netns{name: "gensee-t-" + randHex(4)}
 	n.path = "/run/netns/" + n.name
-	run(t, "ip", "netns", "add", n.name)
+	cmd := exec.Command("ip", "netns", "add", n.name)
+	if cgDir != "" {
+		f, err := os.Open(cgDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v\n%s", n.name, err, out)
+	}
 	t.Cleanup(func() {
 		if n.fd > 0 {
 			unix.Close(n.fd)
@@ -119,9 +133,28 @@ type topology struct {
 	other          string // a sibling cgroup in the same namespace
 }
 
-func newTopology(t *testing.T) *topology {
+func newTopology(t *testing.T) *topology { return newTopologyOpt(t, false) }
+
+// newTopologyOpt: with kernelInCtr the client namespace is created from
+// inside the container cgroup (as runc does).
+func newTopologyOpt(t *testing.T, kernelInCtr bool) *topology {
 	t.Helper()
-	tp := &topology{client: newNetns(t), server: newNetns(t)}
+	tp := &topology{}
+	h, err := cgroup.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.h = h
+	base := "/gensee-test-" + randHex(4)
+	tp.ctr, tp.ctrChild, tp.other = base, base+"/child", base+"-other"
+	mkCgroup(t, h, tp.ctr)
+	mkCgroup(t, h, tp.ctrChild)
+	mkCgroup(t, h, tp.other)
+	creator := ""
+	if kernelInCtr {
+		creator, _ = h.Dir(tp.ctr)
+	}
+	tp.client, tp.server = newNetnsIn(t, creator), newNetns(t)
 	veth := "gt" + randHex(4)
 	run(t, "ip", "link", "add", veth+"c", "netns", tp.client.name, "type", "veth", "peer", "name", veth+"s", "netns", tp.server.name)
 	for _, c := range [][]string{
@@ -135,21 +168,16 @@ func newTopology(t *testing.T) *topology {
 	} {
 		run(t, "ip", c...)
 	}
+	// Unprivileged ICMP (ping) sockets for every group, as Docker sets it.
+	if err := tp.client.do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 2147483647"), 0)
+	}); err != nil {
+		t.Fatalf("open ping_group_range: %v", err)
+	}
 	echoTCP(t, tp.server, ":8080")
 	echoTCP(t, tp.server, ":8081")
 	echoUDP(t, tp.server, ":8080")
 	echoTCP(t, tp.client, "127.0.0.1:9090")
-
-	h, err := cgroup.Find()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp.h = h
-	base := "/gensee-test-" + randHex(4)
-	tp.ctr, tp.ctrChild, tp.other = base, base+"/child", base+"-other"
-	mkCgroup(t, h, tp.ctr)
-	mkCgroup(t, h, tp.ctrChild)
-	mkCgroup(t, h, tp.other)
 	return tp
 }
 
@@ -223,215 +251,4 @@ func echoUDP(t *testing.T, n *netns, addr string) {
 			pc.WriteTo(buf[:n], from)
 		}
 	}()
-}
-
-// probeEnv carries a probe's orders to the re-executed test binary.
-const (
-	probeEnvKind   = "GENSEE_NETPOLICY_PROBE"
-	probeEnvTarget = "GENSEE_NETPOLICY_PROBE_TARGET"
-	probeEnvNetns  = "GENSEE_NETPOLICY_PROBE_NETNS"
-)
-
-// probe runs one client (kind tcp|udp|icmp) against target from inside
-// cgroup p (placed there at clone, CLONE_INTO_CGROUP, before any socket
-// exists) and namespace n. nil means the target answered.
-func probe(t *testing.T, h cgroup.Hierarchy, p string, n *netns, kind, target string) error {
-	t.Helper()
-	cmd, err := probeCmd(t, h, p, n, kind, target)
-	if err != nil {
-		return err
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s from %s: %v: %s", kind, target, p, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-func probeCmd(t *testing.T, h cgroup.Hierarchy, p string, n *netns, kind, target string) (*exec.Cmd, error) {
-	t.Helper()
-	dir, err := h.Dir(p)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { f.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), probeEnvKind+"="+kind, probeEnvTarget+"="+target, probeEnvNetns+"="+n.path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
-	return cmd, nil
-}
-
-// probeCase is one expectation: reach (true) or be denied.
-type probeCase struct {
-	cgroup, kind, target string
-	reach                bool
-}
-
-// expect runs cases in parallel and checks each outcome.
-func (tp *topology) expect(t *testing.T, cases ...probeCase) {
-	t.Helper()
-	errs := make([]error, len(cases))
-	done := make(chan int)
-	for i, c := range cases {
-		go func() {
-			errs[i] = probe(t, tp.h, c.cgroup, tp.client, c.kind, c.target)
-			done <- i
-		}()
-	}
-	for range cases {
-		<-done
-	}
-	for i, c := range cases {
-		switch {
-		case c.reach && errs[i] != nil:
-			t.Errorf("want %s %s from %s to reach: %v", c.kind, c.target, c.cgroup, errs[i])
-		case !c.reach && errs[i] == nil:
-			t.Errorf("want %s %s from %s denied, but it answered", c.kind, c.target, c.cgroup)
-		}
-	}
-}
-
-// TestMain doubles as the probe client when re-executed with probeEnvKind.
-func TestMain(m *testing.M) {
-	if kind := os.Getenv(probeEnvKind); kind != "" {
-		if err := runProbe(kind, os.Getenv(probeEnvTarget), os.Getenv(probeEnvNetns)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(3)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func runProbe(kind, target, nsPath string) error {
-	runtime.LockOSThread() // sockets below are created on this thread, in nsPath
-	fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", nsPath, err)
-	}
-	const wait = 1500 * time.Millisecond
-	deadline := time.Now().Add(wait)
-	msg := []byte("gensee-" + kind)
-	switch kind {
-	case "tcp":
-		c, err := net.DialTimeout("tcp", target, wait)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return echo(c, msg, deadline)
-	case "udp":
-		c, err := net.Dial("udp", target)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return echo(c, msg, deadline)
-	case "icmp":
-		return ping(target, deadline)
-	case "serve-tcp":
-		l, err := net.Listen("tcp", target)
-		if err != nil {
-			return err
-		}
-		fmt.Println("ready")
-		l.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
-		c, err := l.Accept()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		_, err = io.Copy(c, c)
-		return err
-	}
-	return fmt.Errorf("unknown probe %q", kind)
-}
-
-func echo(c net.Conn, msg []byte, deadline time.Time) error {
-	c.SetDeadline(deadline)
-	if _, err := c.Write(msg); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	buf := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, buf); err != nil {
-		return fmt.Errorf("read echo: %w", err)
-	}
-	if string(buf) != string(msg) {
-		return fmt.Errorf("echo %q, want %q", buf, msg)
-	}
-	return nil
-}
-
-// ping sends one ICMP(v6) echo request from a raw socket (a full socket in
-// the probe's cgroup) and waits for the reply.
-func ping(target string, deadline time.Time) error {
-	ip := net.ParseIP(target)
-	network, laddr, typ, replyTyp := "ip4:icmp", "0.0.0.0", byte(8), byte(0)
-	if ip.To4() == nil {
-		network, laddr, typ, replyTyp = "ip6:ipv6-icmp", "::", 128, 129
-	}
-	c, err := net.ListenPacket(network, laddr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	id := uint16(os.Getpid())
-	pkt := []byte{typ, 0, 0, 0, byte(id >> 8), byte(id), 0, 1, 'g', 's'}
-	if typ == 8 { // the kernel computes ICMPv6 checksums itself
-		var sum uint32
-		for i := 0; i < len(pkt); i += 2 {
-			sum += uint32(pkt[i])<<8 | uint32(pkt[i+1])
-		}
-		sum = (sum >> 16) + (sum & 0xffff)
-		sum += sum >> 16
-		pkt[2], pkt[3] = byte(^sum>>8), byte(^sum)
-	}
-	c.SetDeadline(deadline)
-	if _, err := c.WriteTo(pkt, &net.IPAddr{IP: ip}); err != nil {
-		return fmt.Errorf("send echo: %w", err)
-	}
-	buf := make([]byte, 1500)
-	for {
-		n, from, err := c.ReadFrom(buf)
-		if err != nil {
-			return fmt.Errorf("await echo reply: %w", err)
-		}
-		if n >= 8 && buf[0] == replyTyp && buf[4] == byte(id>>8) && buf[5] == byte(id) && from.(*net.IPAddr).IP.Equal(ip) {
-			return nil
-		}
-	}
-}
-
-// startServer runs a probe server ("serve-tcp") inside cgroup p and waits
-// until it listens.
-func startServer(t *testing.T, h cgroup.Hierarchy, p string, n *netns, addr string) *exec.Cmd {
-	t.Helper()
-	cmd, err := probeCmd(t, h, p, n, "serve-tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("probe server: %q, %v", line, err)
-	}
-	return cmd
 }

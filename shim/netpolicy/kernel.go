@@ -217,7 +217,7 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	}
 	defer nl.Close()
 	for _, s := range sets {
-		elems, err := dumpElems(nl, table, s.Name)
+		elems, err := dumpElems(nl, table, s.Name, int(s.Size))
 		if err != nil {
 			return nil, err
 		}

@@ -48,7 +48,7 @@ func p2Network(n int) spec.Network {
 // as nft resolves it, relative to /sys/fs/cgroup.
 func nftScript(p *Plan, cgPath string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n", p.Table)
+	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n\tcounter denied_kernel { }\n", p.Table)
 	fmt.Fprintf(&b, "\tset cg { type cgroupsv2; size 1; elements = { %q } }\n", cgPath)
 	fmt.Fprintf(&b, "\tset allow4 { type ipv4_addr . inet_proto . inet_service; size %d; counter; elements = {\n", len(p.Allow))
 	for i, t := range p.Allow {
@@ -63,8 +63,9 @@ func nftScript(p *Plan, cgPath string) string {
 	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
 	fmt.Fprintf(&b, "\t\t%s meta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 counter name \"allowed\" accept comment \"gensee: allowed ipv4 tuples\"\n", cg)
 	fmt.Fprintf(&b, "\t\t%s ct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 counter name \"allowed\" accept comment \"gensee: replies from allowed ipv4 tuples\"\n", cg)
-	fmt.Fprintf(&b, "\t\t%s limit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied\"\n", cg, logRate, logBurst, p.LogPrefix, p.LogGroup)
-	fmt.Fprintf(&b, "\t\t%s counter name \"denied\" drop comment \"gensee: deny\"\n\t}\n}\n", cg)
+	fmt.Fprintf(&b, "\t\t%s meta skuid >= 0 limit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied\"\n", cg, logRate, logBurst, p.LogPrefix, p.LogGroup)
+	fmt.Fprintf(&b, "\t\t%s meta skuid >= 0 counter name \"denied\" drop comment \"gensee: deny\"\n", cg)
+	fmt.Fprintf(&b, "\t\t%s counter name \"denied_kernel\" drop comment \"gensee: deny, no owning process\"\n\t}\n}\n", cg)
 	return b.String()
 }
 

@@ -116,6 +116,7 @@ func NewPlan(opID string, n spec.Network, cg CgroupRef) (*Plan, error) {
 		if len(n.Allow) == 0 {
 			return nil, fmt.Errorf("network.allow: allow_exact needs at least one tuple: list them or use mode deny_all")
 		}
+		p.Allow = make([]Tuple, 0, len(n.Allow))
 		for i, r := range n.Allow {
 			t, err := parseRule(r)
 			if err != nil {
@@ -188,26 +189,27 @@ func parseRule(r spec.AllowRule) (Tuple, error) {
 // sortTuples sorts (IPv4 before IPv6, then address, protocol, port) and
 // drops duplicates. It sorts pointer-free keys, not Tuples: netip.Addr holds
 // a pointer, and moving 10,000 of them around under the GC's write barrier
-// costs more than the rest of planning.
+// cost more than the rest of planning. An IPv4 tuple packs into one uint64.
 func sortTuples(ts []Tuple) []Tuple {
-	type key struct {
-		hi, lo uint64 // address, 16-byte form, big endian
-		rest   uint32 // family<<24 | proto<<16 | port
-		i      int
+	k4 := make([]uint64, 0, len(ts))
+	type key6 struct {
+		hi, lo uint64
+		rest   uint32 // proto<<16 | port
 	}
-	keys := make([]key, len(ts))
-	for i, t := range ts {
+	var k6 []key6
+	for _, t := range ts {
+		rest := uint32(t.Proto)<<16 | uint32(t.Port)
+		if t.Addr.Is4() {
+			a := t.Addr.As4()
+			k4 = append(k4, uint64(binary.BigEndian.Uint32(a[:]))<<24|uint64(rest))
+			continue
+		}
 		a := t.Addr.As16()
-		var fam uint32
-		if t.Addr.Is6() {
-			fam = 1
-		}
-		keys[i] = key{hi: binary.BigEndian.Uint64(a[:8]), lo: binary.BigEndian.Uint64(a[8:]), rest: fam<<24 | uint32(t.Proto)<<16 | uint32(t.Port), i: i}
+		k6 = append(k6, key6{binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:]), rest})
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if c := cmp.Compare(a.rest>>24, b.rest>>24); c != 0 {
-			return c
-		}
+	slices.Sort(k4)
+	k4 = slices.Compact(k4)
+	slices.SortFunc(k6, func(a, b key6) int {
 		if c := cmp.Compare(a.hi, b.hi); c != 0 {
 			return c
 		}
@@ -216,12 +218,18 @@ func sortTuples(ts []Tuple) []Tuple {
 		}
 		return cmp.Compare(a.rest, b.rest)
 	})
-	out := make([]Tuple, 0, len(ts))
-	for j, k := range keys {
-		if j > 0 && k.hi == keys[j-1].hi && k.lo == keys[j-1].lo && k.rest == keys[j-1].rest {
-			continue
-		}
-		out = append(out, ts[k.i])
+	k6 = slices.Compact(k6)
+	out := make([]Tuple, 0, len(k4)+len(k6))
+	for _, k := range k4 {
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], uint32(k>>24))
+		out = append(out, Tuple{Addr: netip.AddrFrom4(a), Proto: uint8(k >> 16), Port: uint16(k)})
+	}
+	for _, k := range k6 {
+		var a [16]byte
+		binary.BigEndian.PutUint64(a[:8], k.hi)
+		binary.BigEndian.PutUint64(a[8:], k.lo)
+		out = append(out, Tuple{Addr: netip.AddrFrom16(a), Proto: uint8(k.rest >> 16), Port: uint16(k.rest)})
 	}
 	return out
 }

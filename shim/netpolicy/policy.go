@@ -108,14 +108,17 @@ func newEngine(netnsFD int) (engine, error) {
 	return e, nil
 }
 
-func (e engine) install(ctx context.Context, p *Plan) (retErr error) {
+func (e engine) install(ctx context.Context, p *Plan) error {
 	if p == nil {
 		return errors.New("install table: nil plan")
 	}
+	return e.installRS(ctx, p, build(p))
+}
+
+func (e engine) installRS(ctx context.Context, p *Plan, rs *ruleset) (retErr error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("install table %s: %w", p.Table, err)
 	}
-	rs := build(p)
 	if err := e.k.install(rs); err != nil {
 		// The batch is atomic: nothing of ours is in the kernel. The
 		// table may be someone else's (EEXIST), so never delete here.
@@ -140,6 +143,10 @@ func (e engine) readBack(ctx context.Context, p *Plan) error {
 	if p == nil {
 		return errors.New("read back table: nil plan")
 	}
+	return e.readBackRS(ctx, p, build(p))
+}
+
+func (e engine) readBackRS(ctx context.Context, p *Plan, want *ruleset) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("read back table %s: %w", p.Table, err)
 	}
@@ -150,17 +157,27 @@ func (e engine) readBack(ctx context.Context, p *Plan) error {
 	if err != nil {
 		return fmt.Errorf("read back table %s: %w", p.Table, err)
 	}
-	if d := diff(build(p), got); len(d) > 0 {
+	if d := diff(want, got); len(d) > 0 {
 		return &DriftError{Table: p.Table, Diffs: d}
 	}
 	return nil
 }
 
 func (e engine) apply(ctx context.Context, p *Plan) error {
-	if err := e.install(ctx, p); err != nil {
+	if p == nil {
+		return errors.New("apply table: nil plan")
+	}
+	rs := build(p)
+	// Index the planned set elements on the other core while the
+	// kernel works through the batch.
+	prepared := make(chan struct{})
+	go func() { rs.prepare(); close(prepared) }()
+	err := e.installRS(ctx, p, rs)
+	<-prepared
+	if err != nil {
 		return err
 	}
-	if err := e.readBack(ctx, p); err != nil {
+	if err := e.readBackRS(ctx, p, rs); err != nil {
 		if rerr := e.k.remove(p.Table); rerr != nil {
 			return errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
 		}

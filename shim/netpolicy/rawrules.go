@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -15,22 +16,23 @@ func dumpRules(c *netlink.Conn, table string) ([]*rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETRULE, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...))
-	if err != nil {
-		return nil, fmt.Errorf("dump rules: %w", err)
-	}
 	var rules []*rule
-	for _, m := range msgs {
+	err = dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETRULE, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...), func(m []byte) error {
 		if len(m) < 4 {
-			continue
+			return nil
 		}
 		r, tbl, err := decodeRule(m[4:])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if tbl == table { // older kernels ignore the table filter
+			r.userData = slices.Clone(r.userData) // the buffer is reused
 			rules = append(rules, r)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dump rules: %w", err)
 	}
 	return rules, nil
 }

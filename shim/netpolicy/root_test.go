@@ -3,11 +3,16 @@ package netpolicy
 import (
 	"context"
 	"errors"
+	"net"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mdlayher/netlink"
+	"github.com/ti-mo/conntrack"
 
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/spec"
@@ -31,8 +36,8 @@ func applyT(t *testing.T, n *netns, p *Plan) {
 		if err := Remove(context.Background(), n.fd, p.Table); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
-		if left, err := List(context.Background(), n.fd); err != nil || len(left) > 0 {
-			t.Errorf("cleanup: tables left %v, %v", left, err)
+		if left, err := List(context.Background(), n.fd); err != nil || slices.Contains(left, p.Table) {
+			t.Errorf("cleanup: %s left behind (tables %v, %v)", p.Table, left, err)
 		}
 	})
 }
@@ -51,6 +56,7 @@ func TestRootDenyAll(t *testing.T) {
 		probeCase{tp.ctr, "tcp", "192.0.2.2:8080", false},
 		probeCase{tp.ctr, "udp", "192.0.2.2:8080", false},
 		probeCase{tp.ctr, "icmp", "192.0.2.2", false},
+		probeCase{tp.ctr, "pingsock", "192.0.2.2", false},
 		probeCase{tp.ctr, "tcp", "[2001:db8::2]:8080", false},
 		probeCase{tp.ctr, "icmp", "2001:db8::2", false},
 		probeCase{tp.ctr, "tcp", "127.0.0.1:9090", false},
@@ -59,6 +65,7 @@ func TestRootDenyAll(t *testing.T) {
 		probeCase{tp.other, "tcp", "192.0.2.2:8080", true},
 		probeCase{tp.other, "udp", "192.0.2.2:8080", true},
 		probeCase{tp.other, "icmp", "192.0.2.2", true},
+		probeCase{tp.other, "pingsock", "192.0.2.2", true},
 		probeCase{tp.other, "tcp", "[2001:db8::2]:8080", true},
 		probeCase{tp.other, "tcp", "127.0.0.1:9090", true},
 	)
@@ -116,10 +123,12 @@ func TestRootAllowExact(t *testing.T) {
 	}
 }
 
-// Every kind of tuple lets exactly itself through.
+// Every kind of tuple lets exactly itself through. The client namespace is
+// created inside the container cgroup, as runc does, so IPv6 works only
+// through the neighbor-discovery allowance.
 func TestRootAllowEveryKind(t *testing.T) {
 	roottest.Require(t)
-	tp := newTopology(t)
+	tp := newTopologyOpt(t, true)
 	n := spec.Network{Mode: spec.NetworkAllowExact, Loopback: spec.LoopbackAllow, Allow: []spec.AllowRule{
 		{IP: "192.0.2.2", Proto: "udp", Port: 8080},
 		{IP: "192.0.2.3", Proto: "icmp"},
@@ -135,6 +144,8 @@ func TestRootAllowEveryKind(t *testing.T) {
 	tp.expect(t,
 		probeCase{tp.ctr, "udp", "192.0.2.2:8080", true},
 		probeCase{tp.ctr, "icmp", "192.0.2.3", true},
+		probeCase{tp.ctr, "pingsock", "192.0.2.3", true},
+		probeCase{tp.ctr, "pingsock", "192.0.2.2", false},
 		probeCase{tp.ctr, "tcp", "[2001:db8::2]:8081", true},
 		probeCase{tp.ctr, "icmp", "2001:db8::2", true},
 		probeCase{tp.ctr, "tcp", "127.0.0.1:9090", true},
@@ -204,14 +215,23 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 		want   string
 	}{
 		{"inserted accept", func() { nft("insert", "rule", "inet", p.Table, "output", "meta", "l4proto", "tcp", "accept") }, "extra rule at position 0"},
-		{"deleted drop", func() { nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`)) }, "rule 3 (gensee: deny) is missing"},
+		{"deleted drop", func() {
+			nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`))
+		}, "rule 3 (gensee: deny) is missing"},
 		{"deeper cgroup level", func() {
 			// google/nftables v0.3.0 cannot decode `socket`: only the raw
 			// dump sees this change.
 			nft("replace", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`),
-				"socket", "cgroupv2", "level", "2", "@cg", "counter", "name", "denied", "drop", "comment", `"gensee: deny"`)
+				"socket", "cgroupv2", "level", "2", "@cg", "meta", "skuid", ">=", "0", "counter", "name", "denied", "drop", "comment", `"gensee: deny"`)
 		}, "rule 3 (gensee: deny) changed"},
-		{"added element", func() { nft("add", "element", "inet", p.Table, "allow4", "{ 192.0.2.3 . tcp . 22 }") }, "set allow4 has 1 extra elements: 192.0.2.3:22/tcp"},
+		{"swapped element", func() {
+			// The set is sized to the plan: a plain add is refused...
+			if out, err := exec.Command("nsenter", "--net="+tp.client.path, "nft", "add", "element", "inet", p.Table, "allow4", "{ 192.0.2.3 . tcp . 22 }").CombinedOutput(); err == nil {
+				t.Errorf("adding to a full set succeeded: %s", out)
+			}
+			// ...so swap one, in one transaction.
+			nft("delete element inet " + p.Table + " allow4 { 192.0.2.2 . tcp . 8080 }; add element inet " + p.Table + " allow4 { 192.0.2.3 . tcp . 22 }")
+		}, "set allow4 lacks 1 elements: 192.0.2.2:8080/tcp; set allow4 has 1 extra elements: 192.0.2.3:22/tcp"},
 		{"deleted element", func() { nft("delete", "element", "inet", p.Table, "allow4", "{ 192.0.2.2 . udp . 8080 }") }, "set allow4 lacks 1 elements: 192.0.2.2:8080/udp"},
 		{"swapped cgroup", func() {
 			nft("flush", "set", "inet", p.Table, "cg")
@@ -285,5 +305,89 @@ func TestRootInstallRefusesExisting(t *testing.T) {
 	}
 	if err := Install(ctx, 0, p); err == nil {
 		t.Fatal("Install with netns fd 0: want refusal")
+	}
+}
+
+// Install flushes conntrack in the target namespace, so flows from before
+// the policy cannot pass as replies.
+func TestRootInstallFlushesConntrack(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.2", Proto: "tcp", Port: 8080}}}
+	a, err := NewPlan("op-ct-a-"+randHex(2), n, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, a) // its ct expression turns conntrack on in the namespace
+	tp.expect(t, probeCase{tp.other, "udp", "192.0.2.2:8080", true})
+	flows := func() int {
+		t.Helper()
+		c, err := conntrack.Dial(&netlink.Config{NetNS: tp.client.fd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		f, err := c.Dump(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(f)
+	}
+	if flows() == 0 {
+		t.Fatal("no conntrack entry after a UDP exchange: conntrack is not tracking this namespace")
+	}
+	b, err := NewPlan("op-ct-b-"+randHex(2), n, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, b)
+	if n := flows(); n != 0 {
+		t.Fatalf("%d conntrack entries survived Install", n)
+	}
+}
+
+// When the namespace was created inside the container's cgroup (runc does
+// so), its per-namespace kernel sockets — IPv6 neighbor discovery — belong
+// to that cgroup. Their packets are dropped too, but counted as
+// denied_kernel: "denied" and the log stay what the workload attempted.
+// (TCP resets and ICMP errors leave through per-CPU kernel sockets of the
+// root cgroup on current kernels: never attributed to a container.)
+func TestRootKernelRepliesCountedApart(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopologyOpt(t, true)
+	p, err := NewPlan("op-kernel-"+randHex(2), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, tp.client, p)
+	// From the server side: a SYN to a closed port of the client over
+	// IPv6. The client's neighbor advertisement is dropped, so the server
+	// never gets as far as a reset.
+	var dialErr error
+	if err := tp.server.do(func() error {
+		c, err := net.DialTimeout("tcp", "[2001:db8::1]:7", 1500*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		dialErr = err
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if dialErr == nil || strings.Contains(dialErr.Error(), "refused") {
+		t.Errorf("dial to the client over IPv6 = %v, want no answer (neighbor advertisement dropped)", dialErr)
+	}
+	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("counters: %+v", c)
+	if c.DeniedKernel.Packets == 0 || c.Denied.Packets != 0 {
+		t.Errorf("counters = %+v, want denied_kernel > 0 and denied 0", c)
+	}
+	// The workload's own attempt still counts as denied.
+	tp.expect(t, probeCase{tp.ctr, "udp", "192.0.2.2:8080", false})
+	if c, err = ReadCounters(ctxT(t), tp.client.fd, p); err != nil || c.Denied.Packets == 0 {
+		t.Errorf("after a workload attempt: %+v, %v; want denied > 0", c, err)
 	}
 }

@@ -15,6 +15,7 @@ const (
 	chainName    = "output"
 	counterAllow = "allowed"
 	counterDeny  = "denied"
+	counterDenyK = "denied_kernel"
 	setCgroup    = "cg"
 	setAllow4    = "allow4" // ipv4_addr . inet_proto . inet_service
 	setAllow6    = "allow6" // ipv6_addr . inet_proto . inet_service
@@ -56,21 +57,47 @@ type setElems struct {
 	elems []nftables.SetElement
 	// tuples[i] is the plan tuple elems[i] encodes (allow and icmp sets).
 	tuples []Tuple
+	// index maps a key to its position in elems; see indexKeys.
+	index map[string]int32
 }
 
-func (rs *ruleset) elemCount() int {
-	n := 0
-	for _, s := range rs.sets {
-		n += len(s.elems)
+// indexKeys builds the key index read-back compares against. Keys are
+// substrings of one string: no allocation per key.
+func (s *setElems) indexKeys() map[string]int32 {
+	if s.index != nil {
+		return s.index
 	}
-	return n
+	n := 0
+	for _, e := range s.elems {
+		n += len(e.Key)
+	}
+	buf := make([]byte, 0, n)
+	for _, e := range s.elems {
+		buf = append(buf, e.Key...)
+	}
+	all := string(buf)
+	s.index = make(map[string]int32, len(s.elems))
+	off := 0
+	for i, e := range s.elems {
+		s.index[all[off:off+len(e.Key)]] = int32(i)
+		off += len(e.Key)
+	}
+	return s.index
+}
+
+// prepare builds what read-back needs from the planned side; Apply runs it
+// while the kernel installs the batch.
+func (rs *ruleset) prepare() {
+	for _, s := range rs.sets {
+		s.indexKeys()
+	}
 }
 
 // build translates a plan into the table's objects. Pure: no kernel access.
 func build(p *Plan) *ruleset {
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: p.Table}
 	rs := &ruleset{table: t}
-	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}}
+	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}, {Table: t, Name: counterDenyK}}
 
 	// Set IDs are chosen here, not by the library's package-global
 	// allocator, so concurrent installs never race on it. They only need
@@ -79,10 +106,11 @@ func build(p *Plan) *ruleset {
 	addSet := func(s *nftables.Set, tuples []Tuple, keys [][]byte) *nftables.Set {
 		nextID++
 		s.Table, s.ID = t, nextID
-		// Declaring the size, as nft(8) does for a set declared with its
-		// elements, lets the kernel pick its fixed-size hash: no
-		// rhashtable resize after a large insert, whose in-flight
-		// rehash makes a set dump repeat some elements and skip others.
+		// Declaring the size lets the kernel pick its fixed-size hash:
+		// no rhashtable resize after a large insert, whose in-flight
+		// rehash made a set dump repeat some elements and skip others
+		// (seen with 10,000 tuples). It also bounds the set: adding an
+		// element later fails (ENFILE) unless one is deleted first.
 		s.Size = uint32(len(keys))
 		se := &setElems{set: s, tuples: tuples, elems: make([]nftables.SetElement, len(keys))}
 		for i, k := range keys {
@@ -96,22 +124,7 @@ func build(p *Plan) *ruleset {
 	binary.NativeEndian.PutUint64(idKey, p.Cgroup.ID)
 	cg := addSet(&nftables.Set{Name: setCgroup, KeyType: nftables.TypeCGroupV2, KeyByteOrder: binaryutil.NativeEndian}, nil, [][]byte{idKey})
 
-	var a4, a6, i4, i6 []Tuple
-	for _, tu := range p.Allow {
-		if a4 == nil {
-			a4 = make([]Tuple, 0, len(p.Allow))
-		}
-		switch {
-		case tu.Port != 0 && tu.Addr.Is4():
-			a4 = append(a4, tu)
-		case tu.Port != 0:
-			a6 = append(a6, tu)
-		case tu.Addr.Is4():
-			i4 = append(i4, tu)
-		default:
-			i6 = append(i6, tu)
-		}
-	}
+	a4, a6, i4, i6 := splitTuples(p.Allow)
 
 	policy := nftables.ChainPolicyAccept
 	ch := &nftables.Chain{
@@ -164,9 +177,14 @@ func build(p *Plan) *ruleset {
 		s := addSet(&nftables.Set{Name: setND6, KeyType: nftables.TypeICMP6Type}, nil, keys)
 		rule("gensee: icmpv6 neighbor discovery for allowed ipv6", m.nd(s))
 	}
-	// Then log (own rule: the rate limit must never gate the drop) and drop.
+	// Then log (own rule: the rate limit must never gate the drop) and
+	// drop what a process of the cgroup sent; then drop everything else
+	// the cgroup's sockets emit — kernel replies from namespace control
+	// sockets created inside the cgroup, data of already-closed sockets —
+	// counted apart so "denied" means attempts by the workload.
 	rule("gensee: log denied", m.log(p.LogGroup, p.LogPrefix))
 	rule("gensee: deny", m.deny())
+	rule("gensee: deny, no owning process", m.denyKernel())
 	return rs
 }
 
@@ -201,4 +219,30 @@ func addrKeys(ts []Tuple) [][]byte {
 		keys[i] = tu.Addr.AsSlice()
 	}
 	return keys
+}
+
+// splitTuples groups tuples by the set they go in: tcp/udp over IPv4 and
+// IPv6, ICMP and ICMPv6 destinations.
+func splitTuples(ts []Tuple) (a4, a6, i4, i6 []Tuple) {
+	group := func(t Tuple) int {
+		switch {
+		case t.Port != 0 && t.Addr.Is4():
+			return 0
+		case t.Port != 0:
+			return 1
+		case t.Addr.Is4():
+			return 2
+		}
+		return 3
+	}
+	var n [4]int
+	for _, t := range ts {
+		n[group(t)]++
+	}
+	g := [4][]Tuple{make([]Tuple, 0, n[0]), make([]Tuple, 0, n[1]), make([]Tuple, 0, n[2]), make([]Tuple, 0, n[3])}
+	for _, t := range ts {
+		i := group(t)
+		g[i] = append(g[i], t)
+	}
+	return g[0], g[1], g[2], g[3]
 }

@@ -51,13 +51,25 @@ func TestBuildDenyAll(t *testing.T) {
 		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
 		&expr.Lookup{SourceRegister: 1, SetName: "cg"},
 	}
+	// `meta skuid >= 0`, as nft(8) compiles it.
+	owned := []expr.Any{
+		&expr.Meta{Key: expr.MetaKeySKUID, Register: 1},
+		&expr.Byteorder{SourceRegister: 1, DestRegister: 1, Op: expr.ByteorderHton, Len: 4, Size: 4},
+		&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: []byte{0, 0, 0, 0}},
+	}
 	want := [][]string{
-		canonAll(append(slices.Clone(cg),
+		canonAll(slices.Concat(cg, owned, []expr.Any{
 			&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
-			&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee deny op-deny ")})...),
-		canonAll(append(slices.Clone(cg),
+			&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee deny op-deny ")},
+		})...),
+		canonAll(slices.Concat(cg, owned, []expr.Any{
 			&expr.Objref{Type: 1, Name: "denied"},
-			&expr.Verdict{Kind: expr.VerdictDrop})...),
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		})...),
+		canonAll(slices.Concat(cg, []expr.Any{
+			&expr.Objref{Type: 1, Name: "denied_kernel"},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		})...),
 	}
 	if len(rs.rules) != len(want) {
 		t.Fatalf("rules %q", comments(rs))
@@ -78,7 +90,7 @@ func TestBuildAllowExact(t *testing.T) {
 		"gensee: allowed ipv6 tuples", "gensee: replies from allowed ipv6 tuples",
 		"gensee: allowed icmp destinations", "gensee: allowed icmpv6 destinations",
 		"gensee: icmpv6 neighbor discovery for allowed ipv6",
-		"gensee: log denied", "gensee: deny",
+		"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 	}
 	if got := comments(rs); !slices.Equal(got, wantComments) {
 		t.Fatalf("rules:\n got %q\nwant %q", got, wantComments)
@@ -160,7 +172,8 @@ func TestBuildAllowExact(t *testing.T) {
 		for _, e := range es {
 			switch v := e.(type) {
 			case *expr.Cmp:
-				if v.Op != expr.CmpOpEq {
+				// Only equality, and the `meta skuid >= 0` tautology.
+				if v.Op != expr.CmpOpEq && (v.Op != expr.CmpOpGte || !bytes.Equal(v.Data, []byte{0, 0, 0, 0})) {
 					t.Errorf("rule %d uses a negative or range comparison: %q", i, r.exprs)
 				}
 			case *expr.Lookup:
@@ -183,8 +196,12 @@ func TestBuildAllowExact(t *testing.T) {
 				t.Errorf("log rule ends in %T", last)
 			}
 		case "gensee: deny":
-			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictDrop || i != len(rs.rules)-1 {
-				t.Errorf("deny rule is not the last rule ending in drop")
+			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictDrop {
+				t.Errorf("deny rule does not end in drop")
+			}
+		case "gensee: deny, no owning process":
+			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictDrop || i != len(rs.rules)-1 || len(es) != 4 {
+				t.Errorf("the last rule is not cgroup → drop: %q", r.exprs)
 			}
 		default:
 			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictAccept {

@@ -1,0 +1,189 @@
+package netpolicy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// nftElemCatchall is NFT_SET_ELEM_CATCHALL: the element matches every key.
+const nftElemCatchall = 0x2
+
+// dumpElems lists a set's elements straight from nf_tables netlink
+// (NFT_MSG_GETSETELEM dump). google/nftables' GetSetElements decodes each
+// element through several allocating attribute decoders and ignores the
+// catch-all flag; this walks the attributes in place.
+func dumpElems(c *netlink.Conn, table, set string, hint int) ([]nftables.SetElement, error) {
+	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{
+		{Type: unix.NFTA_SET_ELEM_LIST_TABLE, Data: []byte(table + "\x00")},
+		{Type: unix.NFTA_SET_ELEM_LIST_SET, Data: []byte(set + "\x00")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	hint = min(hint, 1<<16)
+	elems := make([]nftables.SetElement, 0, hint)
+	counters := make([]expr.Counter, 0, hint) // one allocation for all
+	var keys []byte                           // copies of the keys, likewise
+	err = dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETSETELEM, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...), func(m []byte) error {
+		if len(m) < 4 {
+			return nil
+		}
+		for a := range attrsOf(m[4:]) {
+			if a.typ != unix.NFTA_SET_ELEM_LIST_ELEMENTS {
+				continue
+			}
+			for le := range attrsOf(a.data) {
+				e, ctr, err := decodeElem(le.data)
+				if err != nil {
+					return fmt.Errorf("decode element of set %s: %w", set, err)
+				}
+				// The receive buffer is reused: copy what we keep.
+				if e.Key != nil {
+					if len(keys)+len(e.Key) > cap(keys) {
+						keys = make([]byte, 0, max(16<<10, len(e.Key)))
+					}
+					keys = append(keys, e.Key...)
+					e.Key = keys[len(keys)-len(e.Key) : len(keys) : len(keys)]
+				}
+				e.KeyEnd = slices.Clone(e.KeyEnd)
+				e.Val = slices.Clone(e.Val)
+				if ctr != nil {
+					if len(counters) == cap(counters) {
+						counters = make([]expr.Counter, 0, 256)
+					}
+					counters = append(counters, *ctr)
+					e.Counter = &counters[len(counters)-1]
+				}
+				elems = append(elems, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dump elements of set %s: %w", set, err)
+	}
+	return elems, nil
+}
+
+// decodeElem decodes one element; its counter, if any, is returned apart so
+// the caller can place it without an allocation per element.
+func decodeElem(b []byte) (e nftables.SetElement, ctr *expr.Counter, err error) {
+	for a := range attrsOf(b) {
+		switch a.typ {
+		case unix.NFTA_SET_ELEM_KEY:
+			e.Key = dataValue(a.data)
+		case nftables.NFTA_SET_ELEM_KEY_END:
+			e.KeyEnd = dataValue(a.data)
+		case unix.NFTA_SET_ELEM_DATA:
+			e.Val = dataValue(a.data)
+			if e.Val == nil {
+				e.Val = []byte{0} // a verdict or other non-value data: still data
+			}
+		case unix.NFTA_SET_ELEM_FLAGS:
+			if len(a.data) != 4 {
+				return e, nil, errors.New("bad flags attribute")
+			}
+			f := binary.BigEndian.Uint32(a.data)
+			e.IntervalEnd = f&unix.NFT_SET_ELEM_INTERVAL_END != 0
+			if f&nftElemCatchall != 0 {
+				e.Key = nil // rendered as "a catch-all element"
+			}
+		case unix.NFTA_SET_ELEM_TIMEOUT:
+			e.Timeout = 1 // presence is what matters
+		case unix.NFTA_SET_ELEM_EXPR:
+			if c, ok := counterExpr(a.data); ok {
+				ctr = &c
+			}
+		case nftables.NFTA_SET_ELEM_EXPRESSIONS:
+			for x := range attrsOf(a.data) {
+				if c, ok := counterExpr(x.data); ok {
+					ctr = &c
+				}
+			}
+		}
+	}
+	return e, ctr, nil
+}
+
+// dataValue returns the NFTA_DATA_VALUE inside a nested data attribute.
+func dataValue(b []byte) []byte {
+	for a := range attrsOf(b) {
+		if a.typ == unix.NFTA_DATA_VALUE {
+			return a.data
+		}
+	}
+	return nil
+}
+
+// counterExpr decodes a {NFTA_EXPR_NAME "counter", NFTA_EXPR_DATA} pair.
+func counterExpr(b []byte) (expr.Counter, bool) {
+	var name string
+	var data []byte
+	for a := range attrsOf(b) {
+		switch a.typ {
+		case unix.NFTA_EXPR_NAME:
+			name = cstring(a.data)
+		case unix.NFTA_EXPR_DATA:
+			data = a.data
+		}
+	}
+	var c expr.Counter
+	if name != "counter" {
+		return c, false
+	}
+	for a := range attrsOf(data) {
+		if len(a.data) != 8 {
+			continue
+		}
+		switch a.typ {
+		case unix.NFTA_COUNTER_BYTES:
+			c.Bytes = binary.BigEndian.Uint64(a.data)
+		case unix.NFTA_COUNTER_PACKETS:
+			c.Packets = binary.BigEndian.Uint64(a.data)
+		}
+	}
+	return c, true
+}
+
+func cstring(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+type attr struct {
+	typ  uint16 // without NLA_F_NESTED / NLA_F_NET_BYTEORDER
+	data []byte
+}
+
+// attrsOf iterates netlink attributes in b without copying; it stops at the
+// first malformed header.
+func attrsOf(b []byte) func(func(attr) bool) {
+	return func(yield func(attr) bool) {
+		for len(b) >= 4 {
+			n := int(binary.NativeEndian.Uint16(b))
+			typ := binary.NativeEndian.Uint16(b[2:]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER)
+			if n < 4 || n > len(b) {
+				return
+			}
+			if !yield(attr{typ: typ, data: b[4:n]}) {
+				return
+			}
+			n = (n + 3) &^ 3
+			if n > len(b) {
+				return
+			}
+			b = b[n:]
+		}
+	}
+}
