@@ -37,7 +37,7 @@ set -e
 op=$(cat "$demo/state/index/demo/admitted")
 say "records of the admitted container: $demo/state/operations/$op/"
 ls -l "$demo/state/operations/$op/"
-for f in admission.json network.json manifest.json; do
+for f in admission.json manifest.json; do
 	[ -f "$demo/state/operations/$op/$f" ] && { echo "--- $f"; cat "$demo/state/operations/$op/$f"; }
 done
 if [ -x "$gensee_bin/gensee" ] && gensee manifest --help >/dev/null 2>&1; then

@@ -60,7 +60,7 @@ gensee_daemon_stop() {
 		kill -9 "$GENSEE_DAEMON_PID" 2>/dev/null || true
 		GENSEE_DAEMON_PID=
 	fi
-	grep -o " $dir/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+	{ grep -o " $dir/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" || true; done
 }
 
 # gensee_image DIR: build the probe and the test image archive into DIR.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/gensee/gensee/shim/observe"
@@ -88,36 +87,10 @@ func (e *env) operation(ns, id string) string {
 	return op
 }
 
-// networkRecord reads network.json of ns/id.
-func (e *env) networkRecord(ns, id string) map[string]any {
-	e.t.Helper()
-	var m map[string]any
-	must(e.t, record.Store{Dir: e.state}.ReadJSON(e.operation(ns, id), record.NetworkFile, &m))
-	return m
-}
-
+// admissionRecord reads admission.json of ns/id.
 func (e *env) admissionRecord(ns, id string) map[string]any {
 	e.t.Helper()
 	var m map[string]any
 	must(e.t, record.Store{Dir: e.state}.ReadJSON(e.operation(ns, id), record.AdmissionFile, &m))
 	return m
 }
-
-// counter reads a counter from a network record by dotted path.
-func counter(m map[string]any, path ...string) float64 {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return -1
-		}
-		cur = mm[p]
-	}
-	f, ok := cur.(float64)
-	if !ok {
-		return -1
-	}
-	return f
-}
-
-var _ = testing.T{}

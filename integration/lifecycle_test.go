@@ -65,8 +65,8 @@ func TestLifecycle(t *testing.T) {
 	waitStopped(e, ns, "life")
 	e.ctr(ns, "tasks", "delete", "life")
 	e.ctr(ns, "containers", "delete", "life")
-	if rec := e.networkRecord(ns, "life"); rec["removed"] != true {
-		t.Fatalf("network record after delete: %v", rec)
+	if m := e.manifest(ns, "life"); m.Enforcement.Network.TableRemoved != "with_netns" {
+		t.Fatalf("table removal after exit: %q", m.Enforcement.Network.TableRemoved)
 	}
 }
 
@@ -78,8 +78,8 @@ func TestDeadline(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second || code == 0 {
 		t.Fatalf("deadline run took %s exit %d", took, code)
 	}
-	if rec := e.networkRecord("it-deadline", "late"); rec["deadline_exceeded"] != true {
-		t.Fatalf("deadline not recorded: %v", rec)
+	if m := e.manifest("it-deadline", "late"); !m.Deadlines.Exceeded {
+		t.Fatalf("deadline not recorded: %+v", m.Deadlines)
 	}
 }
 

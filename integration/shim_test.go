@@ -59,12 +59,12 @@ func TestDenyAllFirstInstruction(t *testing.T) {
 		if n := l.accepted.Load(); n != 0 {
 			t.Fatalf("listener accepted %d connections under deny_all", n)
 		}
-		rec := e.networkRecord("it-deny", "deny-host")
-		if d := counter(rec, "counters", "denied", "packets"); d <= 0 {
-			t.Fatalf("deny counter %v, want > 0: %v", d, rec)
+		m := e.manifest("it-deny", "deny-host")
+		if d := m.Observation.Counters.DeniedPackets; d == 0 {
+			t.Fatalf("deny counter 0, want > 0: %+v", m.Observation.Counters)
 		}
-		if rec["removed"] != true {
-			t.Fatalf("table not removed at exit: %v", rec)
+		if m.Enforcement.Network.TableRemoved != "deleted" {
+			t.Fatalf("host-netns table not deleted at exit: %q", m.Enforcement.Network.TableRemoved)
 		}
 		// Positive control: loopback allowed by contract connects.
 		out, code = e.run("it-lo", "lo-host", []string{"--net-host"}, "/bin/probe", "connect", "tcp", addr)
@@ -80,8 +80,12 @@ func TestDenyAllFirstInstruction(t *testing.T) {
 		if code != 1 || l.accepted.Load() != 0 {
 			t.Fatalf("exit %d accepted %d, want denied\n%s", code, l.accepted.Load(), out)
 		}
-		if d := counter(e.networkRecord("it-deny", "deny-netns"), "counters", "denied", "packets"); d <= 0 {
-			t.Fatalf("deny counter %v, want > 0", d)
+		m := e.manifest("it-deny", "deny-netns")
+		if d := m.Observation.Counters.DeniedPackets; d == 0 {
+			t.Fatalf("deny counter 0, want > 0")
+		}
+		if m.Enforcement.Network.TableRemoved != "deleted" {
+			t.Fatalf("joined-netns table not deleted at exit: %q", m.Enforcement.Network.TableRemoved)
 		}
 		if tables := netnsTables(t, n.client); len(tables) > 0 {
 			t.Fatalf("tables left in the container netns: %v", tables)

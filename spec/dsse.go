@@ -9,10 +9,14 @@ import (
 	"strings"
 )
 
-// Envelope limits. One MiB holds any catalog we expect; 16 signatures is
+// Envelope limits. The envelope cap must hold the largest payload any
+// document allows (MaxCatalogBytes), base64-encoded (4/3 of it), plus
+// MaxEnvelopeSigs signatures with keyids and a maximal payloadType, as
+// `gensee catalog sign` writes it (indented): 2 MiB leaves about 600 KiB
+// for that. TestEnvelopeCapHoldsLargestPayload pins it. 16 signatures is
 // more than any threshold scheme we ship and bounds verification work.
 const (
-	MaxEnvelopeBytes    = 1 << 20
+	MaxEnvelopeBytes    = 2 << 20
 	MaxEnvelopeSigs     = 16
 	maxPayloadTypeBytes = 256
 )

@@ -183,3 +183,43 @@ func TestParseEnvelope(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvelopeCapHoldsLargestPayload pins the relation between the payload
+// caps and the envelope cap: a payload at its document's cap, signed by
+// MaxEnvelopeSigs keys under a payloadType of the maximal length and
+// written indented (as `gensee catalog sign` does), still parses. A smaller
+// envelope cap would let a valid catalog be signed but never loaded.
+func TestEnvelopeCapHoldsLargestPayload(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+	}{{"catalog", MaxCatalogBytes}, {"inference", MaxInferenceBytes}} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := make([]ed25519.PrivateKey, MaxEnvelopeSigs)
+			for i := range keys {
+				keys[i] = testKey(byte(i + 1))
+			}
+			// 0xff bytes encode to base64 without padding shortcuts; any
+			// byte string of this length encodes to the same length.
+			payload := strings.Repeat("\xff", tc.max)
+			env, err := SignEnvelope(strings.Repeat("t", maxPayloadTypeBytes), []byte(payload), keys...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := json.MarshalIndent(env, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = append(data, '\n')
+			if len(data) > MaxEnvelopeBytes {
+				t.Fatalf("a %d-byte payload makes a %d-byte envelope, over MaxEnvelopeBytes %d", tc.max, len(data), MaxEnvelopeBytes)
+			}
+			if base64.StdEncoding.EncodedLen(tc.max) >= MaxEnvelopeBytes {
+				t.Fatalf("base64 of %d bytes alone fills MaxEnvelopeBytes", tc.max)
+			}
+			if _, err := ParseEnvelope(data); err != nil {
+				t.Fatalf("ParseEnvelope of the largest envelope: %v", err)
+			}
+		})
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"unicode/utf8"
 )
 
-// Boundary event kinds (DESIGN §7). An event reports a refusal; it never
-// grants anything.
+// Event kinds (DESIGN §7). A boundary event reports a refusal; it never
+// grants anything. control_defeat and flow_reached are the watchdog's: a
+// signature that fired, and the reach observation it used as evidence.
+// hint_loop is guidance: it never changes a decision.
 const (
 	EventAdmissionDenied   = "admission_denied"
 	EventCapabilityRemoved = "capability_removed"
@@ -15,8 +17,35 @@ const (
 	EventPolicyUnbound     = "policy_unbound"
 	EventTableTampered     = "table_tampered"
 	EventDeadlineExceeded  = "deadline_exceeded"
+	EventProductMismatch   = "product_mismatch"
+	EventFlowReached       = "flow_reached"
+	EventControlDefeat     = "control_defeat"
 	EventHintLoop          = "hint_loop"
 )
+
+// AttentionControlDefeat is the only attention state: a watchdog signature
+// found evidence that a boundary failed.
+const AttentionControlDefeat = "control_defeat"
+
+// Attention is an operation's attention flag (attention.json). The first
+// finding sets it; later findings are appended, never replace it. Only a
+// person (gensee attention clear) or the task ending clears it. It never
+// stops the task.
+type Attention struct {
+	OperationID string    `json:"operation_id"`
+	State       string    `json:"state"` // AttentionControlDefeat
+	Findings    []Finding `json:"findings"`
+}
+
+// Finding is one control-defeat signature that fired: its name, one
+// sentence saying what was seen, the events it used as evidence (spent: they
+// never flag again), and when it fired on the shim's receive clock.
+type Finding struct {
+	Signature string    `json:"signature"`
+	Detail    string    `json:"detail"`
+	Evidence  []Event   `json:"evidence"`
+	At        time.Time `json:"at"`
+}
 
 // MaxEventDetail is the longest Detail an event may carry, in characters.
 const MaxEventDetail = 300
@@ -39,7 +68,8 @@ type Event struct {
 func KnownEventKind(kind string) bool {
 	switch kind {
 	case EventAdmissionDenied, EventCapabilityRemoved, EventEgressDenied, EventGateRejected,
-		EventPolicyUnbound, EventTableTampered, EventDeadlineExceeded, EventHintLoop:
+		EventPolicyUnbound, EventTableTampered, EventDeadlineExceeded, EventProductMismatch,
+		EventFlowReached, EventControlDefeat, EventHintLoop:
 		return true
 	}
 	return false

@@ -12,6 +12,8 @@ import "time"
 type Manifest struct {
 	Schema               string           `json:"schema"` // SchemaManifest
 	OperationID          string           `json:"operation_id"`
+	Namespace            string           `json:"namespace,omitempty"`    // containerd namespace
+	ContainerID          string           `json:"container_id,omitempty"` // containerd container id
 	Subject              Subject          `json:"subject"`
 	Contract             ContractRef      `json:"contract"`
 	CatalogVersion       uint64           `json:"catalog_version"`
@@ -81,6 +83,10 @@ type NetworkEnforcement struct {
 	Loopback  string      `json:"loopback,omitempty"`
 	Table     string      `json:"table"`
 	Allow     []AllowRule `json:"allow,omitempty"`
+	// TableRemoved says how the table went at exit: "deleted", or
+	// "with_netns" when it lived in a private network namespace that died
+	// with the container. Empty: it was not removed (see the shim's log).
+	TableRemoved string `json:"table_removed,omitempty"`
 }
 
 // Observed is what was seen, without any guarantee of completeness unless
@@ -96,6 +102,9 @@ type Counters struct {
 	AllowedBytes   uint64 `json:"allowed_bytes"`
 	DeniedPackets  uint64 `json:"denied_packets"`
 	DeniedBytes    uint64 `json:"denied_bytes"`
+	// Error is set when the counters could not be read; the numbers are
+	// then zero and mean nothing.
+	Error string `json:"error,omitempty"`
 }
 
 // DeniedAttempts lists denied connection attempts seen (rate-limited log).
@@ -127,9 +136,10 @@ type ProductRecord struct {
 
 // EntryRecord is one staged file, directory or symlink of a product.
 type EntryRecord struct {
-	Path   string `json:"path"` // relative to the slot
-	Type   string `json:"type"` // file | dir | symlink
-	Mode   string `json:"mode"` // four octal digits, after setuid/setgid stripping
+	Op     string `json:"op,omitempty"` // workspace_patch only: add | modify | delete
+	Path   string `json:"path"`         // relative to the workspace, like the slot
+	Type   string `json:"type"`         // file | dir | symlink; empty for a patch deletion
+	Mode   string `json:"mode"`         // four octal digits as found; staged copies have setuid/setgid/sticky cleared
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256,omitempty"` // hex, files only
 	Target string `json:"target,omitempty"` // symlinks only

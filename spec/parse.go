@@ -5,7 +5,7 @@ import "fmt"
 // Size caps for outside documents.
 const (
 	MaxContractBytes    = 256 << 10
-	MaxCatalogBytes     = 1 << 20 // the payload; the envelope has MaxEnvelopeBytes
+	MaxCatalogBytes     = 1 << 20 // the payload; MaxEnvelopeBytes leaves room for it in base64
 	MaxInferenceBytes   = 64 << 10
 	MaxObservationBytes = 16 << 10
 )

@@ -10,7 +10,7 @@ import (
 // Exit codes. The top-level help lists them; scripts rely on them.
 const (
 	ExitOK       = 0 // done
-	ExitRefused  = 1 // a document is invalid, or a signature, expiry or trust rule refused it
+	ExitRefused  = 1 // a document is invalid, a signature, expiry or trust rule refused it, or staged products do not match their manifest
 	ExitUsage    = 2 // usage error, or a file could not be read or written
 	ExitObserved = 3 // boundary audit: some granted control is not verified enforceable here
 )

@@ -12,13 +12,15 @@ import (
 
 const rootIntro = `gensee is the operator CLI of the gensee containerd runtime
 (io.containerd.gensee.v2): check contracts, sign catalogs and inferences,
-preflight observations, and see what this host can enforce.`
+preflight observations, see what this host can enforce, and read and verify
+the effect manifests of operations.`
 
 // exitCodesHelp is part of the interface: scripts branch on these codes.
 const exitCodesHelp = `Exit codes:
   0  ok
-  1  refused or invalid: a document breaks a rule, or a signature, expiry
-     or trust check refused it
+  1  refused or invalid: a document breaks a rule, a signature, expiry
+     or trust check refused it, or staged products do not match their
+     manifest
   2  usage error, or a file could not be read or written
   3  boundary audit: some granted control is only observed (or could not
      be verified) on this host`

@@ -30,8 +30,8 @@ func TestHelpRootListsCommandsAndExitCodes(t *testing.T) {
 	r := std().run(t, "--help")
 	r.want(t, ExitOK, []string{
 		"boundary validate", "boundary audit", "catalog keygen", "catalog sign", "catalog inspect",
-		"inference sign", "inference make", "observe", "version",
-		"0  ok", "1  refused or invalid", "2  usage error", "3  boundary audit",
+		"inference sign", "inference make", "manifest show", "manifest verify", "observe", "version",
+		"0  ok", "1  refused or invalid", "staged products do not match", "2  usage error", "3  boundary audit",
 		"$GENSEE_CONFIG",
 	}, nil)
 }
@@ -39,6 +39,8 @@ func TestHelpRootListsCommandsAndExitCodes(t *testing.T) {
 func TestHelpLeafListsFlags(t *testing.T) {
 	std().run(t, "help", "catalog", "inspect").want(t, ExitOK, []string{"--catalog F", "--trusted-key HEX|FILE", "--json"}, nil)
 	std().run(t, "inference", "make", "--help").want(t, ExitOK, []string{"--class C", "--confidence BP", "--ttl D", "(default 30m0s)"}, nil)
+	std().run(t, "manifest", "show", "--help").want(t, ExitOK, []string{"--container ID", "--namespace NS", "--operation ID", "--config F", "--json", "--in-toto", "https://gensee.dev/effect-manifest/v1"}, nil)
+	std().run(t, "help", "manifest", "verify").want(t, ExitOK, []string{"--container ID", "--operation ID", "--config F", "verified: N files", "expected <value>, actual <value>"}, nil)
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -56,6 +58,8 @@ func TestUsageErrors(t *testing.T) {
 		{"missing required flag", []string{"catalog", "sign", "--key", "k", "--in", "i"}, "--out is required"},
 		{"observe without source", []string{"observe"}, "pass --bundle DIR"},
 		{"observe bundle and rootfs", []string{"observe", "--bundle", "b", "--rootfs", "r"}, "--bundle excludes"},
+		{"manifest without operation", []string{"manifest", "verify"}, "pass --container ID"},
+		{"manifest group without subcommand", []string{"manifest"}, "gensee: manifest: missing command"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ func root() *Command {
 			boundaryCommand(),
 			catalogCommand(),
 			inferenceCommand(),
+			manifestCommand(),
 			observeCommand(),
 			versionCommand(),
 		},

@@ -15,7 +15,6 @@ import (
 // File names inside an operation directory.
 const (
 	AdmissionFile = "admission.json"
-	NetworkFile   = "network.json"
 	ManifestFile  = "manifest.json"
 	EventsFile    = "events.jsonl"
 	StagedDir     = "staged"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -55,6 +56,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		s.recordRefusal(ctx, cfg, ns, r.ID, rerr)
 		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rerr.Error())
 	}
+	t0 := time.Now()
 	adm, err := s.admit(ctx, cfg, ns, r, oci)
 	if err != nil {
 		s.recordRefusal(ctx, cfg, ns, r.ID, err)
@@ -79,6 +81,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	hardenRootfs(r)
 	op.diff, op.mounts = diffSourceOf(r), mountDestinations(oci)
 
+	t1 := time.Now()
 	resp, err := s.TTRPCTaskService.Create(ctx, r)
 	if err != nil {
 		return nil, err
@@ -88,12 +91,15 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 			s.rollback(ctx, op)
 		}
 	}()
+	t2 := time.Now()
 	if err := op.bind(ctx, int(resp.Pid)); err != nil {
 		op.logger(ctx).WithError(err).Error("install network boundary")
 		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: network boundary not installed, task refused: %v", err)
 	}
 	s.put(op)
-	op.logger(ctx).WithField("contract", op.contract.ID).Info("admitted; network boundary installed and read back")
+	op.logger(ctx).WithField("contract", op.contract.ID).
+		WithField("admission_ms", ms(t1.Sub(t0))).WithField("runc_create_ms", ms(t2.Sub(t1))).WithField("boundary_ms", ms(time.Since(t2))).
+		Info("admitted; network boundary installed and read back")
 	return resp, nil
 }
 
@@ -201,3 +207,6 @@ func hardenRootfs(r *taskAPI.CreateTaskRequest) {
 		m.Options = append(opts, "metacopy=off", "redirect_dir=nofollow")
 	}
 }
+
+// ms renders a duration in milliseconds for log fields.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -87,18 +87,23 @@ func (s *service) watchExit(op *operation) {
 		x.status = &st
 	}
 	op.transition(opExited)
+	t0 := time.Now()
 	if sub := op.admission.Subject; sub != nil {
 		x.drained, x.drainErr = cgroup.Drain(ctx, sub.CgroupPath)
 		if x.drainErr != nil {
 			op.logger(ctx).WithError(x.drainErr).Error("drain cgroup")
 		}
 	}
+	t1 := time.Now()
 	x.gate, x.gateRan = op.runProductGate(ctx, x.started), true
+	t2 := time.Now()
 	op.finalizeNetwork(ctx, &x)
 	m := op.manifest(x)
 	if err := op.store.WriteJSON(op.id, record.ManifestFile, m); err != nil {
 		op.logger(ctx).WithError(err).Error("write manifest")
 	}
+	op.logger(ctx).WithField("drain_ms", ms(t1.Sub(t0))).WithField("gate_ms", ms(t2.Sub(t1))).
+		WithField("finalize_ms", ms(time.Since(t2))).WithField("verdict", m.Gate.Verdict).Info("exit path done")
 	if m.Gate.Verdict != spec.VerdictPass {
 		op.logger(ctx).WithField("verdict", m.Gate.Verdict).WithField("violations", len(m.Gate.Violations)).Warn("product gate did not pass")
 		if code := op.cfg.GateFailedExitStatus; code != 0 {
@@ -166,7 +171,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	op.mu.Unlock()
 	s.pub.disarm(r.ID)
 	op.transition(opDeleted)
-	if op.removeTable(ctx) {
+	if op.removeTable(ctx) != "" {
 		s.markCleaned(ctx, op)
 	} else {
 		op.logger(ctx).Error("network table left after delete; the shim's cleanup path retries it")

@@ -20,7 +20,7 @@ type exitFacts struct {
 	gateRan  bool
 	counters *countersRecord
 	countErr string
-	removed  bool
+	removal  string // removedDeleted, removedWithNetns, or "" (still installed)
 	deadline bool
 }
 
@@ -33,6 +33,8 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	m := &spec.Manifest{
 		Schema:            spec.SchemaManifest,
 		OperationID:       op.id,
+		Namespace:         op.namespace,
+		ContainerID:       op.containerID,
 		Contract:          spec.ContractRef{ID: a.ContractID, Digest: a.ContractDigest},
 		CatalogVersion:    a.CatalogVersion,
 		ObservationDigest: a.ObservationDigest,
@@ -43,6 +45,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		Enforcement: spec.Enforcement{Network: spec.NetworkEnforcement{
 			Mechanism: "nftables", Scope: "cgroupv2", Mode: op.contract.Network.Mode,
 			Loopback: op.contract.Network.Loopback, Table: a.Table, Allow: op.contract.Network.Allow,
+			TableRemoved: x.removal,
 		}},
 		Drained: x.drained,
 	}
@@ -65,9 +68,14 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	if x.status != nil {
 		m.ExitStatus = *x.status
 	}
-	if c := x.counters; c != nil {
+	switch c := x.counters; {
+	case c != nil:
 		m.Observation.Counters = spec.Counters{AllowedPackets: c.Allowed.Packets, AllowedBytes: c.Allowed.Bytes,
-			DeniedPackets: c.Denied.Packets, DeniedBytes: c.Denied.Bytes}
+			DeniedPackets: c.Denied.Packets + c.DeniedKernel.Packets, DeniedBytes: c.Denied.Bytes + c.DeniedKernel.Bytes}
+	case x.countErr != "":
+		m.Observation.Counters.Error = x.countErr
+	case a.Table != "":
+		m.Observation.Counters.Error = "not read: the task never ran"
 	}
 	// No per-attempt telemetry is collected here: the list is empty and says
 	// it is incomplete, so it never claims that nothing was tried.
@@ -118,5 +126,5 @@ func (op *operation) gateManifest(m *spec.Manifest, x exitFacts) {
 }
 
 func entryRecord(e gate.Entry) spec.EntryRecord {
-	return spec.EntryRecord{Path: e.Path, Type: e.Type, Mode: e.Mode, Size: e.Size, SHA256: e.SHA256, Target: e.Target}
+	return spec.EntryRecord{Op: e.Op, Path: e.Path, Type: e.Type, Mode: e.Mode, Size: e.Size, SHA256: e.SHA256, Target: e.Target}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/netpolicy"
@@ -88,48 +87,54 @@ func startTime(stat []byte) (uint64, error) {
 }
 
 // finalizeNetwork reads the counters and removes the table, recording both
-// in network.json and in x for the manifest.
+// in x for the manifest.
 func (op *operation) finalizeNetwork(ctx context.Context, x *exitFacts) {
-	rec := networkRecord{Netns: op.admission.Netns, Mode: op.contract.Network.Mode, ExitStatus: x.status, DeadlineHit: x.deadline}
 	op.mu.Lock()
 	f, plan := op.netns, op.plan
 	op.mu.Unlock()
-	if plan != nil {
-		rec.Table = plan.Table
-	}
 	if f != nil && plan != nil {
 		c, err := netpolicy.ReadCounters(ctx, int(f.Fd()), plan)
 		if err != nil {
-			rec.CountersErr = err.Error()
+			x.countErr = err.Error()
+			op.logger(ctx).WithError(err).Error("read network counters")
 		} else {
-			rec.Counters = recordCounters(c)
+			x.counters = recordCounters(c)
 		}
 	}
-	rec.Removed = op.removeTable(ctx)
-	if rec.Removed {
-		rec.RemovedAt = time.Now().UTC()
-	}
-	x.counters, x.countErr, x.removed = rec.Counters, rec.CountersErr, rec.Removed
-	if err := op.store.WriteJSON(op.id, record.NetworkFile, rec); err != nil {
-		op.logger(ctx).WithError(err).Error("write network record")
-	}
+	x.removal = op.removeTable(ctx)
 }
 
+// Ways the table goes (spec.NetworkEnforcement.TableRemoved).
+const (
+	removedDeleted   = "deleted"
+	removedWithNetns = "with_netns"
+)
+
 // removeTable removes the table and releases the netns; idempotent. It
-// reports whether no table is left.
-func (op *operation) removeTable(ctx context.Context) bool {
+// returns how the table went, or "" when it is still installed.
+//
+// A private netns made by runc for this container dies with its last
+// reference, and its table with it. Callers only get here once the
+// container's processes are gone (drained at exit, or killed by runc
+// delete), so our handle is that last reference: closing it is the removal,
+// and costs no nftables transaction on the exit path. A joined or host
+// netns outlives the container: its table is deleted explicitly.
+func (op *operation) removeTable(ctx context.Context) string {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	if op.netns == nil {
-		return true
+		return op.removed
 	}
-	if op.plan != nil {
+	how := removedWithNetns
+	if op.plan != nil && netnsKind(op.admission.Netns) != netnsPrivate {
 		if err := netpolicy.Remove(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
 			op.logger(ctx).WithError(err).Error("remove network table")
-			return false
+			return ""
 		}
+		how = removedDeleted
 	}
 	op.netns.Close()
 	op.netns = nil
-	return true
+	op.removed = how
+	return how
 }

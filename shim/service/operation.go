@@ -59,6 +59,7 @@ type operation struct {
 	mu          sync.Mutex
 	state       opState  // guarded by mu
 	netns       *os.File // the container's netns; held so the table stays reachable; guarded by mu
+	removed     string   // how the table went, once it did; guarded by mu
 	plan        *netpolicy.Plan
 	deadline    *time.Timer   // guarded by mu
 	deadlineHit bool          // guarded by mu

@@ -44,19 +44,6 @@ type subject struct {
 	CgroupID   uint64 `json:"cgroup_id"`
 }
 
-// networkRecord is network.json: what the table counted and when it went.
-type networkRecord struct {
-	Table       string          `json:"table"`
-	Netns       string          `json:"netns"`
-	Mode        string          `json:"mode"`
-	Counters    *countersRecord `json:"counters,omitempty"`
-	CountersErr string          `json:"counters_error,omitempty"`
-	Removed     bool            `json:"removed"`
-	RemovedAt   time.Time       `json:"removed_at,omitzero"`
-	DeadlineHit bool            `json:"deadline_exceeded"`
-	ExitStatus  *uint32         `json:"exit_status,omitempty"`
-}
-
 // refusal is one line of the refusals log.
 type refusal struct {
 	At          time.Time `json:"at"`
@@ -79,9 +66,10 @@ func recordFacts(f admission.Facts) factsRecord {
 
 // countersRecord is what the table counted, as recorded.
 type countersRecord struct {
-	Allowed netpolicy.Count `json:"allowed"`
-	Denied  netpolicy.Count `json:"denied"`
-	Tuples  []tupleCount    `json:"tuples,omitempty"`
+	Allowed      netpolicy.Count `json:"allowed"`
+	Denied       netpolicy.Count `json:"denied"`
+	DeniedKernel netpolicy.Count `json:"denied_kernel"`
+	Tuples       []tupleCount    `json:"tuples,omitempty"`
 }
 
 type tupleCount struct {
@@ -90,7 +78,7 @@ type tupleCount struct {
 }
 
 func recordCounters(c netpolicy.Counters) *countersRecord {
-	r := &countersRecord{Allowed: c.Allowed, Denied: c.Denied}
+	r := &countersRecord{Allowed: c.Allowed, Denied: c.Denied, DeniedKernel: c.DeniedKernel}
 	for _, t := range c.Tuples {
 		r.Tuples = append(r.Tuples, tupleCount{Tuple: t.Tuple.String(), Count: t.Count})
 	}

@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+	"golang.org/x/sys/unix"
+)
+
+func manifestCommand() *Command {
+	return &Command{
+		Name:    "manifest",
+		Summary: "show an operation's effect manifest and check its staged products",
+		Subs:    []*Command{manifestShowCommand(), manifestVerifyCommand()},
+	}
+}
+
+// opRef names one operation: by container (the newest operation the index
+// records for it) or by operation id. Both read the state dir the operator
+// config names.
+type opRef struct {
+	container, namespace, operation, config string
+}
+
+const opRefArgs = "(--container ID [--namespace NS] | --operation ID) [--config F]"
+
+func (r *opRef) flags(fs *flag.FlagSet) {
+	fs.StringVar(&r.container, "container", "", "container `ID` whose newest operation to read")
+	fs.StringVar(&r.namespace, "namespace", "default", "containerd namespace `NS` of --container (CRI uses k8s.io)")
+	fs.StringVar(&r.operation, "operation", "", "operation `ID` (32 hex characters) to read")
+	addConfigFlag(fs, &r.config)
+}
+
+// operation is one operation's directory and its parsed manifest.
+type operation struct {
+	stateDir string
+	id       string
+	dir      string
+	who      string // "namespace/container" as admission.json records it, or ""
+	raw      []byte // manifest.json as stored
+	m        *spec.Manifest
+}
+
+// load resolves r and reads the operation's manifest. Missing records and
+// unreadable files exit 2; a manifest that fails validation exits 1 with
+// its findings on findingsTo.
+func (r *opRef) load(env *Env, findingsTo io.Writer) (*operation, error) {
+	switch {
+	case r.container == "" && r.operation == "":
+		return nil, errUsage("pass --container ID (with --namespace NS) or --operation ID")
+	case r.container != "" && r.operation != "":
+		return nil, errUsage("--container and --operation exclude each other")
+	case r.operation != "" && r.namespace != "default":
+		return nil, errUsage("--namespace goes with --container; an operation id names one operation")
+	}
+	cfg, err := env.operatorConfig(r.config)
+	if err != nil {
+		return nil, err
+	}
+	store := record.Store{Dir: cfg.StateDir}
+	op := &operation{stateDir: cfg.StateDir, id: r.operation}
+	if r.container != "" {
+		if op.id, err = store.Lookup(r.namespace, r.container); err != nil {
+			return nil, fail(ExitUsage, "find operation", err,
+				"check --container and --namespace (CRI uses k8s.io), or pass --config F naming the runtime's state_dir")
+		}
+	}
+	if op.dir, err = store.OperationDir(op.id); err != nil {
+		return nil, errUsage("--operation: %v (want the 32 hex characters of an operation id)", err)
+	}
+	raw, err := readRecord(op.dir, record.ManifestFile, spec.MaxManifestBytes)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		if _, serr := os.Lstat(op.dir); serr != nil {
+			return nil, fail(ExitUsage, "find operation "+op.id, fmt.Errorf("no directory %s in state dir %s", op.dir, op.stateDir),
+				"check the operation id, or pass --config F naming the runtime's state_dir")
+		}
+		return nil, fail(ExitUsage, "read manifest of operation "+op.id, fmt.Errorf("%s does not exist yet", filepath.Join(op.dir, record.ManifestFile)),
+			"the runtime writes it when the task exits; if the task has exited, its shim died before the gate ran: see the operation's events")
+	case err != nil:
+		return nil, readErr("manifest", filepath.Join(op.dir, record.ManifestFile), err)
+	}
+	op.raw = raw
+	if op.m, err = spec.ParseManifest(raw); err != nil {
+		return nil, invalid(findingsTo, "manifest "+filepath.Join(op.dir, record.ManifestFile), err,
+			"the record was damaged or written by an incompatible runtime; do not trust its products")
+	}
+	op.who = admittedContainer(op.dir)
+	return op, nil
+}
+
+// readRecord reads a runtime record in an operation directory without
+// following a symlink at either component, refusing anything but a regular
+// file and reading at most max+1 bytes (the parser reports oversize).
+func readRecord(dir, name string, max int) ([]byte, error) {
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, name), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, name))
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", f.Name(), st.Mode().Type())
+	}
+	return io.ReadAll(io.LimitReader(f, int64(max)+1))
+}
+
+// maxAdmissionBytes bounds admission.json (it embeds the contract).
+const maxAdmissionBytes = 4 << 20
+
+// admittedContainer reads who the operation governed from admission.json,
+// for display only: "" when the record is missing or unreadable.
+func admittedContainer(dir string) string {
+	var a struct {
+		Namespace   string `json:"namespace"`
+		ContainerID string `json:"container_id"`
+	}
+	raw, err := readRecord(dir, record.AdmissionFile, maxAdmissionBytes)
+	if err != nil || len(raw) > maxAdmissionBytes || json.Unmarshal(raw, &a) != nil || a.ContainerID == "" {
+		return ""
+	}
+	return a.Namespace + "/" + a.ContainerID
+}
+
+type manifestShowOptions struct {
+	ref          opRef
+	json, inToto bool
+}
+
+func manifestShowCommand() *Command {
+	return &Command{
+		Name:    "show",
+		Summary: "print an operation's effect manifest: a summary, the JSON, or an in-toto statement",
+		Args:    opRefArgs + " [--json | --in-toto]",
+		Long: `Reads <state_dir>/operations/<opid>/manifest.json, for the newest operation
+of a container (the runtime's index) or for an operation id, and checks it
+with the runtime's strict manifest rules: an invalid one exits 1 with one
+"<json path>: <message>" line per problem on stderr.
+
+By default prints a summary: contract, how it was chosen, subject, what was
+enforced (network policy, capabilities) apart from what was only observed
+(counters, denied attempts), the gate's verdict and violations, and every
+product with its digest and staged path. --json prints manifest.json as
+stored. --in-toto prints an in-toto Statement v1 with predicateType
+  ` + inTotoPredicateType + `
+whose subjects are the staged files with their sha256 (a directory product
+contributes one subject per file, named <slot>/<path>) and whose predicate
+is the manifest; with nothing staged there is no subject and it exits 1.
+
+The summary says what the manifest does not: products are checked for
+structure, never meaning (semantically verified: no), and stay staged
+(promoted: no). Use gensee manifest verify to re-hash the staged copies.`,
+		Setup: func(fs *flag.FlagSet) Runner {
+			var o manifestShowOptions
+			o.ref.flags(fs)
+			fs.BoolVar(&o.json, "json", false, "print manifest.json as stored")
+			fs.BoolVar(&o.inToto, "in-toto", false, "print an in-toto Statement v1 with the manifest as predicate")
+			return o.run
+		},
+	}
+}
+
+func (o *manifestShowOptions) run(_ context.Context, env *Env) error {
+	if o.json && o.inToto {
+		return errUsage("--json and --in-toto exclude each other")
+	}
+	op, err := o.ref.load(env, env.Stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.json:
+		out := op.raw
+		if len(out) == 0 || out[len(out)-1] != '\n' {
+			out = append(out[:len(out):len(out)], '\n')
+		}
+		_, err = env.Stdout.Write(out)
+	case o.inToto:
+		st, serr := newInTotoStatement(op)
+		if serr != nil {
+			return serr
+		}
+		err = writeJSON(env.Stdout, st)
+	default:
+		err = renderManifest(env.Stdout, op)
+	}
+	if err != nil {
+		return fail(ExitUsage, "write output", err, "")
+	}
+	return nil
+}
