@@ -22,13 +22,12 @@ var (
 // fixture is a validated catalog with two analyzers, the runtime's
 // observation, and the clock.
 type fixture struct {
-	cat      *spec.Catalog
-	ref      ed25519.PrivateKey // ref-analyzer's signing key
-	other    ed25519.PrivateKey // other-analyzer's signing key
-	obs      spec.Observation
-	obsDig   string
-	now      time.Time
-	contract map[string]spec.Contract
+	cat    *spec.Catalog
+	ref    ed25519.PrivateKey // ref-analyzer's signing key
+	other  ed25519.PrivateKey // other-analyzer's signing key
+	obs    spec.Observation
+	obsDig string
+	now    time.Time
 }
 
 func genKey(t testing.TB) ed25519.PrivateKey {
