@@ -49,7 +49,15 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("ctr run --rm exit %d, want 7", code)
 	}
 	ns := e.ns("it-life")
-	e.ctr(ns, "run", "-d", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "life", "/bin/sleep", "300")
+	// -t: a terminal through the wrapper (script(1) gives ctr a pty).
+	tty := exec.Command("script", "-qec", strings.Join([]string{filepath.Join(e.bin, "ctr"), "--address", e.sock, "--namespace", ns,
+		"run", "--rm", "-t", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "tty", "/bin/sh", "-c", "'test -t 0 && echo on-a-tty'"}, " "), "/dev/null")
+	if out, err := tty.CombinedOutput(); err != nil || !strings.Contains(string(out), "on-a-tty") {
+		t.Fatalf("ctr run -t: %v\n%s", err, out)
+	}
+	logPath := filepath.Join(e.dir, "life.log")
+	e.ctr(ns, "run", "-d", "--log-uri", "file://"+logPath, "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "life",
+		"/bin/sh", "-c", "echo logged-line; exec /bin/sleep 300")
 	if out := e.ctr(ns, "tasks", "exec", "--exec-id", "e1", "life", "/bin/echo", "hello"); !strings.Contains(out, "hello") {
 		t.Fatalf("exec output %q", out)
 	}
@@ -60,6 +68,9 @@ func TestLifecycle(t *testing.T) {
 	e.ctr(ns, "tasks", "resume", "life")
 	if out := e.ctr(ns, "tasks", "metrics", "life"); !strings.Contains(out, "ID") {
 		t.Fatalf("metrics: %s", out)
+	}
+	if b, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(b), "logged-line") {
+		t.Fatalf("container log %s: %q, %v", logPath, b, err)
 	}
 	e.ctr(ns, "tasks", "kill", "-s", "SIGKILL", "life")
 	waitStopped(e, ns, "life")

@@ -1,0 +1,119 @@
+package events
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/gensee/gensee/spec"
+)
+
+// Redacted replaces every secret Redact finds.
+const Redacted = "[REDACTED]"
+
+// rule is one redaction: every match of re is replaced by repl (regexp
+// expansion syntax), or by repl applied through fn when fn is set.
+type rule struct {
+	re   *regexp.Regexp
+	repl string
+	fn   func(match string) string
+}
+
+// redactions run in order. Order matters: a rule that replaces a whole
+// region (a key block, a header line) runs before one that would match only
+// part of it, so no remainder of a secret survives a partial match.
+// Compiled once; never mutated.
+func redactions() []rule {
+	return []rule{
+		// PEM private keys, including a block cut off before its END line.
+		{re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)`), repl: Redacted},
+		// Authorization / Proxy-Authorization headers: the rest of the line.
+		{re: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)(\s*[:=]\s*)[^\r\n"']*`), repl: "${1}${2}" + Redacted},
+		// Bearer and Basic credentials anywhere (no word boundary: a
+		// prefix glued to "Bearer" must not save the token).
+		{re: regexp.MustCompile(`(?i)(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+`), repl: "${1}${2}" + Redacted},
+		// user:password@ in URLs.
+		{re: regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@`), repl: "${1}:" + Redacted + "@"},
+		// key=value and "key": "value" where the key names a secret.
+		{re: regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd|token|secret|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|session[_-]?key)[A-Za-z0-9_.-]*["']?\s*[:=]\s*)("[^"]*"?|'[^']*'?|[^\s&,;"']+)`), repl: "${1}" + Redacted},
+		// Well-known token shapes.
+		{re: regexp.MustCompile(`(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}`), repl: Redacted},
+		{re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|sk-[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,})`), repl: Redacted},
+		// JSON Web Tokens.
+		{re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), repl: Redacted},
+		// Long hex runs (keys, tokens), except digests named as such.
+		{re: regexp.MustCompile(`(?i)(sha(?:1|224|256|384|512):)?\b[0-9a-f]{32,}\b`), fn: keepDigest},
+		// Long base64 runs with mixed case and digits (AWS secret keys and
+		// the like). A run starting with '/' is a path and is kept.
+		{re: regexp.MustCompile(`/?[A-Za-z0-9+/_-]{32,}={0,2}`), fn: base64Secret},
+	}
+}
+
+var rules = redactions() // read-only after init
+
+func keepDigest(m string) string {
+	if i := strings.IndexByte(m, ':'); i > 0 && strings.HasPrefix(strings.ToLower(m), "sha") {
+		return m
+	}
+	return Redacted
+}
+
+func base64Secret(m string) string {
+	if strings.HasPrefix(m, "/") {
+		return m
+	}
+	var up, low, dig bool
+	for _, c := range m {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			up = true
+		case c >= 'a' && c <= 'z':
+			low = true
+		case c >= '0' && c <= '9':
+			dig = true
+		}
+	}
+	if up && low && dig {
+		return Redacted
+	}
+	return m
+}
+
+// Redact replaces credentials, tokens and key material in s with
+// [REDACTED], then makes it one line of at most spec.MaxEventDetail
+// characters. Redaction runs on the whole input before it is cut, so a
+// secret cannot survive by straddling the cut.
+func Redact(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	for _, r := range rules {
+		if r.fn != nil {
+			s = r.re.ReplaceAllStringFunc(s, r.fn)
+		} else {
+			s = r.re.ReplaceAllString(s, r.repl)
+		}
+	}
+	return spec.TruncateDetail(oneLine(s))
+}
+
+// oneLine turns control characters and runs of white space into single
+// spaces and trims the ends.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Sanitize returns e ready for a sink: Detail and Hint redacted and cut to
+// one line, Target, Rule and Control on one line. Every sink calls it.
+func Sanitize(e spec.Event) spec.Event {
+	e.Detail = Redact(e.Detail)
+	e.Hint = Redact(e.Hint)
+	e.Target = spec.TruncateDetail(oneLine(e.Target))
+	e.Rule = spec.TruncateDetail(oneLine(e.Rule))
+	e.Control = spec.TruncateDetail(oneLine(e.Control))
+	return e
+}

@@ -1,0 +1,23 @@
+// Package watchdog folds an operation's boundary events and reach
+// observations into a trail (in memory, at most TrailCap events, timed on
+// the receive clock the caller passes in; a restart forgets it) and fires
+// control-defeat signatures on evidence that a boundary failed:
+//
+//   - deny_then_reach: a target denied earlier (or watched because of a
+//     policy_unbound event) is later seen reached;
+//   - table_tampered: the operation's table changed or vanished while the
+//     task runs;
+//   - product_mismatch: a staged product no longer matches its manifest.
+//
+// Evidence a signature used is spent and never flags twice. A finding sets
+// the operation's attention, which only Clear (a person) or End (the task
+// ending) clears; later findings are added to it, never replace it.
+//
+// It also emits the denial-loop guidance (hint_loop): one event per run of
+// consecutive egress denials with no allowed flow in between.
+//
+// It is pure logic: no I/O, no clock of its own, no goroutines. It reports
+// and never decides: nothing here stops a task, changes a verdict or a
+// return code, and guidance is never a finding. The kernel-side sensors
+// that feed it live in package evidence.
+package watchdog

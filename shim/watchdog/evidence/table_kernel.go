@@ -1,0 +1,147 @@
+package evidence
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/nftables"
+
+	"github.com/gensee/gensee/shim/netpolicy"
+)
+
+// kernelTable is the tableSource of a real namespace.
+type kernelTable struct {
+	netnsFD int
+	plan    *netpolicy.Plan
+}
+
+func (k *kernelTable) ReadBack(ctx context.Context) error {
+	return netpolicy.ReadBack(ctx, k.netnsFD, k.plan)
+}
+
+// Monitor subscribes on a connection of its own in the namespace, so the
+// subscription never shares a socket with requests.
+func (k *kernelTable) Monitor() (<-chan generation, func(), error) {
+	var opts []nftables.ConnOption
+	if k.netnsFD > 0 {
+		opts = append(opts, nftables.WithNetNSFd(k.netnsFD))
+	}
+	c, err := nftables.New(opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open nftables monitor connection: %w", err)
+	}
+	mon := nftables.NewMonitor(nftables.WithMonitorEventBuffer(64))
+	evs, err := c.AddGenerationalMonitor(mon)
+	if err != nil {
+		return nil, nil, fmt.Errorf("subscribe to nftables changes: %w", err)
+	}
+	out := make(chan generation)
+	done := make(chan struct{})
+	go func() {
+		defer close(out)
+		for e := range evs {
+			g, ok := k.generation(e)
+			if !ok {
+				continue
+			}
+			select {
+			case out <- g:
+			case <-done:
+			}
+		}
+	}()
+	stop := func() {
+		close(done)
+		mon.Close()
+		// The library's reader blocks on sending until its channel is
+		// drained; the forwarder above drains it through done.
+		for range out {
+		}
+	}
+	return out, stop, nil
+}
+
+// generation condenses one monitor generation to what concerns our table.
+// An out-of-band event (lost messages) yields an empty generation that
+// still triggers a read-back.
+func (k *kernelTable) generation(e *nftables.MonitorEvents) (generation, bool) {
+	var g generation
+	if e == nil {
+		return g, false
+	}
+	if e.GeneratedBy != nil {
+		if gm, ok := e.GeneratedBy.Data.(*nftables.GenMsg); ok {
+			g.PID, g.Comm = gm.ProcPID, gm.ProcComm
+		}
+		if e.GeneratedBy.Type == nftables.MonitorEventTypeOOB {
+			g.Unknown++
+		}
+	}
+	for _, ch := range e.Changes {
+		if ch == nil || ch.Type == nftables.MonitorEventTypeOOB {
+			continue
+		}
+		switch table := tableOf(ch.Data); {
+		case table == k.plan.Table:
+			g.Ours = append(g.Ours, changeName(ch.Type))
+		case table == "":
+			g.Unknown++
+		}
+	}
+	return g, len(g.Ours) > 0 || g.Unknown > 0
+}
+
+// tableOf names the table a monitor object belongs to; "" if unknown.
+func tableOf(d any) string {
+	var t *nftables.Table
+	switch o := d.(type) {
+	case *nftables.Table:
+		t = o
+	case *nftables.Chain:
+		t = o.Table
+	case *nftables.Rule:
+		t = o.Table
+	case *nftables.Set:
+		t = o.Table
+	case *nftables.CounterObj:
+		t = o.Table
+	case *nftables.QuotaObj:
+		t = o.Table
+	case *nftables.NamedObj:
+		t = o.Table
+	}
+	if t == nil {
+		return ""
+	}
+	return t.Name
+}
+
+func changeName(t nftables.MonitorEventType) string {
+	switch t {
+	case nftables.MonitorEventTypeNewTable:
+		return "new table"
+	case nftables.MonitorEventTypeDelTable:
+		return "table deleted"
+	case nftables.MonitorEventTypeNewChain:
+		return "new chain"
+	case nftables.MonitorEventTypeDelChain:
+		return "chain deleted"
+	case nftables.MonitorEventTypeNewRule:
+		return "new rule"
+	case nftables.MonitorEventTypeDelRule:
+		return "rule deleted"
+	case nftables.MonitorEventTypeNewSet:
+		return "new set"
+	case nftables.MonitorEventTypeDelSet:
+		return "set deleted"
+	case nftables.MonitorEventTypeNewSetElem:
+		return "new set element"
+	case nftables.MonitorEventTypeDelSetElem:
+		return "set element deleted"
+	case nftables.MonitorEventTypeNewObj:
+		return "new object"
+	case nftables.MonitorEventTypeDelObj:
+		return "object deleted"
+	}
+	return fmt.Sprintf("change %d", t)
+}
