@@ -13,6 +13,7 @@ import (
 
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/trust"
@@ -144,5 +145,19 @@ func (s *service) recordRefusal(ctx context.Context, cfg config.Config, namespac
 	st := record.Store{Dir: cfg.StateDir}
 	if werr := st.AppendRefusal(refusal{At: s.now().UTC(), Namespace: namespace, ContainerID: id, Reason: re.Reason, Message: re.Message}); werr != nil {
 		loggerFor(ctx, id).WithError(werr).Error("record admission refusal")
+	}
+}
+
+// publishRefusal publishes an admission_denied event; the refusals log
+// keeps it too, since no operation (and no events.jsonl) exists for it.
+func (s *service) publishRefusal(ctx context.Context, id string, err error) {
+	var re *refusedError
+	if !errors.As(err, &re) {
+		return
+	}
+	ev := spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: re.Reason,
+		Detail: re.Message, Target: id, At: s.now().UTC()}
+	if perr := events.Publish(s.ctx, s.pub, events.Sanitize(ev)); perr != nil {
+		loggerFor(ctx, id).WithError(perr).Warn("publish admission_denied")
 	}
 }

@@ -54,12 +54,14 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		errors.As(err, &sr)
 		rerr := &refusedError{Reason: sr.Rule, Message: sr.Error()}
 		s.recordRefusal(ctx, cfg, ns, r.ID, rerr)
+		s.publishRefusal(ctx, r.ID, rerr)
 		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rerr.Error())
 	}
 	t0 := time.Now()
 	adm, err := s.admit(ctx, cfg, ns, r, oci)
 	if err != nil {
 		s.recordRefusal(ctx, cfg, ns, r.ID, err)
+		s.publishRefusal(ctx, r.ID, err)
 		loggerFor(ctx, r.ID).WithError(err).Warn("admission refused")
 		var re *refusedError
 		if errors.As(err, &re) {
@@ -133,7 +135,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 	}
 	return &operation{
 		id: id, namespace: ns, containerID: r.ID, bundle: r.Bundle, cfg: cfg, store: st,
-		contract: *d.Contract, admission: rec, done: make(chan struct{}),
+		contract: *d.Contract, admission: rec, done: make(chan struct{}), ctx: s.ctx, pub: s.pub,
 	}, nil
 }
 
@@ -149,6 +151,9 @@ func (s *service) rollback(ctx context.Context, op *operation) {
 		op.logger(ctx).WithError(err).Warn("rollback: delete")
 	}
 	op.removeTable(ctx)
+	if op.mon != nil {
+		op.mon.close()
+	}
 	s.drop(op.containerID)
 }
 

@@ -37,6 +37,9 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		op.mu.Unlock()
 		return nil, err
 	}
+	if op.mon != nil {
+		op.mon.start(int(op.netns.Fd()), op.plan, op.admission.Subject.InitPID)
+	}
 	s.startDeadline(op)
 	go s.watchExit(op)
 	return resp, nil
@@ -58,6 +61,10 @@ func (s *service) startDeadline(op *operation) {
 		op.mu.Unlock()
 		ctx := s.ctx
 		op.logger(ctx).WithField("deadline", op.contract.Deadline).Warn("contract deadline exceeded; killing the task")
+		if op.mon != nil {
+			op.mon.note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.contract.Deadline,
+				Detail: "the contract deadline " + op.contract.Deadline + " passed; the task was killed"})
+		}
 		if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true}); err != nil {
 			op.logger(ctx).WithError(err).Error("kill at deadline")
 		}
@@ -97,6 +104,7 @@ func (s *service) watchExit(op *operation) {
 	t1 := time.Now()
 	x.gate, x.gateRan = op.runProductGate(ctx, x.started), true
 	t2 := time.Now()
+	op.noteGate(x.gate)
 	op.finalizeNetwork(ctx, &x)
 	m := op.manifest(x)
 	if err := op.store.WriteJSON(op.id, record.ManifestFile, m); err != nil {

@@ -44,9 +44,7 @@ func GateHelperMain(stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runGate runs the gate in a helper process bounded by timeout. The helper
-// is started and waited through the shim's reaper: the shim is a subreaper
-// and a bare exec.Cmd.Wait would race the reaper for the exit status.
+// runGate runs the gate in a helper process bounded by timeout.
 func runGate(ctx context.Context, in gate.Input, timeout time.Duration) (*gate.Result, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -56,27 +54,46 @@ func runGate(ctx context.Context, in gate.Input, timeout time.Duration) (*gate.R
 	if err != nil {
 		return nil, fmt.Errorf("encode gate input: %w", err)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(self, GateHelperArg)
-	cmd.Stdin = bytes.NewReader(input)
-	cmd.Stdout, cmd.Stderr = &limitedBuffer{&stdout, maxGateResultBytes}, &limitedBuffer{&stderr, 64 << 10}
-	cmd.Env = []string{"GOMAXPROCS=2", "GOGC=40"}
-	ec, err := reaper.Default.Start(cmd)
+	out, err := runHelper([]string{self, GateHelperArg}, []string{"GOMAXPROCS=2", "GOGC=40"}, input, maxGateResultBytes, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("start gate helper: %w", err)
-	}
-	status, err := reaper.Default.WaitTimeout(cmd, ec, timeout)
-	if err != nil {
-		return nil, fmt.Errorf("gate helper: %w (limit %s)", err, timeout)
-	}
-	if status != 0 {
-		return nil, fmt.Errorf("gate helper exited %d: %s", status, bytes.TrimSpace(stderr.Bytes()))
+		return nil, fmt.Errorf("gate helper: %w", err)
 	}
 	var res gate.Result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("decode gate result: %w", err)
 	}
 	return &res, nil
+}
+
+// runHelper runs argv with env and stdin, bounded by timeout, and returns
+// its stdout (at most maxOut bytes). Children are started and waited
+// through the shim's reaper: the shim is a subreaper and a bare
+// exec.Cmd.Wait would race the reaper for the exit status.
+func runHelper(argv, env []string, stdin []byte, maxOut int, timeout time.Duration) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &limitedBuffer{&stdout, maxOut}, &limitedBuffer{&stderr, 64 << 10}
+	cmd.Env = env
+	ec, err := reaper.Default.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	status, err := reaper.Default.WaitTimeout(cmd, ec, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w (limit %s)", err, timeout)
+	}
+	if status != 0 {
+		return nil, fmt.Errorf("%s exited %d: %s", argv[0], status, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// runBounded runs the operator's notify command; failures are logged.
+func runBounded(op *operation, argv, env []string, timeout time.Duration) {
+	if _, err := runHelper(argv, env, nil, 64<<10, timeout); err != nil {
+		op.logger(context.Background()).WithError(err).Warn("notify command")
+	}
 }
 
 // limitedBuffer drops output past max instead of growing without bound.

@@ -21,6 +21,7 @@ type exitFacts struct {
 	counters *countersRecord
 	countErr string
 	removal  string // removedDeleted, removedWithNetns, or "" (still installed)
+	attempts spec.DeniedAttempts
 	deadline bool
 }
 
@@ -77,9 +78,9 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	case a.Table != "":
 		m.Observation.Counters.Error = "not read: the task never ran"
 	}
-	// No per-attempt telemetry is collected here: the list is empty and says
-	// it is incomplete, so it never claims that nothing was tried.
-	m.Observation.DeniedAttempts = spec.DeniedAttempts{Complete: false}
+	// Complete only when every denied packet the table counted was heard
+	// and listed: an empty list never claims that nothing was tried.
+	m.Observation.DeniedAttempts = x.attempts
 	op.gateManifest(m, x)
 	return m
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // bind identifies the created init, opens its netns and installs the
@@ -37,8 +39,14 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	if op.cfg.LogGroup != 0 {
 		plan.LogGroup = op.cfg.LogGroup
 	}
+	mon, err := openMonitor(op, op.pub)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	mon.openReader(int(f.Fd()), plan, netnsKind(op.admission.Netns) != netnsPrivate)
 	op.mu.Lock()
-	op.netns, op.plan = f, plan
+	op.netns, op.plan, op.mon = f, plan, mon
 	op.mu.Unlock()
 	if err := netpolicy.Apply(ctx, int(f.Fd()), plan); err != nil {
 		return err
@@ -47,6 +55,11 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	op.admission.Table = plan.Table
 	if err := op.writeMarker(); err != nil {
 		return fmt.Errorf("write bundle marker: %w", err)
+	}
+	if len(op.admission.CapabilitiesRemoved) > 0 {
+		mon.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
+			Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
+			Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 	}
 	return op.store.WriteJSON(op.id, record.AdmissionFile, op.admission)
 }
@@ -86,22 +99,41 @@ func startTime(stat []byte) (uint64, error) {
 	return strconv.ParseUint(string(f[19]), 10, 64)
 }
 
-// finalizeNetwork reads the counters and removes the table, recording both
-// in x for the manifest.
-func (op *operation) finalizeNetwork(ctx context.Context, x *exitFacts) {
+// readCounters reads the table's counters into x.
+func (op *operation) readCounters(ctx context.Context, x *exitFacts) {
 	op.mu.Lock()
 	f, plan := op.netns, op.plan
 	op.mu.Unlock()
-	if f != nil && plan != nil {
-		c, err := netpolicy.ReadCounters(ctx, int(f.Fd()), plan)
-		if err != nil {
-			x.countErr = err.Error()
-			op.logger(ctx).WithError(err).Error("read network counters")
-		} else {
-			x.counters = recordCounters(c)
+	if f == nil || plan == nil {
+		return
+	}
+	c, err := netpolicy.ReadCounters(ctx, int(f.Fd()), plan)
+	if err != nil {
+		x.countErr = err.Error()
+		op.logger(ctx).WithError(err).Error("read network counters")
+		return
+	}
+	x.counters = recordCounters(c)
+}
+
+// finalizeNetwork stops the sensors, reads the counters, collects the
+// denied attempts and removes the table, recording all of it in x.
+func (op *operation) finalizeNetwork(ctx context.Context, x *exitFacts) {
+	if op.mon != nil {
+		op.mon.stopSensors()
+	}
+	op.readCounters(ctx, x)
+	if op.mon != nil {
+		var denied uint64
+		if x.counters != nil {
+			denied = x.counters.Denied.Packets
 		}
+		x.attempts = op.mon.finish(denied, x.counters != nil)
 	}
 	x.removal = op.removeTable(ctx)
+	if op.mon != nil {
+		op.mon.close()
+	}
 }
 
 // Ways the table goes (spec.NetworkEnforcement.TableRemoved).

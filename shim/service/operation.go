@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -55,6 +56,9 @@ type operation struct {
 	store       record.Store
 	contract    spec.Contract
 	admission   *admissionRecord
+	ctx         context.Context  // the shim's namespaced context, for publishing
+	pub         events.Publisher // where boundary events go besides events.jsonl
+	mon         *monitor         // set by bind; nil before
 
 	mu          sync.Mutex
 	state       opState  // guarded by mu

@@ -72,6 +72,9 @@ func (s *service) shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, op := range ops {
+		if op.mon != nil {
+			op.mon.close()
+		}
 		op.removeTable(ctx)
 	}
 	return nil
