@@ -6,6 +6,7 @@
 //	probe ping4|ping6 ADDR            one ICMP echo over an unprivileged ICMP socket
 //	probe packet                      open an AF_PACKET socket
 //	probe write PATH TEXT             write a file
+//	probe flood udp HOST:PORT N       send N datagrams as fast as possible (exit 0 whatever happens)
 //	probe sleep SECONDS
 package main
 
@@ -45,6 +46,12 @@ func main() {
 			usage()
 		}
 		err = os.WriteFile(os.Args[2], []byte(os.Args[3]), 0o644)
+	case "flood":
+		if len(os.Args) != 5 {
+			usage()
+		}
+		n, _ := strconv.Atoi(os.Args[4])
+		flood(os.Args[2], os.Args[3], n)
 	case "sleep":
 		n, _ := strconv.Atoi(os.Args[2])
 		time.Sleep(time.Duration(n) * time.Second)
@@ -108,4 +115,18 @@ func ping(v6 bool, addr string) error {
 	buf := make([]byte, 128)
 	_, _, err = conn.ReadFrom(buf)
 	return err
+}
+
+// flood sends n datagrams; send errors (a local drop reports EPERM) are
+// ignored, so every one of them reaches the table.
+func flood(proto, addr string, n int) {
+	c, err := net.Dial(proto, addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	for i := 0; i < n; i++ {
+		c.Write([]byte("flood"))
+	}
 }

@@ -29,6 +29,11 @@ type Options struct {
 	Busybox string // path to a static busybox, e.g. /bin/busybox
 	Probe   string // path to the static probe binary
 	Extra   map[string][]byte
+	// Name is the image reference the archive carries (default Name).
+	Name string
+	// Cmd is the image's default command (default ["/bin/sh"]); a CRI
+	// sandbox (pause) image needs one that never exits.
+	Cmd []string
 }
 
 type file struct {
@@ -70,7 +75,14 @@ func Write(path string, o Options) error {
 	if err != nil {
 		return err
 	}
-	return writeLayout(path, layer)
+	name, cmd := Name, []string{"/bin/sh"}
+	if o.Name != "" {
+		name = o.Name
+	}
+	if o.Cmd != nil {
+		cmd = o.Cmd
+	}
+	return writeLayout(path, layer, name, cmd)
 }
 
 var epoch = time.Unix(0, 0)
@@ -115,10 +127,10 @@ func digestOf(b []byte) string {
 	return "sha256:" + hex.EncodeToString(s[:])
 }
 
-func writeLayout(path string, layer []byte) error {
+func writeLayout(path string, layer []byte, name string, cmd []string) error {
 	cfg, _ := json.Marshal(map[string]any{
 		"architecture": "amd64", "os": "linux",
-		"config": map[string]any{"Env": Env, "Cmd": []string{"/bin/sh"}, "WorkingDir": "/"},
+		"config": map[string]any{"Env": Env, "Cmd": cmd, "WorkingDir": "/"},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{digestOf(layer)}},
 	})
 	manifest, _ := json.Marshal(map[string]any{
@@ -129,7 +141,7 @@ func writeLayout(path string, layer []byte) error {
 	index, _ := json.Marshal(map[string]any{
 		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
 		"manifests": []descriptor{{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: digestOf(manifest), Size: len(manifest),
-			Annotations: map[string]string{"io.containerd.image.name": Name, "org.opencontainers.image.ref.name": "latest"}}},
+			Annotations: map[string]string{"io.containerd.image.name": name, "org.opencontainers.image.ref.name": "latest"}}},
 	})
 	var out []file
 	out = append(out, file{name: "oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},

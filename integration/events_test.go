@@ -1,0 +1,220 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gensee/gensee/shim/events"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+// events reads events.jsonl of ns/id.
+func (e *env) events(ns, id string) []spec.Event {
+	e.t.Helper()
+	dir, err := record.Store{Dir: e.state}.OperationDir(e.operation(ns, id))
+	must(e.t, err)
+	c, err := events.Read(filepath.Join(dir, record.EventsFile))
+	must(e.t, err)
+	return c.Events
+}
+
+func countKind(evs []spec.Event, kind, rule string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Kind == kind && (rule == "" || ev.Rule == rule) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the time is up.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func allowServer() spec.Contract {
+	return spec.Contract{ID: "allow-server", Version: 1, Network: spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{
+		{IP: serverIP, Proto: spec.ProtoTCP, Port: 8080},
+	}}}
+}
+
+func eventsCatalog() spec.Catalog {
+	return catalogOf([]spec.Contract{denyAll("offline"), allowServer()},
+		selector("it-ev", map[string]string{"build": "offline"}, "offline"),
+		selector("it-evallow", map[string]string{"build": "allow-server"}, "allow-server"))
+}
+
+// TestEgressDeniedEvents: denied packets become egress_denied events with
+// their target, the attempts reconcile with the deny counter, and a flood
+// beyond the log's rate limit is reported as incomplete.
+func TestEgressDeniedEvents(t *testing.T) {
+	e := startEnv(t, eventsCatalog())
+	n := newTestNet(t)
+	netns := []string{"--with-ns", "network:" + n.ClientPath}
+	if _, code := e.run("it-ev", "few", netns, "/bin/sh", "-c",
+		"/bin/probe connect udp "+serverIP+":5353; /bin/probe connect udp "+serverIP+":5354; true"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	m := e.manifest("it-ev", "few")
+	evs := e.events("it-ev", "few")
+	for _, target := range []string{serverIP + ":5353/udp", serverIP + ":5354/udp"} {
+		found := false
+		for _, ev := range evs {
+			found = found || (ev.Kind == spec.EventEgressDenied && ev.Target == target)
+		}
+		if !found {
+			t.Errorf("no egress_denied event for %s in %+v", target, evs)
+		}
+	}
+	da := m.Observation.DeniedAttempts
+	if !da.Complete || uint64(len(da.Items)) != m.Observation.Counters.DeniedPackets {
+		t.Fatalf("attempts %d complete=%v, deny counter %d: want complete and equal", len(da.Items), da.Complete, m.Observation.Counters.DeniedPackets)
+	}
+
+	if _, code := e.run("it-ev", "flood", netns, "/bin/probe", "flood", "udp", serverIP+":5353", "500"); code != 0 {
+		t.Fatalf("flood exit %d", code)
+	}
+	m = e.manifest("it-ev", "flood")
+	if m.Observation.Counters.DeniedPackets < 500 || m.Observation.DeniedAttempts.Complete {
+		t.Fatalf("flood: deny counter %d, complete %v: want >= 500 and incomplete", m.Observation.Counters.DeniedPackets, m.Observation.DeniedAttempts.Complete)
+	}
+	if got := countKind(e.events("it-ev", "flood"), spec.EventEgressDenied, ""); uint64(got) >= m.Observation.Counters.DeniedPackets {
+		t.Fatalf("flood: %d events for %d denied packets; the log is rate-limited", got, m.Observation.Counters.DeniedPackets)
+	}
+}
+
+// runDetached starts a long-running container in the test netns.
+func (e *env) runDetached(ns, id, netnsPath string, args ...string) {
+	e.t.Helper()
+	all := []string{"run", "-d", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, "--with-ns", "network:" + netnsPath, e.image, id}
+	e.ctr(e.ns(ns), append(all, args...)...)
+	e.t.Cleanup(func() {
+		e.ctrErr(ns, "tasks", "kill", "-s", "SIGKILL", id)
+		waitStopped(e, ns, id)
+		e.ctrErr(ns, "tasks", "delete", id)
+		e.ctrErr(ns, "containers", "delete", id)
+	})
+}
+
+func (e *env) attention(ns, id string) (spec.Attention, bool) {
+	a, ok, err := events.ReadAttention(record.Store{Dir: e.state}, e.operation(ns, id))
+	must(e.t, err)
+	return a, ok
+}
+
+// nftIn runs nft in the test container's netns (nsenter keeps /sys).
+func nftIn(t *testing.T, n *testNet, args ...string) string {
+	out, err := exec.Command("nsenter", append([]string{"--net=" + n.ClientPath, "nft"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestTableTampered: the host flushes the operation's table while the task
+// runs: control_defeat within 2 s, attention set, an error line logged, and
+// the task keeps running. The task's end clears the attention.
+func TestTableTampered(t *testing.T) {
+	e := startEnv(t, eventsCatalog())
+	n := newTestNet(t)
+	e.runDetached("it-ev", "tamper", n.ClientPath, "/bin/sleep", "300")
+	table := e.admissionRecord("it-ev", "tamper")["table"].(string)
+	time.Sleep(300 * time.Millisecond) // the watcher is up once Start returned; give it its first read
+	start := time.Now()
+	nftIn(t, n, "flush", "table", "inet", table)
+	waitFor(t, 2*time.Second, "attention after the table was flushed", func() bool {
+		a, ok := e.attention("it-ev", "tamper")
+		return ok && len(a.Findings) > 0 && a.Findings[0].Signature == "table_tampered"
+	})
+	t.Logf("control_defeat %s after the flush", time.Since(start))
+	if out := e.ctr("it-ev", "tasks", "ls"); !strings.Contains(lineOf(out, "tamper"), "RUNNING") {
+		t.Fatalf("the task did not keep running:\n%s", out)
+	}
+	if countKind(e.events("it-ev", "tamper"), spec.EventControlDefeat, "table_tampered") != 1 {
+		t.Fatalf("want exactly one table_tampered control_defeat event: %+v", e.events("it-ev", "tamper"))
+	}
+	log, _ := os.ReadFile(filepath.Join(e.dir, "containerd.log"))
+	if !strings.Contains(string(log), "control_defeat") || !strings.Contains(string(log), "table_tampered") {
+		t.Fatalf("no error line naming the signature in the shim log")
+	}
+	e.ctr("it-ev", "tasks", "kill", "-s", "SIGKILL", "tamper")
+	waitStopped(e, "it-ev", "tamper")
+	e.ctr("it-ev", "tasks", "delete", "tamper")
+	if _, ok := e.attention("it-ev", "tamper"); ok {
+		t.Fatalf("attention still set after the task ended")
+	}
+}
+
+// TestDenyThenReach: a target is denied; the host then removes the deny
+// rules and the container reaches it: deny_then_reach fires once, and the
+// same evidence never fires again.
+func TestDenyThenReach(t *testing.T) {
+	e := startEnv(t, eventsCatalog())
+	n := newTestNet(t)
+	n.listenTCP(serverIP + ":8080")
+	l := n.listenTCP(serverIP + ":8081")
+	e.runDetached("it-evallow", "reach", n.ClientPath, "/bin/sh", "-c",
+		"while true; do /bin/probe connect tcp "+serverIP+":8080; /bin/probe connect tcp "+serverIP+":8081; sleep 0.3; done")
+	table := e.admissionRecord("it-evallow", "reach")["table"].(string)
+	waitFor(t, 10*time.Second, "an egress_denied event for :8081", func() bool {
+		return countKind(e.events("it-evallow", "reach"), spec.EventEgressDenied, "") > 0
+	})
+	// As the host: delete every rule that drops or logs, leaving the accepts.
+	listing := nftIn(t, n, "-a", "list", "chain", "inet", table, "output")
+	for _, line := range strings.Split(listing, "\n") {
+		if (strings.Contains(line, "drop") || strings.Contains(line, " log ")) && strings.Contains(line, "# handle ") {
+			h := line[strings.LastIndex(line, "# handle ")+len("# handle "):]
+			nftIn(t, n, "delete", "rule", "inet", table, "output", "handle", strings.TrimSpace(h))
+		}
+	}
+	waitFor(t, 10*time.Second, "the container reaching :8081", func() bool { return l.accepted.Load() > 0 })
+	waitFor(t, 5*time.Second, "deny_then_reach", func() bool {
+		return countKind(e.events("it-evallow", "reach"), spec.EventControlDefeat, "deny_then_reach") > 0
+	})
+	time.Sleep(3 * time.Second) // more reaches of the same target: the spent evidence must not fire again
+	if got := countKind(e.events("it-evallow", "reach"), spec.EventControlDefeat, "deny_then_reach"); got != 1 {
+		t.Fatalf("deny_then_reach fired %d times, want once", got)
+	}
+	if out := e.ctr("it-evallow", "tasks", "ls"); !strings.Contains(lineOf(out, "reach"), "RUNNING") {
+		t.Fatalf("the task did not keep running:\n%s", out)
+	}
+}
+
+// TestDenialLoop: ten retries of one denied connect give one hint_loop; an
+// allowed flow in between starts a new loop. Guidance never changes the
+// task's fate or status.
+func TestDenialLoop(t *testing.T) {
+	e := startEnv(t, eventsCatalog())
+	n := newTestNet(t)
+	n.listenTCP(serverIP + ":8080")
+	netns := []string{"--with-ns", "network:" + n.ClientPath}
+	retries := "for i in 1 2 3 4 5 6 7 8 9 10; do /bin/probe connect udp " + serverIP + ":9999; done; exit 3"
+	if _, code := e.run("it-ev", "loop", netns, "/bin/sh", "-c", retries); code != 3 {
+		t.Fatalf("exit %d, want the workload's own 3", code)
+	}
+	if got := countKind(e.events("it-ev", "loop"), spec.EventHintLoop, ""); got != 1 {
+		t.Fatalf("%d hint_loop events for ten retries, want 1", got)
+	}
+	twoLoops := "for i in 1 2 3 4 5; do /bin/probe connect udp " + serverIP + ":9999; done; " +
+		"/bin/probe connect tcp " + serverIP + ":8080; sleep 1.5; " +
+		"for i in 1 2 3 4 5; do /bin/probe connect udp " + serverIP + ":9999; done; true"
+	if _, code := e.run("it-evallow", "loops", netns, "/bin/sh", "-c", twoLoops); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if got := countKind(e.events("it-evallow", "loops"), spec.EventHintLoop, ""); got != 2 {
+		t.Fatalf("%d hint_loop events with an allowed flow between two loops, want 2", got)
+	}
+}
