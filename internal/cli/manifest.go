@@ -49,10 +49,10 @@ type operation struct {
 	m        *spec.Manifest
 }
 
-// load resolves r and reads the operation's manifest. Missing records and
-// unreadable files exit 2; a manifest that fails validation exits 1 with
-// its findings on findingsTo.
-func (r *opRef) load(env *Env, findingsTo io.Writer) (*operation, error) {
+// resolve finds the operation r names and checks its directory exists,
+// without reading any record in it (a running task has no manifest yet).
+// A missing index entry or directory exits 2.
+func (r *opRef) resolve(env *Env) (*operation, error) {
 	switch {
 	case r.container == "" && r.operation == "":
 		return nil, errUsage("pass --container ID (with --namespace NS) or --operation ID")
@@ -76,15 +76,30 @@ func (r *opRef) load(env *Env, findingsTo io.Writer) (*operation, error) {
 	if op.dir, err = store.OperationDir(op.id); err != nil {
 		return nil, errUsage("--operation: %v (want the 32 hex characters of an operation id)", err)
 	}
+	if _, err := os.Lstat(op.dir); err != nil {
+		return nil, fail(ExitUsage, "find operation "+op.id, fmt.Errorf("no directory %s in state dir %s", op.dir, op.stateDir),
+			"check the operation id, or pass --config F naming the runtime's state_dir")
+	}
+	op.who = admittedContainer(op.dir)
+	return op, nil
+}
+
+// store is the state dir op was found in.
+func (op *operation) store() record.Store { return record.Store{Dir: op.stateDir} }
+
+// load resolves r and reads the operation's manifest. Missing records and
+// unreadable files exit 2; a manifest that fails validation exits 1 with
+// its findings on findingsTo.
+func (r *opRef) load(env *Env, findingsTo io.Writer) (*operation, error) {
+	op, err := r.resolve(env)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := readRecord(op.dir, record.ManifestFile, spec.MaxManifestBytes)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		if _, serr := os.Lstat(op.dir); serr != nil {
-			return nil, fail(ExitUsage, "find operation "+op.id, fmt.Errorf("no directory %s in state dir %s", op.dir, op.stateDir),
-				"check the operation id, or pass --config F naming the runtime's state_dir")
-		}
 		return nil, fail(ExitUsage, "read manifest of operation "+op.id, fmt.Errorf("%s does not exist yet", filepath.Join(op.dir, record.ManifestFile)),
-			"the runtime writes it when the task exits; if the task has exited, its shim died before the gate ran: see the operation's events")
+			"the runtime writes it when the task exits; if the task has exited, its shim died before the gate ran: see the operation's events (gensee events --operation "+op.id+")")
 	case err != nil:
 		return nil, readErr("manifest", filepath.Join(op.dir, record.ManifestFile), err)
 	}
@@ -93,7 +108,6 @@ func (r *opRef) load(env *Env, findingsTo io.Writer) (*operation, error) {
 		return nil, invalid(findingsTo, "manifest "+filepath.Join(op.dir, record.ManifestFile), err,
 			"the record was damaged or written by an incompatible runtime; do not trust its products")
 	}
-	op.who = admittedContainer(op.dir)
 	return op, nil
 }
 

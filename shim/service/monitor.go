@@ -235,9 +235,17 @@ func (m *monitor) stopSensors() {
 // listed and no event was dropped.
 func (m *monitor) finish(denied uint64, counted bool) spec.DeniedAttempts {
 	if m.rd != nil {
+		// Wait for the reader to catch up with the counter, but only while
+		// it makes progress: a rate-limited log never catches up.
 		deadline := time.Now().Add(300 * time.Millisecond)
-		for m.rd.Received() < denied && time.Now().Before(deadline) {
+		last, idle := m.rd.Received(), 0
+		for last < denied && idle < 5 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
+			if now := m.rd.Received(); now > last {
+				last, idle = now, 0
+			} else {
+				idle++
+			}
 		}
 		m.rd.Close()
 	}
