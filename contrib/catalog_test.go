@@ -13,11 +13,6 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// criNamespace is the containerd namespace of CRI's containers, the only
-// one in which the runtime reads the Kubernetes namespace fact. (The shim's
-// own constant is unexported in shim/service.)
-const criNamespace = "k8s.io"
-
 // TestContribOperatorConfig: the example operator config parses strictly
 // and names the runtime's default paths.
 func TestContribOperatorConfig(t *testing.T) {
@@ -69,9 +64,9 @@ func TestContribCatalogs(t *testing.T) {
 		c := cats[p]
 		for _, s := range c.Selectors {
 			m := s.Match
-			if m.ContainerdNamespace != criNamespace || m.Runtime != service.RuntimeName || m.K8sNamespace == "" {
+			if m.ContainerdNamespace != service.CRINamespace || m.Runtime != service.RuntimeName || m.K8sNamespace == "" {
 				t.Errorf("%s selector %s: match %+v, want containerd_namespace %s, runtime %s and a k8s_namespace",
-					p, s.ID, m, criNamespace, service.RuntimeName)
+					p, s.ID, m, service.CRINamespace, service.RuntimeName)
 			}
 			if other, dup := seen[m.K8sNamespace]; dup {
 				t.Errorf("%s selector %s: k8s namespace %q is also selected in %s", p, s.ID, m.K8sNamespace, other)

@@ -230,6 +230,22 @@ func (e *criEnv) admissionErrors(probe []string, l *listener) {
 	// Its own container annotation overrides the pod's and admits it.
 	args := []string{"/bin/probe", "sleep", "3600"}
 	obs := e.probeObservation(podID, podCfg, args)
+	// What a kubelet can send: a pod-level key per container name. It
+	// admits the container it names and nobody else.
+	perName := e.podConfig("per-name", k8sStrict, map[string]string{
+		"io.gensee.boundary.inference":          e.inference(pauseObs, nil, nil),
+		"io.gensee.boundary.inference.per-name": e.inference(obs, nil, nil),
+	})
+	perPod := e.runp(perName)
+	cid = e.createStart(perPod, perName, e.containerConfig("per-name", args, nil))
+	if adm := e.record(cid, record.AdmissionFile); adm["contract_id"] != "pod-deny" || adm["safe_default"] != false {
+		t.Errorf("container admitted by its per-name pod annotation: %v", adm)
+	}
+	e.crictl("stop", "-t", "1", cid)
+	e.crictl("rm", cid)
+	e.crictl("stopp", perPod)
+	e.crictl("rmp", perPod)
+
 	cid = e.createStart(podID, podCfg, e.containerConfig("own-inference", args,
 		map[string]string{"io.gensee.boundary.inference": e.inference(obs, nil, nil)}))
 	if adm := e.record(cid, record.AdmissionFile); adm["contract_id"] != "pod-deny" || adm["safe_default"] != false {

@@ -26,11 +26,29 @@ const (
 	AnnotationInference   = "io.gensee.boundary.inference"
 	AnnotationObservation = "io.gensee.boundary.observation"
 
-	// CRI sets these; they are trusted only in CRI's own containerd
+	// CRI sets these after the pass-through pod annotations, so a pod
+	// cannot fake them; they are read only in CRI's own containerd
 	// namespace, where only the CRI plugin creates containers.
-	annotationSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
-	criNamespace               = "k8s.io"
+	AnnotationSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
+	AnnotationContainerName    = "io.kubernetes.cri.container-name"
+	CRINamespace               = "k8s.io"
 )
+
+// annotation returns the value of a gensee annotation key for this
+// container. A Kubernetes Pod has annotations only at pod level, and CRI
+// copies them into every container of the pod (the pause container too), so
+// in CRI's namespace "<key>.<container name>" takes precedence over key:
+// one pod can carry one inference per container.
+func annotation(namespace string, a map[string]string, key string) string {
+	if namespace == CRINamespace {
+		if name := a[AnnotationContainerName]; name != "" {
+			if v, ok := a[key+"."+name]; ok {
+				return v
+			}
+		}
+	}
+	return a[key]
+}
 
 // RuntimeName is the runtime type this shim answers to.
 const RuntimeName = "io.containerd.gensee.v2"
@@ -61,8 +79,8 @@ type admitted struct {
 // facts are the trusted facts about the caller of this Create.
 func facts(namespace string, s *specs.Spec) admission.Facts {
 	f := admission.Facts{ContainerdNamespace: namespace, Runtime: RuntimeName}
-	if namespace == criNamespace {
-		f.K8sNamespace = s.Annotations[annotationSandboxNamespace]
+	if namespace == CRINamespace {
+		f.K8sNamespace = s.Annotations[AnnotationSandboxNamespace]
 	}
 	return f
 }
@@ -87,8 +105,8 @@ func (s *service) admit(ctx context.Context, cfg config.Config, namespace string
 		Catalog:              cat.Catalog,
 		CatalogVersion:       cat.Version,
 		Facts:                f,
-		InferenceEnvelope:    []byte(oci.Annotations[AnnotationInference]),
-		PreflightObservation: []byte(oci.Annotations[AnnotationObservation]),
+		InferenceEnvelope:    []byte(annotation(namespace, oci.Annotations, AnnotationInference)),
+		PreflightObservation: []byte(annotation(namespace, oci.Annotations, AnnotationObservation)),
 		Observation:          obs,
 		Now:                  s.now(),
 	})
