@@ -10,9 +10,10 @@ import (
 // Exit codes. The top-level help lists them; scripts rely on them.
 const (
 	ExitOK       = 0 // done
-	ExitRefused  = 1 // a document is invalid, a signature, expiry or trust rule refused it, or staged products do not match their manifest
+	ExitRefused  = 1 // a document is invalid, a signature, expiry or trust rule refused it, staged products do not match their manifest, or attention clear found nothing set
 	ExitUsage    = 2 // usage error, or a file could not be read or written
 	ExitObserved = 3 // boundary audit: some granted control is not verified enforceable here
+	ExitDefeated = 4 // boundary audit --operation: a control_defeat signature fired (a control was defeated)
 )
 
 // Error is a command failure with its exit code. It renders as the

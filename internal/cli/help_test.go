@@ -31,7 +31,9 @@ func TestHelpRootListsCommandsAndExitCodes(t *testing.T) {
 	r.want(t, ExitOK, []string{
 		"boundary validate", "boundary audit", "catalog keygen", "catalog sign", "catalog inspect",
 		"inference sign", "inference make", "manifest show", "manifest verify", "observe", "version",
-		"0  ok", "1  refused or invalid", "staged products do not match", "2  usage error", "3  boundary audit",
+		"events", "attention list", "attention clear",
+		"0  ok", "1  refused or invalid", "staged products do not match", "attention clear found no attention set",
+		"2  usage error", "3  boundary audit", "4  boundary audit --operation: a control was defeated",
 		"$GENSEE_CONFIG",
 	}, nil)
 }
@@ -41,6 +43,12 @@ func TestHelpLeafListsFlags(t *testing.T) {
 	std().run(t, "inference", "make", "--help").want(t, ExitOK, []string{"--class C", "--confidence BP", "--ttl D", "(default 30m0s)"}, nil)
 	std().run(t, "manifest", "show", "--help").want(t, ExitOK, []string{"--container ID", "--namespace NS", "--operation ID", "--config F", "--json", "--in-toto", "https://gensee.dev/effect-manifest/v1"}, nil)
 	std().run(t, "help", "manifest", "verify").want(t, ExitOK, []string{"--container ID", "--operation ID", "--config F", "verified: N files", "expected <value>, actual <value>"}, nil)
+	std().run(t, "events", "--help").want(t, ExitOK, []string{"--follow", "--address SOCK", "--container ID", "--operation ID", "--json", "--config F",
+		"N events dropped: the log reached its size bound", "SIGINT or SIGTERM: exit 0", "guidance"}, nil)
+	std().run(t, "help", "attention", "list").want(t, ExitOK, []string{"--json", "--config F", "evidence"}, nil)
+	std().run(t, "attention", "clear", "--help").want(t, ExitOK, []string{"--operation ID", "1 when no attention was set"}, nil)
+	std().run(t, "boundary", "audit", "--help").want(t, ExitOK, []string{"--contract F", "--operation ID", "--container ID",
+		"hit_a_wall", "defeated_a_control", "guidance gap", "gensee.operation-audit/v1", "4 when a control was defeated"}, nil)
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -60,6 +68,10 @@ func TestUsageErrors(t *testing.T) {
 		{"observe bundle and rootfs", []string{"observe", "--bundle", "b", "--rootfs", "r"}, "--bundle excludes"},
 		{"manifest without operation", []string{"manifest", "verify"}, "pass --container ID"},
 		{"manifest group without subcommand", []string{"manifest"}, "gensee: manifest: missing command"},
+		{"events without operation", []string{"events"}, "pass --container ID"},
+		{"events address without follow", []string{"events", "--address", "/run/containerd/containerd.sock"}, "add --follow"},
+		{"attention clear without operation", []string{"attention", "clear"}, "--operation is required"},
+		{"audit contract and operation", []string{"boundary", "audit", "--contract", "c.json", "--operation", "x"}, "exclude each other"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,8 +7,10 @@ func root() *Command {
 	return &Command{
 		Name: "gensee",
 		Subs: []*Command{
+			attentionCommand(),
 			boundaryCommand(),
 			catalogCommand(),
+			eventsCommand(),
 			inferenceCommand(),
 			manifestCommand(),
 			observeCommand(),

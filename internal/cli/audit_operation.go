@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gensee/gensee/shim/events"
+	"github.com/gensee/gensee/spec"
+)
+
+// OperationAuditSchema identifies the JSON shape of boundary audit
+// --operation --json.
+const OperationAuditSchema = "gensee.operation-audit/v1"
+
+// Finding classes, and the verdicts built from them.
+const (
+	// ClassHitAWall: a boundary refused something and held. A hint_loop is
+	// here too, as a guidance gap: never a security finding.
+	ClassHitAWall = "hit_a_wall"
+	// ClassDefeated: a control_defeat signature fired: a security finding.
+	ClassDefeated = "defeated_a_control"
+	// ClassObserved: evidence the watchdog weighs (policy_unbound,
+	// flow_reached, table_tampered, product_mismatch); not a finding on its
+	// own — a signature that used it is its own finding.
+	ClassObserved = "observed"
+
+	VerdictNothing = "nothing_refused" // no wall hit, no control defeated
+)
+
+// OperationAudit is boundary audit --operation's result. writeJSON sorts
+// the keys.
+type OperationAudit struct {
+	Schema      string             `json:"schema"`
+	OperationID string             `json:"operation_id"`
+	Container   string             `json:"container"` // namespace/id, "" if unknown
+	Log         OperationLog       `json:"log"`
+	Attention   bool               `json:"attention_set"`
+	Findings    []OperationFinding `json:"findings"` // oldest first
+	Counts      map[string]int     `json:"counts"`   // per class, every class present
+	Verdict     string             `json:"verdict"`  // defeated_a_control | hit_a_wall | nothing_refused
+	ExitCode    int                `json:"exit_code"`
+}
+
+// OperationLog says how much of the operation's events.jsonl the audit saw.
+// Complete is false when events were dropped or lines did not parse: the
+// classification covers only what was written.
+type OperationLog struct {
+	Present   bool   `json:"present"`
+	Events    int    `json:"events"`
+	Dropped   uint64 `json:"dropped"`
+	Malformed int    `json:"malformed"`
+	Complete  bool   `json:"complete"`
+}
+
+// OperationFinding is one classified finding: an event from the log, a
+// finding from attention.json, or both when they are the same firing.
+type OperationFinding struct {
+	Class       string    `json:"class"`
+	Security    bool      `json:"security"`     // true only for defeated_a_control
+	GuidanceGap bool      `json:"guidance_gap"` // a hint_loop
+	Kind        string    `json:"kind"`
+	Control     string    `json:"control"`
+	Rule        string    `json:"rule"` // the signature, for control_defeat
+	Target      string    `json:"target"`
+	Detail      string    `json:"detail"`
+	Hint        string    `json:"hint"` // guidance only
+	At          time.Time `json:"at"`
+	Sources     []string  `json:"sources"`  // "events", "attention"
+	Evidence    []string  `json:"evidence"` // "kind target" of each evidence event (attention findings)
+}
+
+// classOf maps an event kind to its class.
+func classOf(kind string) string {
+	switch kind {
+	case spec.EventControlDefeat:
+		return ClassDefeated
+	case spec.EventEgressDenied, spec.EventAdmissionDenied, spec.EventGateRejected,
+		spec.EventCapabilityRemoved, spec.EventDeadlineExceeded, spec.EventHintLoop:
+		return ClassHitAWall
+	}
+	return ClassObserved
+}
+
+// buildOperationAudit classifies an operation's events and attention
+// findings. It is pure. A control_defeat event and an attention finding
+// with the same signature and time are one firing, reported once.
+func buildOperationAudit(opID, container string, log events.Contents, logPresent bool, att spec.Attention, attSet bool) OperationAudit {
+	rep := OperationAudit{
+		Schema: OperationAuditSchema, OperationID: opID, Container: container, Attention: attSet,
+		Log: OperationLog{Present: logPresent, Events: len(log.Events), Dropped: log.Dropped, Malformed: log.Malformed,
+			Complete: log.Dropped == 0 && log.Malformed == 0},
+		Findings: []OperationFinding{},
+		Counts:   map[string]int{ClassHitAWall: 0, ClassDefeated: 0, ClassObserved: 0},
+	}
+	for _, e := range log.Events {
+		e = events.Sanitize(e)
+		rep.Findings = append(rep.Findings, OperationFinding{
+			Class: classOf(e.Kind), Kind: e.Kind, Control: e.Control, Rule: e.Rule, Target: e.Target,
+			Detail: e.Detail, Hint: e.Hint, At: e.At, Sources: []string{"events"}, Evidence: []string{},
+		})
+	}
+	if attSet {
+		for _, f := range att.Findings {
+			rep.addAttention(f)
+		}
+	}
+	slices.SortStableFunc(rep.Findings, func(a, b OperationFinding) int { return a.At.Compare(b.At) })
+	for i := range rep.Findings {
+		f := &rep.Findings[i]
+		f.Security = f.Class == ClassDefeated
+		f.GuidanceGap = f.Kind == spec.EventHintLoop
+		rep.Counts[f.Class]++
+	}
+	switch {
+	case rep.Counts[ClassDefeated] > 0:
+		rep.Verdict, rep.ExitCode = ClassDefeated, ExitDefeated
+	case rep.Counts[ClassHitAWall] > 0:
+		rep.Verdict, rep.ExitCode = ClassHitAWall, ExitOK
+	default:
+		rep.Verdict, rep.ExitCode = VerdictNothing, ExitOK
+	}
+	return rep
+}
+
+// addAttention merges attention finding f into the control_defeat event of
+// the same firing, or adds it when the log lacks that event (dropped).
+func (rep *OperationAudit) addAttention(f spec.Finding) {
+	ev := []string{}
+	for _, e := range f.Evidence {
+		e = events.Sanitize(e)
+		ev = append(ev, strings.TrimSpace(e.Kind+" "+e.Target))
+	}
+	for i := range rep.Findings {
+		g := &rep.Findings[i]
+		if g.Kind == spec.EventControlDefeat && g.Rule == f.Signature && g.At.Equal(f.At) && !slices.Contains(g.Sources, "attention") {
+			g.Sources = append(g.Sources, "attention")
+			g.Evidence = ev
+			return
+		}
+	}
+	rep.Findings = append(rep.Findings, OperationFinding{
+		Class: ClassDefeated, Kind: spec.EventControlDefeat, Control: "watchdog", Rule: f.Signature,
+		Detail: events.Redact(f.Detail), At: f.At, Sources: []string{"attention"}, Evidence: ev,
+	})
+}

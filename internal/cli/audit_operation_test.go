@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gensee/gensee/shim/events"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+func TestBuildOperationAudit(t *testing.T) {
+	at := evAt.Add(time.Minute)
+	unbound := spec.Event{Kind: spec.EventPolicyUnbound, Control: "network", Target: "198.51.100.7:80/tcp", At: evAt}
+	walls := events.Contents{Events: []spec.Event{denial(0, "198.51.100.7:80/tcp"), denial(1, "198.51.100.7:80/tcp"), hintLoop(1)}}
+	withDefeat := events.Contents{Events: append(append([]spec.Event{}, walls.Events...), defeatEvent(at))}
+	att := spec.Attention{OperationID: fxOperation, State: spec.AttentionControlDefeat, Findings: []spec.Finding{defeatFinding(at)}}
+
+	cases := []struct {
+		name     string
+		log      events.Contents
+		att      spec.Attention
+		attSet   bool
+		verdict  string
+		exit     int
+		counts   map[string]int
+		defeatSr []string // sources of the control_defeat finding
+	}{
+		{"walls and a hint loop held", walls, spec.Attention{}, false, ClassHitAWall, ExitOK,
+			map[string]int{ClassHitAWall: 3}, nil},
+		{"nothing", events.Contents{}, spec.Attention{}, false, VerdictNothing, ExitOK, nil, nil},
+		{"policy_unbound alone is observed", events.Contents{Events: []spec.Event{unbound}}, spec.Attention{}, false, VerdictNothing, ExitOK,
+			map[string]int{ClassObserved: 1}, nil},
+		{"attention only (event dropped)", walls, att, true, ClassDefeated, ExitDefeated,
+			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"attention"}},
+		{"event only (attention cleared)", withDefeat, spec.Attention{}, false, ClassDefeated, ExitDefeated,
+			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"events"}},
+		{"event and attention are one firing", withDefeat, att, true, ClassDefeated, ExitDefeated,
+			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"events", "attention"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := buildOperationAudit(fxOperation, "", tc.log, true, tc.att, tc.attSet)
+			if rep.Verdict != tc.verdict || rep.ExitCode != tc.exit {
+				t.Errorf("verdict %s exit %d, want %s %d", rep.Verdict, rep.ExitCode, tc.verdict, tc.exit)
+			}
+			for _, class := range []string{ClassHitAWall, ClassDefeated, ClassObserved} {
+				if rep.Counts[class] != tc.counts[class] {
+					t.Errorf("counts = %v, want %v", rep.Counts, tc.counts)
+				}
+			}
+			for _, f := range rep.Findings {
+				if f.Security != (f.Class == ClassDefeated) {
+					t.Errorf("%s: security %v in class %s", f.Kind, f.Security, f.Class)
+				}
+				if f.Kind == spec.EventHintLoop && (f.Class != ClassHitAWall || !f.GuidanceGap || f.Security) {
+					t.Errorf("hint_loop classified %+v, want a guidance gap that hit a wall", f)
+				}
+				if f.Class == ClassDefeated && strings.Join(f.Sources, ",") != strings.Join(tc.defeatSr, ",") {
+					t.Errorf("defeat sources %v, want %v", f.Sources, tc.defeatSr)
+				}
+				if f.Class == ClassDefeated && tc.attSet && len(f.Evidence) != 2 {
+					t.Errorf("defeat evidence %v, want 2 entries", f.Evidence)
+				}
+			}
+		})
+	}
+}
+
+func TestOperationAuditCommand(t *testing.T) {
+	fx := newOpFixture(t)
+	path := filepath.Join(fx.dir, record.EventsFile)
+	appendEvents(t, path, denial(0, "198.51.100.7:80/tcp"), denial(1, "198.51.100.7:80/tcp"), hintLoop(1), denial(2, "198.51.100.7:80/tcp"))
+
+	r := fx.run(t, "boundary", "audit", "--operation", fxOperation)
+	r.want(t, ExitOK, []string{
+		"operation " + fxOperation + " (" + fxNamespace + "/" + fxContainer + ")",
+		"4 events in events.jsonl", "attention not set",
+		"DEFEATED A CONTROL", "none: no control_defeat signature fired",
+		"HIT A WALL", "egress_denied  network/deny_all  198.51.100.7:80/tcp", "(x3, first shown)",
+		"hint_loop  watchdog/denial_loop", "guidance gap, not a security finding", "guidance (changes no decision): retrying",
+		"verdict: hit_a_wall (exit 0)",
+	}, nil)
+	r = fx.run(t, "boundary", "audit", "--container", fxContainer, "--namespace", fxNamespace, "--json")
+	var rep OperationAudit
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != ExitOK {
+		t.Fatalf("audit --json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if rep.Schema != OperationAuditSchema || rep.Verdict != ClassHitAWall || len(rep.Findings) != 4 || !rep.Log.Complete {
+		t.Errorf("audit --json = %+v", rep)
+	}
+	if again := fx.run(t, "boundary", "audit", "--operation", fxOperation, "--json"); again.stdout != r.stdout {
+		t.Errorf("audit --json is not stable:\n%s\n---\n%s", r.stdout, again.stdout)
+	}
+
+	at := evAt.Add(time.Minute)
+	appendEvents(t, path, defeatEvent(at))
+	if _, err := events.RaiseAttention(record.Store{Dir: fx.state}, fxOperation, defeatFinding(at)); err != nil {
+		t.Fatal(err)
+	}
+	r = fx.run(t, "boundary", "audit", "--operation", fxOperation)
+	r.want(t, ExitDefeated, []string{
+		"attention set (control_defeat)",
+		"DEFEATED A CONTROL", "control_defeat  watchdog/deny_then_reach  198.51.100.7:80/tcp",
+		"from events and attention; evidence: egress_denied 198.51.100.7:80/tcp; flow_reached 198.51.100.7:80/tcp",
+		"HIT A WALL", "verdict: defeated_a_control (exit 4)",
+	}, []string{"gensee: boundary audit: operation " + fxOperation + " defeated a control: deny_then_reach", "gensee attention clear --operation"})
+	if strings.Count(r.stdout, "control_defeat  watchdog") != 1 {
+		t.Errorf("one firing reported more than once:\n%s", r.stdout)
+	}
+	r = fx.run(t, "boundary", "audit", "--operation", fxOperation, "--json")
+	rep = OperationAudit{}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != ExitDefeated || rep.ExitCode != ExitDefeated || rep.Counts[ClassDefeated] != 1 {
+		t.Fatalf("audit --json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+}
+
+func TestOperationAuditUsage(t *testing.T) {
+	std().run(t, "boundary", "audit", "--contract", "c.json", "--operation", fxOperation).want(t, ExitUsage, nil, []string{"exclude each other"})
+	std().run(t, "boundary", "audit").want(t, ExitUsage, nil, []string{"pass --contract F", "--operation ID"})
+	std().run(t, "boundary", "audit", "--contract", contrib(t, "allow-exact.json"), "--namespace", "k8s.io").want(t, ExitUsage, nil, []string{"go with --operation"})
+}

@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdevents "github.com/containerd/containerd/v2/core/events"
+	"github.com/containerd/typeurl/v2"
+
+	"github.com/gensee/gensee/shim/events"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+var evAt = time.Date(2027, 1, 1, 12, 1, 0, 0, time.UTC)
+
+func denial(i int, target string) spec.Event {
+	return spec.Event{Kind: spec.EventEgressDenied, Control: "network", Rule: "deny_all", Target: target,
+		Detail: "connect refused by the operation's table", At: evAt.Add(time.Duration(i) * time.Second), OperationID: fxOperation}
+}
+
+func hintLoop(i int) spec.Event {
+	return spec.Event{Kind: spec.EventHintLoop, Control: "watchdog", Rule: "denial_loop", Target: "198.51.100.7:80/tcp",
+		Detail: "2 consecutive egress denials with no allowed flow in between: 198.51.100.7:80/tcp",
+		Hint:   "retrying will not help: the contract allows no network at all", At: evAt.Add(time.Duration(i) * time.Second), OperationID: fxOperation}
+}
+
+func defeatEvent(at time.Time) spec.Event {
+	return spec.Event{Kind: spec.EventControlDefeat, Control: "watchdog", Rule: "deny_then_reach", Target: "198.51.100.7:80/tcp",
+		Detail: "198.51.100.7:80/tcp was denied 2 time(s) and was later reached", At: at, OperationID: fxOperation}
+}
+
+func defeatFinding(at time.Time) spec.Finding {
+	return spec.Finding{Signature: "deny_then_reach", Detail: "198.51.100.7:80/tcp was denied 2 time(s) and was later reached",
+		Evidence: []spec.Event{denial(0, "198.51.100.7:80/tcp"), {Kind: spec.EventFlowReached, Control: "watchdog",
+			Target: "198.51.100.7:80/tcp", At: at, OperationID: fxOperation}}, At: at}
+}
+
+// appendEvents appends evs to the log at path as the runtime does.
+func appendEvents(t *testing.T, path string, evs ...spec.Event) {
+	t.Helper()
+	l, err := events.OpenLog(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, e := range evs {
+		if err := l.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// appendRaw appends bytes the runtime would not write (a torn line).
+func appendRaw(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeEventsFixture gives the fixture's operation a log with two walls, a
+// hint loop, a hostile detail, one malformed line and 3 dropped events.
+func writeEventsFixture(t *testing.T, fx *opFixture) string {
+	t.Helper()
+	path := filepath.Join(fx.dir, record.EventsFile)
+	appendEvents(t, path, denial(0, "198.51.100.7:80/tcp"), denial(1, "198.51.100.7:80/tcp"), hintLoop(1))
+	// Written by hand, unsanitized: the CLI must not trust the log's writer.
+	appendRaw(t, path, `{"kind":"egress_denied","control":"network","rule":"deny_all","target":"203.0.113.9:443/tcp",`+
+		`"detail":"sent Bearer abc.def.ghi \u001b[31m\nthen gave up","at":"2027-01-01T12:01:02Z"}`+"\n")
+	appendRaw(t, path, "{\"kind\": \"egress_denied\", torn\n")
+	writeFile(t, fx.dir, record.EventsFile+events.DroppedSuffix, `{"dropped":3,"limit_bytes":1048576,"last_at":"2027-01-01T12:05:00Z"}`+"\n")
+	return path
+}
+
+func TestEventsRows(t *testing.T) {
+	fx := newOpFixture(t)
+	writeEventsFixture(t, fx)
+	r := fx.run(t, "events", "--operation", fxOperation)
+	r.want(t, ExitOK, []string{
+		"egress_denied  network/deny_all  198.51.100.7:80/tcp  connect refused",
+		"hint_loop  watchdog/denial_loop  198.51.100.7:80/tcp",
+		"\n    guidance (changes no decision): retrying will not help",
+		"Bearer [REDACTED]",
+		"3 events dropped: the log reached its size bound",
+		"1 malformed line skipped",
+	}, nil)
+	if strings.Contains(r.stdout, "\x1b") || strings.Contains(r.stdout, "abc.def") {
+		t.Errorf("hostile detail reached the terminal:\n%q", r.stdout)
+	}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, "hint_loop") && strings.Contains(line, "retrying") {
+			t.Errorf("hint printed on its event's row, not separately: %q", line)
+		}
+	}
+	if n := strings.Count(r.stdout, "egress_denied"); n != 3 {
+		t.Errorf("%d egress_denied rows, want 3:\n%s", n, r.stdout)
+	}
+}
+
+func TestEventsJSON(t *testing.T) {
+	fx := newOpFixture(t)
+	writeEventsFixture(t, fx)
+	r := fx.run(t, "events", "--container", fxContainer, "--namespace", fxNamespace, "--json")
+	r.want(t, ExitOK, nil, []string{"3 events dropped", "1 malformed line skipped"})
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d JSON lines, want 4:\n%s", len(lines), r.stdout)
+	}
+	for i, l := range lines {
+		e, err := spec.ParseEvent([]byte(l))
+		if err != nil {
+			t.Fatalf("line %d is not an event: %v\n%s", i, err, l)
+		}
+		if i == 2 && (e.Kind != spec.EventHintLoop || e.Hint == "") {
+			t.Errorf("line 2 = %+v, want the hint_loop with its hint", e)
+		}
+	}
+	if strings.Contains(r.stdout, "dropped") {
+		t.Errorf("notes mixed into JSON stdout:\n%s", r.stdout)
+	}
+}
+
+func TestEventsEmptyAndUsage(t *testing.T) {
+	fx := newOpFixture(t)
+	fx.run(t, "events", "--operation", fxOperation).want(t, ExitOK, []string{"no events recorded for operation " + fxOperation}, nil)
+	fx.run(t, "events", "--operation", strings.Repeat("f", 32)).want(t, ExitUsage, nil, []string{"no directory"})
+	fx.run(t, "events", "--address", "/nonexistent.sock").want(t, ExitUsage, nil, []string{"add --follow"})
+	fx.run(t, "events", "--follow", "--address", "/x.sock", "--operation", fxOperation).want(t, ExitUsage, nil, []string{"every container"})
+	if err := os.Symlink("/etc/passwd", filepath.Join(fx.dir, record.EventsFile)); err != nil {
+		t.Fatal(err)
+	}
+	fx.run(t, "events", "--operation", fxOperation).want(t, ExitUsage, nil, []string{"not a regular file"})
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, b *syncBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output never contained %q:\n%s", s, b.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFollowEvents: following prints what is there, picks up an appended
+// event, and returns nil when its context ends (what SIGINT does).
+func TestFollowEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), record.EventsFile)
+	appendEvents(t, path, denial(0, "198.51.100.7:80/tcp"))
+	var out, notes syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- followEvents(ctx, path, 10*time.Millisecond, eventPrinter{w: &out}, &notes) }()
+	waitFor(t, &out, "198.51.100.7:80/tcp")
+	appendEvents(t, path, hintLoop(1))
+	waitFor(t, &out, "guidance (changes no decision): retrying")
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("followEvents = %v, want nil on cancel", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("followEvents did not stop on cancel")
+	}
+	if n := strings.Count(out.String(), "egress_denied"); n != 1 {
+		t.Errorf("first event printed %d times:\n%s", n, out.String())
+	}
+}
+
+func envelope(t *testing.T, topic string, m any) *cdevents.Envelope {
+	t.Helper()
+	a, err := typeurl.MarshalAny(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cdevents.Envelope{Timestamp: evAt, Namespace: "k8s.io", Topic: topic, Event: a}
+}
+
+// TestWatchEnvelopes: what a containerd subscription delivers is decoded
+// and printed; a foreign event is skipped with a warning; cancel is exit 0.
+func TestWatchEnvelopes(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		var out, errb bytes.Buffer
+		env := &Env{Stdout: &out, Stderr: &errb}
+		ch := make(chan *cdevents.Envelope, 3)
+		ch <- envelope(t, events.TopicBoundary, events.ToProto(hintLoop(1)))
+		ch <- envelope(t, events.TopicAttention, events.FindingToProto(fxOperation, defeatFinding(evAt)))
+		ch <- envelope(t, events.TopicBoundary, events.FindingToProto(fxOperation, defeatFinding(evAt)))
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := make(chan error)
+		done := make(chan error, 1)
+		go func() { done <- watchEnvelopes(ctx, env, asJSON, ch, errs) }()
+		deadline := time.Now().Add(5 * time.Second)
+		for len(ch) > 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("watchEnvelopes = %v, want nil on cancel", err)
+		}
+		if !strings.Contains(errb.String(), "warning: skip an event on /gensee/boundary") {
+			t.Errorf("foreign event not warned about: %q", errb.String())
+		}
+		if !asJSON {
+			for _, s := range []string{"k8s.io  " + fxOperation + "  ", "hint_loop  watchdog/denial_loop", "guidance (changes no decision)",
+				"ATTENTION control_defeat  deny_then_reach", "evidence: egress_denied 198.51.100.7:80/tcp; flow_reached 198.51.100.7:80/tcp"} {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("rows lack %q:\n%s", s, out.String())
+				}
+			}
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("%d JSON lines, want 2:\n%s", len(lines), out.String())
+		}
+		var ev, att liveLine
+		if json.Unmarshal([]byte(lines[0]), &ev) != nil || ev.Event == nil || ev.Event.Kind != spec.EventHintLoop || ev.Namespace != "k8s.io" {
+			t.Errorf("line 0 = %s", lines[0])
+		}
+		if json.Unmarshal([]byte(lines[1]), &att) != nil || att.Attention == nil || att.Attention.Signature != "deny_then_reach" || att.Topic != events.TopicAttention {
+			t.Errorf("line 1 = %s", lines[1])
+		}
+	}
+}
+
+func TestWatchEnvelopesSubscriptionError(t *testing.T) {
+	errs := make(chan error, 1)
+	errs <- errors.New("connection refused")
+	env := &Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	if err := watchEnvelopes(context.Background(), env, false, make(chan *cdevents.Envelope), errs); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("watchEnvelopes = %v, want the subscription's error", err)
+	}
+}
