@@ -19,8 +19,8 @@ if ! command -v nft >/dev/null; then
 	echo "bench-p2: nft not found: apt-get install -y nftables" >&2
 	exit 1
 fi
-if ! out=$(GENSEE_ROOT_TESTS=1 go test -count=1 -v -run '^TestP2$' ./shim/netpolicy \
-	-args -p2.run -p2.tuples="${P2_TUPLES:-10000}" -p2.rounds="${P2_ROUNDS:-7}" 2>&1); then
+if ! out=$(GENSEE_ROOT_TESTS=1 go test -count=1 -run '^$' -bench '^BenchmarkP2Report$' -benchtime 1x ./shim/netpolicy \
+	-args -p2.tuples="${P2_TUPLES:-10000}" -p2.rounds="${P2_ROUNDS:-7}" 2>&1); then
 	echo "$out" >&2
 	echo "bench-p2: failed" >&2
 	exit 1

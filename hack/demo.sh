@@ -37,12 +37,14 @@ set -e
 op=$(cat "$demo/state/index/demo/admitted")
 say "records of the admitted container: $demo/state/operations/$op/"
 ls -l "$demo/state/operations/$op/"
-for f in admission.json manifest.json; do
-	[ -f "$demo/state/operations/$op/$f" ] && { echo "--- $f"; cat "$demo/state/operations/$op/$f"; }
-done
-if [ -x "$gensee_bin/gensee" ] && gensee manifest --help >/dev/null 2>&1; then
-	GENSEE_CONFIG=$demo/etc/config.toml gensee manifest show --container admitted --namespace demo || true
-fi
+say "gensee manifest show: the effect manifest of the admitted container"
+GENSEE_CONFIG=$demo/etc/config.toml gensee manifest show --container admitted --namespace demo || true
+say "gensee manifest verify: the staged products still match the manifest"
+GENSEE_CONFIG=$demo/etc/config.toml gensee manifest verify --container admitted --namespace demo || true
+say "gensee events: what the boundary refused, one row per event"
+GENSEE_CONFIG=$demo/etc/config.toml gensee events --container admitted --namespace demo || true
+say "gensee boundary audit: hit a wall, or defeated a control?"
+GENSEE_CONFIG=$demo/etc/config.toml gensee boundary audit --container admitted --namespace demo || true
 say "refusals log: $demo/state/refusals.jsonl"
 cat "$demo/state/refusals.jsonl"
 say "done: the daemon is stopped; records stay under $demo/state"

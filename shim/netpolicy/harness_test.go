@@ -182,7 +182,7 @@ func newTopologyOpt(t *testing.T, kernelInCtr bool) *topology {
 }
 
 // mkCgroup makes a cgroup and, at cleanup, drains and removes it.
-func mkCgroup(t *testing.T, h cgroup.Hierarchy, p string) {
+func mkCgroup(t testing.TB, h cgroup.Hierarchy, p string) {
 	t.Helper()
 	dir, err := h.Dir(p)
 	if err != nil {

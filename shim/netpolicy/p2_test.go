@@ -5,7 +5,7 @@ package netpolicy
 // equivalent ruleset text, each into a fresh namespace, alternating which
 // goes first. Run by hack/bench-p2.sh:
 //
-//	GENSEE_ROOT_TESTS=1 go test ./shim/netpolicy -run '^TestP2$' -args -p2.run [-p2.tuples N] [-p2.rounds R]
+//	GENSEE_ROOT_TESTS=1 go test ./shim/netpolicy -run '^$' -bench '^BenchmarkP2Report$' -benchtime 1x [-args -p2.tuples N -p2.rounds R]
 
 import (
 	"context"
@@ -25,7 +25,6 @@ import (
 )
 
 var (
-	p2Flag   = flag.Bool("p2.run", false, "run the P2 install benchmark (needs root; see hack/bench-p2.sh)")
 	p2Tuples = flag.Int("p2.tuples", 10000, "P2: allow_exact tuples to install")
 	p2Rounds = flag.Int("p2.rounds", 7, "P2: rounds (median reported)")
 )
@@ -97,7 +96,7 @@ func (r p2Result) String() string {
 
 // measureP2 runs the comparison; it verifies once that the nft text loads a
 // table ReadBack finds equal to the plan, so both sides install the same.
-func measureP2(t *testing.T, tuples, rounds int) p2Result {
+func measureP2(t testing.TB, tuples, rounds int) p2Result {
 	h, err := cgroup.Find()
 	if err != nil {
 		t.Fatal(err)
@@ -183,12 +182,14 @@ func measureP2(t *testing.T, tuples, rounds int) p2Result {
 	return r
 }
 
-func TestP2(t *testing.T) {
-	if !*p2Flag {
-		t.Skip("P2 install benchmark: pass -p2.run (hack/bench-p2.sh does)")
-	}
-	roottest.Require(t)
-	r := measureP2(t, *p2Tuples, *p2Rounds)
+// BenchmarkP2Report is the P2 comparison, run once whatever b.N is:
+//
+//	go test ./shim/netpolicy -run '^$' -bench '^BenchmarkP2Report$' -benchtime 1x [-args -p2.tuples N -p2.rounds R]
+//
+// It is a benchmark, not a test, so plain `go test` never runs (or skips) it.
+func BenchmarkP2Report(b *testing.B) {
+	roottest.Require(b)
+	r := measureP2(b, *p2Tuples, *p2Rounds)
 	fmt.Printf("P2 install %d tuples: %s\n", *p2Tuples, r)
 }
 
