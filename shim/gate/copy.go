@@ -1,0 +1,138 @@
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	chunkSize     = 4 << 20
+	pipelineAbove = 8 << 20 // files at least this big hash and write concurrently
+)
+
+// sourceError marks a failure reading the container's file (a violation),
+// as opposed to a failure writing the staging copy (a run error).
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return "read source: " + e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+// copyHashed streams src (a regular file of st_size size) into dst and a
+// sha256 in one read pass, reading at most limit+1 bytes so a file that grew
+// past its cap is seen without reading the rest. ctx is checked between
+// chunks. Small files go through buf (reused across calls by one goroutine);
+// large ones are hashed on this goroutine while another writes the same
+// read-only buffers.
+func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, size, limit int64, buf []byte) (int64, []byte, error) {
+	h := sha256.New()
+	src = io.LimitReader(src, limit+1)
+	var n int64
+	var err error
+	if size >= pipelineAbove {
+		n, err = copyPipelined(ctx, dst, src, h)
+	} else {
+		n, err = copySerial(ctx, dst, src, h, size, buf)
+	}
+	return n, h.Sum(nil), err
+}
+
+// copySerial copies through buf. A short read that completes st_size is
+// taken as end of file (for a regular file it is); a file that grows later
+// is caught by the caller's second fstat.
+func copySerial(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash, size int64, buf []byte) (int64, error) {
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, fmt.Errorf("copy: %w", err)
+		}
+		m, rerr := src.Read(buf)
+		if m > 0 {
+			h.Write(buf[:m])
+			if _, err := dst.Write(buf[:m]); err != nil {
+				return n, fmt.Errorf("write staged copy: %w", err)
+			}
+			n += int64(m)
+		}
+		if rerr == io.EOF || (rerr == nil && m < len(buf) && n == size) {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, &sourceError{rerr}
+		}
+	}
+}
+
+// copyPipelined reads chunks into a small ring of page-aligned buffers;
+// each chunk is handed to the writer goroutine and then hashed here, so
+// hashing and writing overlap. A buffer goes back to the ring only after it
+// was written, and it is read again only after this goroutine finished
+// hashing it. A staged file is switched to O_DIRECT (the buffers are
+// mmap'ed, hence aligned).
+func copyPipelined(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash) (n int64, err error) {
+	const depth = 4
+	mem, err := unix.Mmap(-1, 0, depth*chunkSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return 0, fmt.Errorf("copy buffers: %w", err)
+	}
+	defer unix.Munmap(mem)
+	if f, ok := dst.(*stagedFile); ok {
+		f.setDirect()
+	}
+	free := make(chan []byte, depth)
+	for i := range depth {
+		free <- mem[i*chunkSize : (i+1)*chunkSize : (i+1)*chunkSize]
+	}
+	work := make(chan []byte, depth)
+	werr := make(chan error, 1)
+	var writeFailed atomic.Bool
+	go func() {
+		var err error
+		for b := range work {
+			if err == nil {
+				if _, err = dst.Write(b); err != nil {
+					writeFailed.Store(true)
+				}
+			}
+			free <- b[:cap(b)]
+		}
+		werr <- err
+	}()
+	n, err = readHash(ctx, src, h, free, work, &writeFailed)
+	close(work)
+	if e := <-werr; e != nil && err == nil { // the writer is done with mem
+		err = e
+	}
+	return n, err
+}
+
+func readHash(ctx context.Context, src io.Reader, h hash.Hash, free, work chan []byte, writeFailed *atomic.Bool) (int64, error) {
+	var n int64
+	for !writeFailed.Load() {
+		if err := ctx.Err(); err != nil {
+			return n, fmt.Errorf("copy: %w", err)
+		}
+		buf := <-free
+		m, rerr := io.ReadFull(src, buf)
+		if m > 0 {
+			work <- buf[:m]
+			h.Write(buf[:m])
+			n += int64(m)
+		} else {
+			free <- buf
+		}
+		if rerr == io.EOF || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, &sourceError{rerr}
+		}
+	}
+	return n, nil // the writer's error is reported by the caller
+}

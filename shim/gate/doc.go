@@ -1,0 +1,42 @@
+// Package gate owns the product gate that runs at task exit: it reads the
+// container's rootfs diff (an overlay upperdir, or a bind-mounted rootfs),
+// checks every declared product against its class rules (DESIGN §4, §6),
+// copies passing products into the runtime-owned staging directory while
+// hashing them (one read pass), and reports unclaimed and excluded changes
+// and overlay anomalies.
+//
+// It must never follow a symlink in the container's tree, never open a FIFO,
+// socket or device, never read past a cap, and never promote anything:
+// staged copies stay under Input.StagingDir and a failing product leaves
+// nothing there. Traversal is package walk's; this package decides.
+//
+// Rules written down here (the manifest relies on them):
+//
+//   - Caps. A product's max_bytes, max_entries and max_depth default to
+//     DefaultMaxBytes (64 MiB), DefaultMaxEntries (10,000) and
+//     DefaultMaxDepth (32) when the contract leaves them 0; max_depth is
+//     clamped to MaxDepthCeiling (256). Caps are checked against st_size and
+//     counts before a byte is read, and again while copying.
+//   - Fresh slot. Overlay layout: a file slot that exists in the image is
+//     fresh only if its upper copy's mtime is at or after StartTime (minus
+//     FreshSlack, the coarse-clock tick): a copy-up by chmod/chown/open keeps
+//     the image's mtime. A directory slot that exists in the image with
+//     entries is fresh only if the upper directory is opaque (recreated);
+//     otherwise the upper holds a delta. Bind layout (no image layers): every
+//     product entry must have ctime at or after StartTime-FreshSlack, since
+//     ctime cannot be set back from userspace. Not fresh: rule "partial".
+//   - Exclusions match whole path components (Input.Exclusions, default
+//     .git, target, node_modules, .gensee) anywhere below the workspace; an
+//     excluded subtree is counted once and never read. A slot that passes
+//     through an excluded component fails ("excluded").
+//   - Mount destinations (Input.ExcludeMounts) are runc's stubs, not
+//     changes: they are counted, never read; a slot under one fails
+//     ("under_mount") because the gate cannot see what was written there.
+//   - Modes constrain regular files only, compared on all 12 permission bits.
+//     Staged copies get perm & 0755: no setuid, setgid, sticky or group/other
+//     write. Run does not fsync; the caller syncs the staging filesystem
+//     before writing the manifest.
+//   - Any anomaly (metacopy, redirect, xwhiteout, bad or forged overlay
+//     markers, entries that changed during the walk, scan caps) fails the
+//     gate; products touched by one fail too.
+package gate
