@@ -13,12 +13,11 @@ import (
 
 // fakeTable is a tableSource whose read-back result the test sets.
 type fakeTable struct {
-	mu      sync.Mutex
-	err     error
-	gens    chan generation
-	subs    int
-	monErr  error
-	readErr int // read-backs that failed with a non-drift error
+	mu     sync.Mutex
+	err    error
+	gens   chan generation
+	subs   int
+	monErr error
 }
 
 func (f *fakeTable) set(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock() }
