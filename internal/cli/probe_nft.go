@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -40,7 +41,7 @@ func probeNetfilter(ctx context.Context, n spec.Network) netfilterFacts {
 
 	var f netfilterFacts
 	name := netpolicy.TablePrefix + "probe" + randomHex(3)
-	f.socket = probeSocketExpr(fd, name)
+	f.socket = probeSocketExpr(ctx, fd, name)
 	if f.socket.Result == ProbeOK {
 		f.log = probeLogExpr(fd, name)
 	} else {
@@ -113,7 +114,7 @@ func probeTableRef(name string) *nftables.Table {
 // probeSocketExpr installs `table inet <name> { set cg { type cgroupsv2 }
 // chain output { type filter hook output priority filter; socket cgroupv2
 // level 1 @cg counter drop } }` and reads the rule back.
-func probeSocketExpr(fd int, name string) ProbeResult {
+func probeSocketExpr(ctx context.Context, fd int, name string) ProbeResult {
 	c, err := dialNS(fd)
 	if err != nil {
 		return classify("open nf_tables netlink", err)
@@ -135,12 +136,14 @@ func probeSocketExpr(fd int, name string) ProbeResult {
 	if err := c.Flush(); err != nil {
 		return classify("install a table using `socket cgroupv2`", err)
 	}
-	got, err := dumpSocketExprs(fd, name)
+	// Read back raw: google/nftables v0.3.0 drops `socket` on read-back.
+	got, err := netpolicy.RuleExprs(ctx, fd, name)
 	if err != nil {
 		return ProbeResult{ProbeUnknown, "read back the probe rule: " + err.Error()}
 	}
-	if len(got) != 1 || got[0] != (socketMatch{key: uint32(expr.SocketKeyCgroupv2), level: 1}) {
-		return ProbeResult{ProbeUnknown, fmt.Sprintf("the kernel accepted the probe rule but read back socket expressions %+v, not one `socket cgroupv2 level 1`", got)}
+	want := netpolicy.CanonExpr(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 1, Register: unix.NFT_REG_1})
+	if len(got) != 1 || !slices.Contains(got[0], want) {
+		return ProbeResult{ProbeUnknown, fmt.Sprintf("the kernel accepted the probe rule but read it back as %q, not as one rule with `socket cgroupv2 level 1`", got)}
 	}
 	return ProbeResult{ProbeOK, "a table matching `socket cgroupv2 level 1` was installed, read back and deleted in a throwaway network namespace"}
 }

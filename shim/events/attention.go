@@ -66,7 +66,7 @@ func ClearAttention(s record.Store, opID string) (bool, error) {
 			return err
 		}
 		had = true
-		return syncDir(filepath.Dir(path))
+		return record.SyncDir(filepath.Dir(path))
 	})
 	if err != nil {
 		return false, fmt.Errorf("clear attention on %s: %w", opID, err)
@@ -140,16 +140,4 @@ func withAttention(s record.Store, opID string, fn func(path string) error) erro
 		return fmt.Errorf("lock attention: %w", err)
 	}
 	return fn(filepath.Join(dir, AttentionFile))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
 }

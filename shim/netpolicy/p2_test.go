@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/spec"
@@ -97,12 +98,8 @@ func (r p2Result) String() string {
 // measureP2 runs the comparison; it verifies once that the nft text loads a
 // table ReadBack finds equal to the plan, so both sides install the same.
 func measureP2(t testing.TB, tuples, rounds int) p2Result {
-	h, err := cgroup.Find()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cgp := "/gensee-test-" + randHex(4)
-	mkCgroup(t, h, cgp)
+	cg := kerneltest.NewCgroup(t)
+	h, cgp := cg.H, cg.Path
 	id, err := h.ID(cgp)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +110,7 @@ func measureP2(t testing.TB, tuples, rounds int) p2Result {
 		t.Fatalf("nft resolves cgroup paths under /sys/fs/cgroup; cgroup2 is at %s", h.Mountpoint)
 	}
 	nw := p2Network(tuples)
-	opID := "p2-" + randHex(4)
+	opID := "p2-" + kerneltest.RandHex(4)
 	p, err := NewPlan(opID, nw, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -129,21 +126,21 @@ func measureP2(t testing.TB, tuples, rounds int) p2Result {
 
 	ctx := context.Background()
 	runGensee := func() time.Duration {
-		ns := newNetns(t)
+		ns := kerneltest.NewNetns(t)
 		start := time.Now()
 		p, err := NewPlan(opID, nw, ref)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Apply(ctx, ns.fd, p); err != nil {
+		if err := Apply(ctx, ns.FD, p); err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
 		return time.Since(start)
 	}
 	runNft := func(verify bool) time.Duration {
-		ns := newNetns(t)
+		ns := kerneltest.NewNetns(t)
 		var d time.Duration
-		err := ns.do(func() error {
+		err := ns.Do(func() error {
 			cmd := exec.Command(nftBin, "-f", script)
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
@@ -157,7 +154,7 @@ func measureP2(t testing.TB, tuples, rounds int) p2Result {
 			t.Fatal(err)
 		}
 		if verify {
-			if err := ReadBack(ctx, ns.fd, p); err != nil {
+			if err := ReadBack(ctx, ns.FD, p); err != nil {
 				t.Fatalf("the nft script does not load the planned table: %v", err)
 			}
 		}
@@ -211,13 +208,13 @@ func BenchmarkApply10000(b *testing.B) {
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		ns := newNetns(b)
+		ns := kerneltest.NewNetns(b)
 		b.StartTimer()
-		p, err := NewPlan("bench-"+randHex(3), nw, ref)
+		p, err := NewPlan("bench-"+kerneltest.RandHex(3), nw, ref)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := Apply(ctx, ns.fd, p); err != nil {
+		if err := Apply(ctx, ns.FD, p); err != nil {
 			b.Fatal(err)
 		}
 	}

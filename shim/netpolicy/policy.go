@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/google/nftables/expr"
 )
 
 // Install puts plan p's table into the network namespace netnsFD refers to
@@ -75,6 +77,42 @@ func List(ctx context.Context, netnsFD int) ([]string, error) {
 	}
 	return names, nil
 }
+
+// RuleExprs returns the expressions of each rule of gensee table name, one
+// slice a rule, rendered as ReadBack compares them (CanonExpr). They come
+// from a raw NFT_MSG_GETRULE dump: google/nftables v0.3.0 silently drops
+// the expressions it cannot decode, `socket` among them, when it reads
+// rules back. It refuses names that are not gensee tables.
+func RuleExprs(ctx context.Context, netnsFD int, name string) ([][]string, error) {
+	if err := checkTable(name); err != nil {
+		return nil, fmt.Errorf("read rules: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read rules of %s: %w", name, err)
+	}
+	k, err := newNetlinkKernel(netnsFD)
+	if err != nil {
+		return nil, fmt.Errorf("read rules of %s: %w", name, err)
+	}
+	nl, err := k.rawConn()
+	if err != nil {
+		return nil, fmt.Errorf("read rules of %s: %w", name, err)
+	}
+	defer nl.Close()
+	rules, err := dumpRules(nl, name)
+	if err != nil {
+		return nil, fmt.Errorf("read rules of %s: %w", name, err)
+	}
+	out := make([][]string, len(rules))
+	for i, r := range rules {
+		out[i] = r.exprs
+	}
+	return out, nil
+}
+
+// CanonExpr renders e as RuleExprs does, leaving out what the kernel does
+// not echo and what changes at run time.
+func CanonExpr(e expr.Any) string { return canon(e) }
 
 func tableOf(p *Plan) string {
 	if p == nil {

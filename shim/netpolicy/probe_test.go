@@ -14,10 +14,10 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/shim/cgroup"
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +32,7 @@ const (
 // probe runs one client (kind tcp|udp|icmp) against target from inside
 // cgroup p (placed there at clone, CLONE_INTO_CGROUP, before any socket
 // exists) and namespace n. nil means the target answered.
-func probe(t *testing.T, h cgroup.Hierarchy, p string, n *netns, kind, target string) error {
+func probe(t *testing.T, h cgroup.Hierarchy, p string, n *kerneltest.Netns, kind, target string) error {
 	t.Helper()
 	cmd, err := probeCmd(t, h, p, n, kind, target)
 	if err != nil {
@@ -45,22 +45,19 @@ func probe(t *testing.T, h cgroup.Hierarchy, p string, n *netns, kind, target st
 	return nil
 }
 
-func probeCmd(t *testing.T, h cgroup.Hierarchy, p string, n *netns, kind, target string) (*exec.Cmd, error) {
+func probeCmd(t *testing.T, h cgroup.Hierarchy, p string, n *kerneltest.Netns, kind, target string) (*exec.Cmd, error) {
 	t.Helper()
 	dir, err := h.Dir(p)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { f.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), probeEnvKind+"="+kind, probeEnvTarget+"="+target, probeEnvNetns+"="+n.path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	cmd.Env = append(os.Environ(), probeEnvKind+"="+kind, probeEnvTarget+"="+target, probeEnvNetns+"="+n.Path)
+	if err := kerneltest.IntoCgroup(t, cmd, dir); err != nil {
+		return nil, err
+	}
 	return cmd, nil
 }
 
@@ -213,7 +210,7 @@ func ping(target string, deadline time.Time) error {
 
 // startServer runs a probe server ("serve-tcp") inside cgroup p and waits
 // until it listens.
-func startServer(t *testing.T, h cgroup.Hierarchy, p string, n *netns, addr string) *exec.Cmd {
+func startServer(t *testing.T, h cgroup.Hierarchy, p string, n *kerneltest.Netns, addr string) *exec.Cmd {
 	t.Helper()
 	cmd, err := probeCmd(t, h, p, n, "serve-tcp", addr)
 	if err != nil {

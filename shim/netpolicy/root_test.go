@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/conntrack"
 
+	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/spec"
 )
@@ -26,17 +28,17 @@ func ctxT(t *testing.T) context.Context {
 
 // applyT applies p and removes its table at cleanup, checking no gensee
 // table is left in the namespace.
-func applyT(t *testing.T, n *netns, p *Plan) {
+func applyT(t *testing.T, n *kerneltest.Netns, p *Plan) {
 	t.Helper()
 	ctx := ctxT(t)
-	if err := Apply(ctx, n.fd, p); err != nil {
+	if err := Apply(ctx, n.FD, p); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := Remove(context.Background(), n.fd, p.Table); err != nil {
+		if err := Remove(context.Background(), n.FD, p.Table); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
-		if left, err := List(context.Background(), n.fd); err != nil || slices.Contains(left, p.Table) {
+		if left, err := List(context.Background(), n.FD); err != nil || slices.Contains(left, p.Table) {
 			t.Errorf("cleanup: %s left behind (tables %v, %v)", p.Table, left, err)
 		}
 	})
@@ -45,12 +47,12 @@ func applyT(t *testing.T, n *netns, p *Plan) {
 func TestRootDenyAll(t *testing.T) {
 	roottest.Require(t)
 	tp := newTopology(t)
-	p, err := NewPlan("op-denyall-"+randHex(4), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
+	p, err := NewPlan("op-denyall-"+kerneltest.RandHex(4), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	applyT(t, tp.client, p)
-	t.Log(tp.client.nft(t, "list", "table", "inet", p.Table))
+	t.Log(tp.client.Nft(t, "list", "table", "inet", p.Table))
 
 	tp.expect(t,
 		probeCase{tp.ctr, "tcp", "192.0.2.2:8080", false},
@@ -70,7 +72,7 @@ func TestRootDenyAll(t *testing.T) {
 		probeCase{tp.other, "tcp", "127.0.0.1:9090", true},
 	)
 
-	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	c, err := ReadCounters(ctxT(t), tp.client.FD, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestRootDenyAll(t *testing.T) {
 	if c.Denied.Packets == 0 || c.Allowed.Packets != 0 || len(c.Tuples) != 0 {
 		t.Errorf("counters = %+v, want denied > 0, allowed 0, no tuples", c)
 	}
-	if err := ReadBack(ctxT(t), tp.client.fd, p); err != nil {
+	if err := ReadBack(ctxT(t), tp.client.FD, p); err != nil {
 		t.Errorf("ReadBack after traffic: %v", err)
 	}
 }
@@ -87,12 +89,12 @@ func TestRootAllowExact(t *testing.T) {
 	roottest.Require(t)
 	tp := newTopology(t)
 	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.2", Proto: "tcp", Port: 8080}}}
-	p, err := NewPlan("op-exact-"+randHex(4), n, tp.cgroupRef(t))
+	p, err := NewPlan("op-exact-"+kerneltest.RandHex(4), n, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	applyT(t, tp.client, p)
-	t.Log(tp.client.nft(t, "list", "table", "inet", p.Table))
+	t.Log(tp.client.Nft(t, "list", "table", "inet", p.Table))
 
 	tp.expect(t,
 		probeCase{tp.ctr, "tcp", "192.0.2.2:8080", true},
@@ -110,7 +112,7 @@ func TestRootAllowExact(t *testing.T) {
 		probeCase{tp.other, "icmp", "192.0.2.2", true},
 	)
 
-	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	c, err := ReadCounters(ctxT(t), tp.client.FD, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,12 +137,12 @@ func TestRootAllowEveryKind(t *testing.T) {
 		{IP: "2001:db8::2", Proto: "tcp", Port: 8081},
 		{IP: "2001:db8::2", Proto: "icmpv6"},
 	}}
-	p, err := NewPlan("op-kinds-"+randHex(4), n, tp.cgroupRef(t))
+	p, err := NewPlan("op-kinds-"+kerneltest.RandHex(4), n, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	applyT(t, tp.client, p)
-	t.Log(tp.client.nft(t, "list", "table", "inet", p.Table))
+	t.Log(tp.client.Nft(t, "list", "table", "inet", p.Table))
 	tp.expect(t,
 		probeCase{tp.ctr, "udp", "192.0.2.2:8080", true},
 		probeCase{tp.ctr, "icmp", "192.0.2.3", true},
@@ -154,7 +156,7 @@ func TestRootAllowEveryKind(t *testing.T) {
 		probeCase{tp.ctr, "tcp", "[2001:db8::2]:8080", false},
 		probeCase{tp.ctr, "tcp", "192.0.2.2:8081", false},
 	)
-	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	c, err := ReadCounters(ctxT(t), tp.client.FD, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +177,7 @@ func TestRootLoopbackTupleReplies(t *testing.T) {
 	roottest.Require(t)
 	tp := newTopology(t)
 	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "127.0.0.1", Proto: "tcp", Port: 9191}}}
-	p, err := NewPlan("op-reply-"+randHex(4), n, tp.cgroupRef(t))
+	p, err := NewPlan("op-reply-"+kerneltest.RandHex(4), n, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,13 +195,13 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{
 		{IP: "192.0.2.2", Proto: "tcp", Port: 8080}, {IP: "192.0.2.2", Proto: "udp", Port: 8080},
 	}}
-	p, err := NewPlan("op-tamper-"+randHex(4), n, tp.cgroupRef(t))
+	p, err := NewPlan("op-tamper-"+kerneltest.RandHex(4), n, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	applyT(t, tp.client, p)
 	ctx := ctxT(t)
-	nft := func(args ...string) string { return tp.client.nft(t, args...) }
+	nft := func(args ...string) string { return tp.client.Nft(t, args...) }
 	handle := func(re string) string {
 		t.Helper()
 		out := nft("-a", "list", "chain", "inet", p.Table, "output")
@@ -226,7 +228,7 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 		}, "rule 3 (gensee: deny) changed"},
 		{"swapped element", func() {
 			// The set is sized to the plan: a plain add is refused...
-			if out, err := exec.Command("nsenter", "--net="+tp.client.path, "nft", "add", "element", "inet", p.Table, "allow4", "{ 192.0.2.3 . tcp . 22 }").CombinedOutput(); err == nil {
+			if out, err := exec.Command("nsenter", "--net="+tp.client.Path, "nft", "add", "element", "inet", p.Table, "allow4", "{ 192.0.2.3 . tcp . 22 }").CombinedOutput(); err == nil {
 				t.Errorf("adding to a full set succeeded: %s", out)
 			}
 			// ...so swap one, in one transaction.
@@ -244,20 +246,20 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 		{"removed table", func() { nft("delete", "table", "inet", p.Table) }, "is missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := ReadBack(ctx, tp.client.fd, p); err != nil {
+			if err := ReadBack(ctx, tp.client.FD, p); err != nil {
 				t.Fatalf("ReadBack before tampering: %v", err)
 			}
 			// Start the next case from a fresh, verified table.
 			defer func() {
-				if err := Remove(ctx, tp.client.fd, p.Table); err != nil {
+				if err := Remove(ctx, tp.client.FD, p.Table); err != nil {
 					t.Fatal(err)
 				}
-				if err := Apply(ctx, tp.client.fd, p); err != nil {
+				if err := Apply(ctx, tp.client.FD, p); err != nil {
 					t.Fatal(err)
 				}
 			}()
 			tc.tamper()
-			err := ReadBack(ctx, tp.client.fd, p)
+			err := ReadBack(ctx, tp.client.FD, p)
 			var de *DriftError
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("ReadBack = %v, want a *DriftError mentioning %q", err, tc.want)
@@ -268,11 +270,11 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 
 	// Remove, twice: the second is a no-op.
 	for i := 0; i < 2; i++ {
-		if err := Remove(ctx, tp.client.fd, p.Table); err != nil {
+		if err := Remove(ctx, tp.client.FD, p.Table); err != nil {
 			t.Fatalf("Remove #%d: %v", i+1, err)
 		}
 	}
-	if left, err := List(ctx, tp.client.fd); err != nil || len(left) != 0 {
+	if left, err := List(ctx, tp.client.FD); err != nil || len(left) != 0 {
 		t.Fatalf("List after Remove = %v, %v", left, err)
 	}
 	if out := nft("list", "tables"); strings.Contains(out, p.Table) {
@@ -285,22 +287,22 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 func TestRootInstallRefusesExisting(t *testing.T) {
 	roottest.Require(t)
 	tp := newTopology(t)
-	p, err := NewPlan("op-twice-"+randHex(4), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
+	p, err := NewPlan("op-twice-"+kerneltest.RandHex(4), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	applyT(t, tp.client, p)
 	ctx := ctxT(t)
-	if err := Apply(ctx, tp.client.fd, p); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if err := Apply(ctx, tp.client.FD, p); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("second Apply = %v, want 'already exists'", err)
 	}
-	if err := ReadBack(ctx, tp.client.fd, p); err != nil {
+	if err := ReadBack(ctx, tp.client.FD, p); err != nil {
 		t.Fatalf("first table damaged by the refused install: %v", err)
 	}
-	if names, err := List(ctx, tp.client.fd); err != nil || !slices.Equal(names, []string{p.Table}) {
+	if names, err := List(ctx, tp.client.FD); err != nil || !slices.Equal(names, []string{p.Table}) {
 		t.Fatalf("List = %v, %v", names, err)
 	}
-	if err := Remove(ctx, tp.client.fd, "filter"); err == nil {
+	if err := Remove(ctx, tp.client.FD, "filter"); err == nil {
 		t.Fatal("Remove of a non-gensee table: want refusal")
 	}
 	if err := Install(ctx, 0, p); err == nil {
@@ -314,7 +316,7 @@ func TestRootInstallFlushesConntrack(t *testing.T) {
 	roottest.Require(t)
 	tp := newTopology(t)
 	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.2", Proto: "tcp", Port: 8080}}}
-	a, err := NewPlan("op-ct-a-"+randHex(2), n, tp.cgroupRef(t))
+	a, err := NewPlan("op-ct-a-"+kerneltest.RandHex(2), n, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +324,7 @@ func TestRootInstallFlushesConntrack(t *testing.T) {
 	tp.expect(t, probeCase{tp.other, "udp", "192.0.2.2:8080", true})
 	flows := func() int {
 		t.Helper()
-		c, err := conntrack.Dial(&netlink.Config{NetNS: tp.client.fd})
+		c, err := conntrack.Dial(&netlink.Config{NetNS: tp.client.FD})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +338,7 @@ func TestRootInstallFlushesConntrack(t *testing.T) {
 	if flows() == 0 {
 		t.Fatal("no conntrack entry after a UDP exchange: conntrack is not tracking this namespace")
 	}
-	b, err := NewPlan("op-ct-b-"+randHex(2), n, tp.cgroupRef(t))
+	b, err := NewPlan("op-ct-b-"+kerneltest.RandHex(2), n, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +357,7 @@ func TestRootInstallFlushesConntrack(t *testing.T) {
 func TestRootKernelRepliesCountedApart(t *testing.T) {
 	roottest.Require(t)
 	tp := newTopologyOpt(t, true)
-	p, err := NewPlan("op-kernel-"+randHex(2), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
+	p, err := NewPlan("op-kernel-"+kerneltest.RandHex(2), spec.Network{Mode: spec.NetworkDenyAll}, tp.cgroupRef(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +366,7 @@ func TestRootKernelRepliesCountedApart(t *testing.T) {
 	// IPv6. The client's neighbor advertisement is dropped, so the server
 	// never gets as far as a reset.
 	var dialErr error
-	if err := tp.server.do(func() error {
+	if err := tp.server.Do(func() error {
 		c, err := net.DialTimeout("tcp", "[2001:db8::1]:7", 1500*time.Millisecond)
 		if err == nil {
 			c.Close()
@@ -377,7 +379,7 @@ func TestRootKernelRepliesCountedApart(t *testing.T) {
 	if dialErr == nil || strings.Contains(dialErr.Error(), "refused") {
 		t.Errorf("dial to the client over IPv6 = %v, want no answer (neighbor advertisement dropped)", dialErr)
 	}
-	c, err := ReadCounters(ctxT(t), tp.client.fd, p)
+	c, err := ReadCounters(ctxT(t), tp.client.FD, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +389,32 @@ func TestRootKernelRepliesCountedApart(t *testing.T) {
 	}
 	// The workload's own attempt still counts as denied.
 	tp.expect(t, probeCase{tp.ctr, "udp", "192.0.2.2:8080", false})
-	if c, err = ReadCounters(ctxT(t), tp.client.fd, p); err != nil || c.Denied.Packets == 0 {
+	if c, err = ReadCounters(ctxT(t), tp.client.FD, p); err != nil || c.Denied.Packets == 0 {
 		t.Errorf("after a workload attempt: %+v, %v; want denied > 0", c, err)
+	}
+}
+
+// RuleExprs reads the `socket` match google/nftables drops on read-back:
+// every rule of the table begins with it.
+func TestRootRuleExprs(t *testing.T) {
+	roottest.Require(t)
+	ns := kerneltest.NewNetns(t)
+	p, err := NewPlan("op-exprs-"+kerneltest.RandHex(2), spec.Network{Mode: spec.NetworkDenyAll}, CgroupRef{Path: "/gensee-exprs", ID: 1, Level: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyT(t, ns, p)
+	rules, err := RuleExprs(ctxT(t), ns.FD, p.Table)
+	if err != nil || len(rules) == 0 {
+		t.Fatalf("RuleExprs = %q, %v", rules, err)
+	}
+	want := CanonExpr(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 1, Register: reg1})
+	for i, r := range rules {
+		if len(r) == 0 || r[0] != want {
+			t.Errorf("rule %d = %q, want it to begin with %s", i, r, want)
+		}
+	}
+	if _, err := RuleExprs(ctxT(t), ns.FD, "filter"); err == nil {
+		t.Error("RuleExprs of a non-gensee table: want refusal")
 	}
 }

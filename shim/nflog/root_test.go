@@ -13,7 +13,7 @@ import (
 // start opens a reader on the plan's group and runs it until cleanup.
 func start(t *testing.T, e *env) (*Reader, <-chan Attempt) {
 	t.Helper()
-	r, err := Open(e.nsFD, e.plan.LogGroup)
+	r, err := Open(e.NS.FD, e.plan.LogGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +56,8 @@ func TestRootAttempts(t *testing.T) {
 	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
 	_, out := start(t, e)
 
-	e.sh(t, `echo x >/dev/udp/127.0.0.1/5353`)
-	e.sh(t, `timeout 0.5 bash -c 'exec 3<>/dev/tcp/::1/8443'`)
+	e.Sh(t, `echo x >/dev/udp/127.0.0.1/5353`)
+	e.Sh(t, `timeout 0.5 bash -c 'exec 3<>/dev/tcp/::1/8443'`)
 	got := map[string]Attempt{}
 	for _, a := range collect(out, 700*time.Millisecond) {
 		got[a.Target] = a
@@ -83,9 +83,9 @@ func TestRootFloodIsSampled(t *testing.T) {
 	roottest.Require(t)
 	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
 	r, out := start(t, e)
-	e.sh(t, `for i in $(seq 300); do echo x >/dev/udp/127.0.0.1/9; done 2>/dev/null`)
+	e.Sh(t, `for i in $(seq 300); do echo x >/dev/udp/127.0.0.1/9; done 2>/dev/null`)
 	logged := len(collect(out, 700*time.Millisecond))
-	c, err := netpolicy.ReadCounters(context.Background(), e.nsFD, e.plan)
+	c, err := netpolicy.ReadCounters(context.Background(), e.NS.FD, e.plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRootSecondBindRefused(t *testing.T) {
 	roottest.Require(t)
 	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
 	start(t, e)
-	if r, err := Open(e.nsFD, e.plan.LogGroup); err == nil {
+	if r, err := Open(e.NS.FD, e.plan.LogGroup); err == nil {
 		r.Close()
 		t.Fatal("second Open of the same group succeeded")
 	} else {

@@ -37,10 +37,11 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) (retErr error) 
 	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("rename into %s: %w", path, err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, making a rename or remove in it durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)

@@ -1,176 +1,43 @@
 package evidence
 
-// Root-test harness: a fresh network namespace (loopback only), a test
-// cgroup, a gensee table bound to it, and clients started inside both
-// (CLONE_INTO_CGROUP, then nsenter) before they open a socket. Everything
-// is removed at cleanup, pass or fail.
+// Root-test harness: a kerneltest sandbox (fresh network namespace, test
+// cgroup; clients started inside both) with a gensee table bound to the
+// cgroup. Everything is removed at cleanup, pass or fail.
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"io"
-	"net"
-	"os"
-	"os/exec"
-	"runtime"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
-	"golang.org/x/sys/unix"
 )
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func run(t testing.TB, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// env is one sandbox: namespace, cgroup, table.
+// env is one sandbox and its table.
 type env struct {
-	nsName, nsPath string
-	nsFD           int
-	h              cgroup.Hierarchy
-	cg             string // cgroup path
-	plan           *netpolicy.Plan
+	*kerneltest.Sandbox
+	plan *netpolicy.Plan
 }
 
 func newEnv(t *testing.T, n spec.Network) *env {
 	t.Helper()
-	e := &env{nsName: "gensee-t-" + randHex(4)}
-	e.nsPath = "/run/netns/" + e.nsName
-	run(t, "ip", "netns", "add", e.nsName)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", e.nsName).CombinedOutput(); err != nil {
-			t.Errorf("cleanup: ip netns del %s: %v %s", e.nsName, err, out)
-		}
-	})
-	run(t, "ip", "-n", e.nsName, "link", "set", "lo", "up")
-	fd, err := unix.Open(e.nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	e := &env{Sandbox: kerneltest.NewSandbox(t)}
+	id, err := e.CG.H.ID(e.CG.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fd) })
-	e.nsFD = fd
-
-	if e.h, err = cgroup.Find(); err != nil {
-		t.Fatal(err)
-	}
-	e.cg = "/gensee-test-" + randHex(4)
-	dir, err := e.h.Dir(e.cg)
+	e.plan, err = netpolicy.NewPlan("t"+kerneltest.RandHex(8), n, netpolicy.CgroupRef{Path: e.CG.Path, ID: id, Level: cgroup.Level(e.CG.Path)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := netpolicy.Apply(context.Background(), e.NS.FD, e.plan); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := e.h.Drain(ctx, e.cg); err != nil {
-			t.Errorf("cleanup: drain %s: %v", e.cg, err)
-		}
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("cleanup: rmdir %s: %v", dir, err)
-		}
-	})
-	id, err := e.h.ID(e.cg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.plan, err = netpolicy.NewPlan("t"+randHex(8), n, netpolicy.CgroupRef{Path: e.cg, ID: id, Level: cgroup.Level(e.cg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := netpolicy.Apply(context.Background(), fd, e.plan); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := netpolicy.Remove(context.Background(), fd, e.plan.Table); err != nil {
+		if err := netpolicy.Remove(context.Background(), e.NS.FD, e.plan.Table); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
 	return e
-}
-
-// sh runs a bash script inside the cgroup and the namespace and returns its
-// combined output; failures of the script are the test's to judge.
-func (e *env) sh(t *testing.T, script string) string {
-	t.Helper()
-	dir, err := e.h.Dir(e.cg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "nsenter", "--net="+e.nsPath, "bash", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
-	out, _ := cmd.CombinedOutput()
-	return string(out)
-}
-
-// nft runs the nft CLI in the namespace, as the host would.
-func (e *env) nft(t *testing.T, args ...string) string {
-	t.Helper()
-	return run(t, "nsenter", append([]string{"--net=" + e.nsPath, "nft"}, args...)...)
-}
-
-// echoServer listens on addr inside the namespace (outside the test
-// cgroup, so the table leaves it alone) and echoes lines until cleanup.
-func (e *env) echoServer(t *testing.T, addr string) {
-	t.Helper()
-	lc := make(chan net.Listener, 1)
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // the thread is left in the namespace and dies with the goroutine
-		if err := unix.Setns(e.nsFD, unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			errc <- err
-			return
-		}
-		lc <- l
-	}()
-	var l net.Listener
-	select {
-	case l = <-lc:
-	case err := <-errc:
-		t.Fatalf("listen %s in %s: %v", addr, e.nsName, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				io.Copy(c, c)
-			}()
-		}
-	}()
 }

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/shim/nflog"
 	"github.com/gensee/gensee/shim/watchdog"
@@ -56,7 +56,7 @@ func TestRootTableTampered(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
-			w := NewTableWatcher(e.nsFD, e.plan)
+			w := NewTableWatcher(e.NS.FD, e.plan)
 			w.Interval = c.interval
 			if strings.HasPrefix(c.name, "read-back only") {
 				w.src = noMonitor{w.src} // as if every monitor message were lost
@@ -70,7 +70,7 @@ func TestRootTableTampered(t *testing.T) {
 			case <-time.After(300 * time.Millisecond):
 			}
 			start := time.Now()
-			e.nft(t, c.tamper(e)...)
+			e.NS.Nft(t, c.tamper(e)...)
 			want := c.want
 			if strings.Contains(want, "%s") {
 				want = fmt.Sprintf(want, e.plan.Table)
@@ -100,7 +100,7 @@ func TestRootDenyThenReach(t *testing.T) {
 	e := newEnv(t, spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.55", Proto: spec.ProtoTCP, Port: 443}}})
 	const port = 18080
 	target := fmt.Sprintf("127.0.0.1:%d/tcp", port)
-	e.echoServer(t, fmt.Sprintf("127.0.0.1:%d", port))
+	e.NS.EchoTCP(t, fmt.Sprintf("127.0.0.1:%d", port))
 
 	wd := watchdog.New(watchdog.Config{OperationID: e.plan.OperationID, Table: e.plan.Table, DenyRule: e.plan.Mode, Allowed: "192.0.2.55:443/tcp"})
 	var mu sync.Mutex
@@ -110,7 +110,7 @@ func TestRootDenyThenReach(t *testing.T) {
 		defer mu.Unlock()
 		findings = append(findings, r.Findings...)
 	}
-	r, err := nflog.Open(e.nsFD, e.plan.LogGroup)
+	r, err := nflog.Open(e.NS.FD, e.plan.LogGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,28 +127,28 @@ func TestRootDenyThenReach(t *testing.T) {
 			}
 		}
 	})
-	fp := NewFlowPoller(e.nsFD)
+	fp := NewFlowPoller(e.NS.FD)
 	fp.Interval = 100 * time.Millisecond
 	goRun(t, func(ctx context.Context) error {
 		return fp.Run(ctx, wd.Watched, func(rc Reach) { fold(wd.Reached(rc.Target, rc.Detail, rc.At, time.Now())) })
 	})
 
 	connect := fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && echo ping >&3 && read -t 3 line <&3 && echo "got $line"`, port)
-	if out := e.sh(t, "timeout 1 bash -c '"+connect+"'"); strings.Contains(out, "got ping") {
+	if out := e.Sh(t, "timeout 1 bash -c '"+connect+"'"); strings.Contains(out, "got ping") {
 		t.Fatalf("connect was not denied: %s", out)
 	}
 	waitFor(t, 2*time.Second, func() bool { return len(wd.Watched()) == 1 && wd.Watched()[0] == target }, "target on the watch")
 
 	// As the host: remove the log and deny rules.
-	listing := e.nft(t, "-a", "list", "chain", "inet", e.plan.Table, "output")
+	listing := e.NS.Nft(t, "-a", "list", "chain", "inet", e.plan.Table, "output")
 	handles := regexp.MustCompile(`comment "gensee: (?:log denied|deny[^"]*)" # handle (\d+)`).FindAllStringSubmatch(listing, -1)
 	if len(handles) < 2 {
 		t.Fatalf("no log and deny rules in\n%s", listing)
 	}
 	for _, m := range handles {
-		e.nft(t, "delete", "rule", "inet", e.plan.Table, "output", "handle", m[1])
+		e.NS.Nft(t, "delete", "rule", "inet", e.plan.Table, "output", "handle", m[1])
 	}
-	if out := e.sh(t, "timeout 5 bash -c '"+connect+"; sleep 1'"); !strings.Contains(out, "got ping") {
+	if out := e.Sh(t, "timeout 5 bash -c '"+connect+"; sleep 1'"); !strings.Contains(out, "got ping") {
 		t.Fatalf("connect after the rule was removed failed: %s", out)
 	}
 	waitFor(t, 3*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(findings) > 0 }, "deny_then_reach")
@@ -187,17 +187,11 @@ func (noMonitor) Monitor() (<-chan generation, func(), error) {
 func TestRootBindingBroken(t *testing.T) {
 	roottest.Require(t)
 	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
-	dir, err := e.h.Dir(e.cg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	dir := e.CG.Dir
 	sleep := exec.Command("sleep", "30")
-	sleep.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	if err := kerneltest.IntoCgroup(t, sleep, dir); err != nil {
+		t.Fatal(err)
+	}
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +208,7 @@ func TestRootBindingBroken(t *testing.T) {
 		}
 	})
 
-	p := NewBindingPoller(e.h, e.plan.Cgroup, func() []int { return []int{sleep.Process.Pid} })
+	p := NewBindingPoller(e.CG.H, e.plan.Cgroup, func() []int { return []int{sleep.Process.Pid} })
 	p.Interval = 50 * time.Millisecond
 	out := make(chan Unbound, 4)
 	goRun(t, func(ctx context.Context) error { return p.Run(ctx, func(u Unbound) { out <- u }) })
@@ -229,7 +223,7 @@ func TestRootBindingBroken(t *testing.T) {
 	select {
 	case u := <-out:
 		t.Log(u.Detail)
-		if !strings.Contains(u.Detail, "outside "+e.cg) {
+		if !strings.Contains(u.Detail, "outside "+e.CG.Path) {
 			t.Errorf("detail %q", u.Detail)
 		}
 	case <-time.After(2 * time.Second):
