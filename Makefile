@@ -7,7 +7,6 @@ BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/gensee/gensee/internal/version.Version=$(VERSION) \
 	-X github.com/containerd/containerd/v2/version.Version=gensee-$(VERSION)
-export GOFLAGS ?= -mod=mod
 export PATH := $(BIN):$(PATH)
 
 .PHONY: help deps build test unit fuzz bench demo lint clean

@@ -8,12 +8,11 @@ import (
 	"hash"
 	"io"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 const (
-	chunkSize     = 4 << 20
+	chunkSize     = 1 << 20 // read and hash in chunks that stay in cache
+	pipelineDepth = 4       // chunks in flight between hashing and O_DIRECT writes
 	pipelineAbove = 8 << 20 // files at least this big hash and write concurrently
 )
 
@@ -69,19 +68,18 @@ func copySerial(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash, 
 	}
 }
 
-// copyPipelined reads chunks into a small ring of page-aligned buffers;
-// each chunk is handed to the writer goroutine and then hashed here, so
-// hashing and writing overlap. A buffer goes back to the ring only after it
-// was written, and it is read again only after this goroutine finished
-// hashing it. A staged file is switched to O_DIRECT (the buffers are
-// mmap'ed, hence aligned).
+// copyPipelined reads chunks into a small ring of buffers; each chunk is
+// handed to the writer goroutine and then hashed here, so hashing and
+// writing overlap. A buffer goes back to the ring only after it was written,
+// and it is read again only after this goroutine finished hashing it. A
+// staged file is switched to O_DIRECT: the ring is one large heap
+// allocation, page-aligned in practice, and a write the kernel refuses for
+// alignment is redone buffered. Measured on the 2-vCPU VMs: 1 MiB chunks
+// (they stay in cache between read and hash) and 4 in flight beat larger
+// chunks, deeper rings and writev batching.
 func copyPipelined(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash) (n int64, err error) {
-	const depth = 4
-	mem, err := unix.Mmap(-1, 0, depth*chunkSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return 0, fmt.Errorf("copy buffers: %w", err)
-	}
-	defer unix.Munmap(mem)
+	const depth = pipelineDepth
+	mem := make([]byte, depth*chunkSize)
 	if f, ok := dst.(*stagedFile); ok {
 		f.setDirect()
 	}

@@ -34,8 +34,10 @@
 //     ("under_mount") because the gate cannot see what was written there.
 //   - Modes constrain regular files only, compared on all 12 permission bits.
 //     Staged copies get perm & 0755: no setuid, setgid, sticky or group/other
-//     write. Run does not fsync; the caller syncs the staging filesystem
-//     before writing the manifest.
+//     write. Files of 8 MiB and more are hashed on one goroutine while
+//     another writes them with O_DIRECT (when the filesystem allows), so the
+//     staged copy costs no second page-cache copy. Run does not fsync; the
+//     caller syncs the staging filesystem before writing the manifest.
 //   - Any anomaly (metacopy, redirect, xwhiteout, bad or forged overlay
 //     markers, entries that changed during the walk, scan caps) fails the
 //     gate; products touched by one fail too.

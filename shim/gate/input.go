@@ -49,7 +49,8 @@ type Input struct {
 	Workspace string
 	Products  []spec.Product
 	// StagingDir is runtime-owned, e.g. <state>/operations/<opid>/staged;
-	// created 0700 if missing. Passing products land at StagingDir/<slot>.
+	// created 0700 if missing. Passing products land at StagingDir/<slot>;
+	// an existing entry there is never overwritten (Run fails instead).
 	StagingDir string
 	// StartTime is when the task was started (for the fresh-slot rule).
 	StartTime time.Time

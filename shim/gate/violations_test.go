@@ -212,3 +212,40 @@ func TestUnclaimedDigestIsStable(t *testing.T) {
 		t.Fatalf("digest depends on order: %s %s", a, b)
 	}
 }
+
+func TestExistingStagedEntryIsAnError(t *testing.T) {
+	root := t.TempDir()
+	start := time.Now()
+	writeFile(t, root, "ws/a", "x", 0o644)
+	writeFile(t, root, "ws/b", "y", 0o644)
+	in := bindInput(t, root, start, spec.Product{Class: spec.ClassBlob, Slot: "a"}, spec.Product{Class: spec.ClassBlob, Slot: "b"})
+	writeFile(t, in.StagingDir, "b", "stale", 0o644)
+	if _, err := Run(context.Background(), in); err == nil {
+		t.Fatal("Run overwrote or ignored an existing staged entry")
+	}
+	if _, err := os.Stat(filepath.Join(in.StagingDir, "a")); !os.IsNotExist(err) {
+		t.Fatalf("product a left staged after a failed run: %v", err)
+	}
+}
+
+// TestLargeBlobStagedIntact stages a file big enough for the pipelined,
+// O_DIRECT path, with an unaligned tail.
+func TestLargeBlobStagedIntact(t *testing.T) {
+	root := t.TempDir()
+	start := time.Now()
+	p := filepath.Join(root, "ws/big")
+	writeRandom(t, p, pipelineAbove+chunkSize+123)
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runGate(t, bindInput(t, root, start, spec.Product{Class: spec.ClassBlob, Slot: "big"}))
+	pr := requirePass(t, res, "big")
+	got, err := os.ReadFile(pr.Staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) || pr.SHA256 != sha(string(want)) {
+		t.Fatalf("staged copy differs (%d vs %d bytes) or digest wrong", len(got), len(want))
+	}
+}
