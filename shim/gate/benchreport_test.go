@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,23 +33,37 @@ func benchP3(t *testing.T) {
 	start := time.Now()
 	blob := filepath.Join(dir, "root/ws/blob")
 	writeRandom(t, blob, size)
-	rawSHA256(t, blob) // warm the page cache for both contenders
-	var gate, raw []time.Duration
+	rawSHA256(t, blob) // warm the page cache for every contender
+	p := spec.Product{Class: spec.ClassBlob, Slot: "blob", MaxBytes: size}
+	var gate, raw, discard []time.Duration
 	for i := range rounds {
 		if i%2 == 0 {
 			raw = append(raw, rawSHA256(t, blob))
-			gate = append(gate, gateOnce(t, filepath.Join(dir, "root"), start, spec.Product{Class: spec.ClassBlob, Slot: "blob", MaxBytes: size}))
+			gate = append(gate, gateOnce(t, filepath.Join(dir, "root"), start, p))
 		} else {
-			gate = append(gate, gateOnce(t, filepath.Join(dir, "root"), start, spec.Product{Class: spec.ClassBlob, Slot: "blob", MaxBytes: size}))
+			gate = append(gate, gateOnce(t, filepath.Join(dir, "root"), start, p))
 			raw = append(raw, rawSHA256(t, blob))
 		}
+		discard = append(discard, hashDiscard(t, blob, size))
 	}
 	mib := float64(size) / (1 << 20)
-	g, r := mib/median(gate).Seconds(), mib/median(raw).Seconds()
+	g, r, d := mib/median(gate).Seconds(), mib/median(raw).Seconds(), mib/median(discard).Seconds()
 	fmt.Printf("P3 gate 1GiB blob: %.0f MiB/s vs sha256 %.0f MiB/s, ratio %.2f (median of %d alternating runs, target >= 0.80; load average %s)\n", g, r, g/r, rounds, loadavg())
-	if g/r < 0.8 {
-		t.Logf("P3 below target: gate %v raw %v", gate, raw)
+	fmt.Printf("P3 detail: the gate's hash pipeline with the staged write discarded: %.0f MiB/s (ratio %.2f): the rest is the O_DIRECT write of the staged copy\n", d, d/r)
+}
+
+// hashDiscard runs the gate's copy loop on the same file with the staged
+// write discarded, to split the gate's cost into hashing and writing.
+func hashDiscard(t *testing.T, path string, size int64) time.Duration {
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	unix.Sync()
+	t0 := time.Now()
+	if _, _, err := copyHashed(context.Background(), io.Discard, f, size, size, nil); err != nil {
+		t.Fatal(err)
 	}
+	return time.Since(t0)
 }
 
 func benchP4(t *testing.T) {

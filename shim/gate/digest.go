@@ -31,8 +31,8 @@ func TreeDigest(slot string, entries []Entry) string {
 	return digestLines(lines)
 }
 
-// UnclaimedDigest is "sha256:" + hex(sha256(L)), L being one line per
-// unclaimed change, sorted bytewise:
+// unclaimedLine is one line of Unclaimed.Digest, which is "sha256:" +
+// hex(sha256(L)), L being one line per unclaimed change, sorted bytewise:
 //
 //	strconv.Quote(container-absolute path) SP op LF
 //

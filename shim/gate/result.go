@@ -64,9 +64,10 @@ type Entry struct {
 	Target string `json:"target,omitempty"` // symlinks, recorded, never followed
 }
 
-// Unclaimed summarizes changes outside every product, exclusion and mount
-// stub. Digest is UnclaimedDigest over all of them; Sample holds the first
-// few paths (container-absolute) in sorted order.
+// Unclaimed summarizes changes (add, modify, delete, replace) outside every
+// product, exclusion and mount stub. Digest covers all of them (see
+// unclaimedLine in digest.go: sorted lines `"<quoted absolute path>" op`);
+// Sample holds the first few paths in that order.
 type Unclaimed struct {
 	Count  int64    `json:"count"`
 	Bytes  int64    `json:"bytes"`
