@@ -51,7 +51,7 @@ echo "P2: allow_exact install vs nft -f"
 p2=$(./hack/bench-p2.sh 2>/dev/null || true)
 echo "$p2"
 echo "P3/P4: gate throughput"
-p34=$(GENSEE_ROOT_TESTS=1 GENSEE_BENCH=1 go test -count=1 -v -run '^TestBenchReport$' -timeout 30m ./shim/gate | grep -E '^\s*P[34]' || true)
+p34=$(./hack/bench-gate.sh 2>/dev/null || true)
 echo "$p34"
 
 echo

@@ -15,19 +15,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestBenchReport prints the P3 and P4 figures (DESIGN targets: gate >= 0.8 x
+// BenchmarkP3P4Report prints the P3 and P4 figures (targets: gate >= 0.8 x
 // raw sha256 throughput on a 1 GiB blob; >= 50k entries/s on a 100,000-file
 // directory_tree). Runs alternate gate and peer so both see the same
-// machine state; medians are reported.
-func TestBenchReport(t *testing.T) {
-	if os.Getenv("GENSEE_BENCH") != "1" {
-		t.Skip("benchmark report: set GENSEE_BENCH=1 (hack/bench-gate.sh does)")
-	}
-	t.Run("P3", benchP3)
-	t.Run("P4", benchP4)
+// machine state; medians are reported. It runs once whatever b.N is, and
+// being a benchmark, plain `go test` never runs (or skips) it:
+//
+//	GENSEE_ROOT_TESTS=1 go test ./shim/gate -run '^$' -bench '^BenchmarkP3P4Report$' -benchtime 1x -timeout 30m
+func BenchmarkP3P4Report(b *testing.B) {
+	benchP3(b)
+	benchP4(b)
 }
 
-func benchP3(t *testing.T) {
+func benchP3(t testing.TB) {
 	const size, rounds = 1 << 30, 7
 	dir := benchDir(t)
 	start := time.Now()
@@ -54,7 +54,7 @@ func benchP3(t *testing.T) {
 
 // hashDiscard runs the gate's copy loop on the same file with the staged
 // write discarded, to split the gate's cost into hashing and writing.
-func hashDiscard(t *testing.T, path string, size int64) time.Duration {
+func hashDiscard(t testing.TB, path string, size int64) time.Duration {
 	f, err := os.Open(path)
 	must(t, err)
 	defer f.Close()
@@ -66,7 +66,7 @@ func hashDiscard(t *testing.T, path string, size int64) time.Duration {
 	return time.Since(t0)
 }
 
-func benchP4(t *testing.T) {
+func benchP4(t testing.TB) {
 	const files, rounds = 100_000, 3
 	entries := files + files/1000 // plus one directory per 1,000 files
 	p := spec.Product{Class: spec.ClassDirectoryTree, Slot: "tree", MaxEntries: 2 * files, MaxBytes: 1 << 30}
@@ -88,7 +88,7 @@ func benchP4(t *testing.T) {
 // plainCopy is P4's peer: the least any staging copy costs on this
 // filesystem (read each file, create and write its copy; no checks, no
 // hashing), timed like the gate.
-func plainCopy(t *testing.T, src, dst string) time.Duration {
+func plainCopy(t testing.TB, src, dst string) time.Duration {
 	unix.Sync()
 	t0 := time.Now()
 	dirs, err := os.ReadDir(src)
@@ -126,8 +126,8 @@ func loadavg() string {
 
 // benchP4Overlay repeats P4 on a real overlay upperdir, where the walker
 // also opens every file to read its overlay xattrs.
-func benchP4Overlay(t *testing.T, p spec.Product, files, entries, rounds int) {
-	o := mountOverlay(t, hardened, func(t *testing.T, d string) { mkdirAll(t, d, "ws") })
+func benchP4Overlay(t testing.TB, p spec.Product, files, entries, rounds int) {
+	o := mountOverlay(t, hardened, func(t testing.TB, d string) { mkdirAll(t, d, "ws") })
 	start := time.Now()
 	makeTree(t, o.m("ws/tree"), files)
 	peerDir := benchDir(t)

@@ -11,7 +11,7 @@ import (
 )
 
 // image is the lower layer most hostile cases share.
-func image(t *testing.T, d string) {
+func image(t testing.TB, d string) {
 	writeFile(t, d, "etc/passwd", "root:x:0:0::/root:/bin/sh\n", 0o644)
 	writeFile(t, d, "ws/out/result.json", `{"from":"image"}`, 0o644)
 	writeFile(t, d, "ws/out/set/x", "x", 0o644)
@@ -162,7 +162,7 @@ func TestOverlayMountStubs(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ const hardened = "metacopy=off,redirect_dir=nofollow"
 // mountOverlay builds one lower layer per builder (top first), ages every
 // image entry to an hour ago, mounts the overlay with opts and unmounts it
 // in t.Cleanup whether the test passed or not.
-func mountOverlay(t *testing.T, opts string, layers ...func(t *testing.T, dir string)) *ovl {
+func mountOverlay(t testing.TB, opts string, layers ...func(t testing.TB, dir string)) *ovl {
 	t.Helper()
 	roottest.Require(t)
 	base := t.TempDir()
@@ -49,7 +49,7 @@ func mountOverlay(t *testing.T, opts string, layers ...func(t *testing.T, dir st
 	return o
 }
 
-func unmount(t *testing.T, dir string) {
+func unmount(t testing.TB, dir string) {
 	for i := 0; i < 50; i++ {
 		err := unix.Unmount(dir, 0)
 		if err == nil || err == unix.EINVAL || err == unix.ENOENT {
@@ -63,7 +63,7 @@ func unmount(t *testing.T, dir string) {
 
 // ageTree sets every entry's times to an hour ago: image content predates
 // the task.
-func ageTree(t *testing.T, dir string) {
+func ageTree(t testing.TB, dir string) {
 	old := unix.NsecToTimespec(time.Now().Add(-time.Hour).UnixNano())
 	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
 		if err == nil {
@@ -74,7 +74,7 @@ func ageTree(t *testing.T, dir string) {
 }
 
 // input gates the overlay with workspace /ws, starting the task now.
-func (o *ovl) input(t *testing.T, products ...spec.Product) Input {
+func (o *ovl) input(t testing.TB, products ...spec.Product) Input {
 	return Input{
 		UpperDir:   o.upper,
 		LowerDirs:  o.lowers,
@@ -89,7 +89,7 @@ func (o *ovl) input(t *testing.T, products ...spec.Product) Input {
 func (o *ovl) m(rel string) string { return filepath.Join(o.merged, filepath.FromSlash(rel)) }
 
 func TestOverlayEveryClassPasses(t *testing.T) {
-	o := mountOverlay(t, hardened, func(t *testing.T, d string) {
+	o := mountOverlay(t, hardened, func(t testing.TB, d string) {
 		writeFile(t, d, "ws/keep.txt", "keep", 0o644)
 		writeFile(t, d, "ws/old.txt", "old", 0o644)
 		writeFile(t, d, "ws/mod.txt", "v1", 0o644)
@@ -152,7 +152,7 @@ func TestOverlayEveryClassPasses(t *testing.T) {
 // image itself (two lower layers).
 func TestOverlayImageLayers(t *testing.T) {
 	o := mountOverlay(t, hardened,
-		func(t *testing.T, d string) { // top layer
+		func(t testing.TB, d string) { // top layer
 			mkdirAll(t, d, "ws/out")
 			if err := unix.Mknod(filepath.Join(d, "ws/out/r.json"), unix.S_IFCHR, 0); err != nil {
 				t.Fatal(err)
@@ -162,7 +162,7 @@ func TestOverlayImageLayers(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		func(t *testing.T, d string) { // bottom layer
+		func(t testing.TB, d string) { // bottom layer
 			writeFile(t, d, "ws/out/r.json", `{"stale":true}`, 0o644)
 			writeFile(t, d, "ws/d/hidden", "x", 0o644)
 		})
