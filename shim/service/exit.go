@@ -47,12 +47,9 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 
 // startDeadline kills the task when the contract's deadline passes.
 func (s *service) startDeadline(op *operation) {
-	if op.contract.Deadline == "" {
-		return
-	}
-	d, err := time.ParseDuration(op.contract.Deadline)
+	d, err := op.contract.DeadlineDuration()
 	if err != nil || d <= 0 {
-		return // validated at catalog load; never reached
+		return // no deadline (a malformed one never passes catalog validation)
 	}
 	op.mu.Lock()
 	op.deadline = time.AfterFunc(d, func() {
