@@ -2,13 +2,14 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gensee/gensee/shim/admission"
@@ -154,28 +155,19 @@ func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci
 	return observe.FromRootfs(dir, oci)
 }
 
-// recordRefusal keeps a refusal that never became an operation.
-func (s *service) recordRefusal(ctx context.Context, cfg config.Config, namespace, id string, err error) {
-	var re *refusedError
-	if !errors.As(err, &re) {
-		return
-	}
+// refused keeps a refusal that never became an operation — in the
+// refusals log and as an admission_denied event — and returns the error the
+// client sees: PermissionDenied with the reason and the fix.
+func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id string, re *refusedError) error {
+	loggerFor(ctx, id).WithField("reason", re.Reason).Warn(re.Message)
 	st := record.Store{Dir: cfg.StateDir}
-	if werr := st.AppendRefusal(refusal{At: s.now().UTC(), Namespace: namespace, ContainerID: id, Reason: re.Reason, Message: re.Message}); werr != nil {
-		loggerFor(ctx, id).WithError(werr).Error("record admission refusal")
-	}
-}
-
-// publishRefusal publishes an admission_denied event; the refusals log
-// keeps it too, since no operation (and no events.jsonl) exists for it.
-func (s *service) publishRefusal(ctx context.Context, id string, err error) {
-	var re *refusedError
-	if !errors.As(err, &re) {
-		return
+	if err := st.AppendRefusal(refusal{At: s.now().UTC(), Namespace: namespace, ContainerID: id, Reason: re.Reason, Message: re.Message}); err != nil {
+		loggerFor(ctx, id).WithError(err).Error("record admission refusal")
 	}
 	ev := spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: re.Reason,
 		Detail: re.Message, Target: id, At: s.now().UTC()}
-	if perr := events.Publish(s.ctx, s.pub, events.Sanitize(ev)); perr != nil {
-		loggerFor(ctx, id).WithError(perr).Warn("publish admission_denied")
+	if err := events.Publish(s.ctx, s.pub, events.Sanitize(ev)); err != nil {
+		loggerFor(ctx, id).WithError(err).Warn("publish admission_denied")
 	}
+	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
 }

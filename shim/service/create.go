@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
 )
 
@@ -52,20 +52,14 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		var sr *specRefusal
 		errors.As(err, &sr)
-		rerr := &refusedError{Reason: sr.Rule, Message: sr.Error()}
-		s.recordRefusal(ctx, cfg, ns, r.ID, rerr)
-		s.publishRefusal(ctx, r.ID, rerr)
-		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rerr.Error())
+		return nil, s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: sr.Rule, Message: sr.Error()})
 	}
 	t0 := time.Now()
 	adm, err := s.admit(ctx, cfg, ns, r, oci)
 	if err != nil {
-		s.recordRefusal(ctx, cfg, ns, r.ID, err)
-		s.publishRefusal(ctx, r.ID, err)
-		loggerFor(ctx, r.ID).WithError(err).Warn("admission refused")
 		var re *refusedError
 		if errors.As(err, &re) {
-			return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
+			return nil, s.refused(ctx, cfg, ns, r.ID, re)
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}
@@ -195,21 +189,13 @@ func readNoFollow(path string, max int64) ([]byte, error) {
 	return b, err
 }
 
-// hardenRootfs forces overlay options that keep the upperdir honest for the
-// gate: no metacopy (metadata-only copy-ups hash as zeros) and no redirects.
+// hardenRootfs forces the overlay options that keep the upperdir honest
+// for the gate (no metacopy, no redirects): see gate.HardenOverlayOptions.
 func hardenRootfs(r *taskAPI.CreateTaskRequest) {
 	for _, m := range r.Rootfs {
-		if m.Type != "overlay" {
-			continue
+		if m.Type == "overlay" {
+			m.Options = gate.HardenOverlayOptions(m.Options)
 		}
-		opts := m.Options[:0:0]
-		for _, o := range m.Options {
-			if strings.HasPrefix(o, "metacopy=") || strings.HasPrefix(o, "redirect_dir=") {
-				continue
-			}
-			opts = append(opts, o)
-		}
-		m.Options = append(opts, "metacopy=off", "redirect_dir=nofollow")
 	}
 }
 
