@@ -7,6 +7,7 @@ require (
 	github.com/containerd/containerd/v2 v2.4.2
 	github.com/containerd/errdefs v1.0.0
 	github.com/containerd/errdefs/pkg v0.3.0
+	github.com/containerd/go-runc v1.2.1
 	github.com/containerd/log v0.2.0
 	github.com/containerd/plugin v1.1.0
 	github.com/containerd/ttrpc v1.2.9
@@ -31,7 +32,6 @@ require (
 	github.com/containerd/console v1.0.5 // indirect
 	github.com/containerd/continuity v0.5.0 // indirect
 	github.com/containerd/fifo v1.1.0 // indirect
-	github.com/containerd/go-runc v1.2.1 // indirect
 	github.com/containerd/log/otel v0.1.0 // indirect
 	github.com/containerd/platforms v1.0.0-rc.5 // indirect
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect

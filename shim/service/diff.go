@@ -63,8 +63,13 @@ type gateOutcome struct {
 
 // runProductGate drains the cgroup, then gates the diff into staging.
 func (op *operation) runProductGate(ctx context.Context, started time.Time) gateOutcome {
+	h := op.gateHelper
+	op.gateHelper = nil
 	src := op.diff
 	if src.Problem != "" {
+		if h != nil {
+			h.abandon()
+		}
 		if len(op.contract.Products) == 0 {
 			return gateOutcome{}
 		}
@@ -72,6 +77,9 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 	}
 	dir, err := op.store.OperationDir(op.id)
 	if err != nil {
+		if h != nil {
+			h.abandon()
+		}
 		return gateOutcome{err: err}
 	}
 	in := gate.Input{
@@ -80,7 +88,7 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: started,
 		ExcludeMounts: op.mounts,
 	}
-	res, err := runGate(ctx, in, op.cfg.GateTimeout.Duration)
+	res, err := runGate(h, in, op.cfg.GateTimeout.Duration)
 	return gateOutcome{res: res, err: err}
 }
 

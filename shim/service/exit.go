@@ -40,6 +40,13 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	if op.mon != nil {
 		op.mon.start(int(op.netns.Fd()), op.plan, op.admission.Subject.InitPID)
 	}
+	if len(op.contract.Products) > 0 || op.diff.Problem == "" {
+		h, err := spawnGateHelper()
+		if err != nil {
+			op.logger(ctx).WithError(err).Warn("start gate helper ahead of exit; it starts at exit instead")
+		}
+		op.gateHelper = h // read only by watchExit, started below
+	}
 	s.startDeadline(op)
 	go s.watchExit(op)
 	return resp, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/pkg/sys/reaper"
+	runc "github.com/containerd/go-runc"
 
 	"github.com/gensee/gensee/shim/gate"
 )
@@ -44,25 +45,76 @@ func GateHelperMain(stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runGate runs the gate in a helper process bounded by timeout.
-func runGate(ctx context.Context, in gate.Input, timeout time.Duration) (*gate.Result, error) {
+// gateHelper is a gate helper process started ahead of need: at Start, so
+// the exec and runtime start-up of the helper overlap the task's run instead
+// of lengthening its exit. It waits on stdin for its input; closing stdin
+// without input makes it exit.
+type gateHelper struct {
+	cmd            *exec.Cmd
+	ec             chan runc.Exit
+	stdin          io.WriteCloser
+	stdout, stderr bytes.Buffer
+}
+
+// spawnGateHelper starts a waiting gate helper through the shim's reaper.
+func spawnGateHelper() (*gateHelper, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find shim binary: %w", err)
 	}
+	h := &gateHelper{cmd: exec.Command(self, GateHelperArg)}
+	h.cmd.Env = []string{"GOMAXPROCS=2", "GOGC=40"}
+	h.cmd.Stdout = &limitedBuffer{&h.stdout, maxGateResultBytes}
+	h.cmd.Stderr = &limitedBuffer{&h.stderr, 64 << 10}
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("gate helper stdin: %w", err)
+	}
+	if h.ec, err = reaper.Default.Start(h.cmd); err != nil {
+		return nil, fmt.Errorf("start gate helper: %w", err)
+	}
+	return h, nil
+}
+
+// run hands the helper its input and waits for the result, bounded by
+// timeout from now.
+func (h *gateHelper) run(in gate.Input, timeout time.Duration) (*gate.Result, error) {
 	input, err := json.Marshal(in)
 	if err != nil {
+		h.abandon()
 		return nil, fmt.Errorf("encode gate input: %w", err)
 	}
-	out, err := runHelper([]string{self, GateHelperArg}, []string{"GOMAXPROCS=2", "GOGC=40"}, input, maxGateResultBytes, timeout)
+	// The pipe may be full only if the helper is not reading; the timeout
+	// below then kills it, which unblocks the write.
+	go func() { h.stdin.Write(input); h.stdin.Close() }()
+	status, err := reaper.Default.WaitTimeout(h.cmd, h.ec, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("gate helper: %w", err)
+		return nil, fmt.Errorf("gate helper: %w (limit %s)", err, timeout)
+	}
+	if status != 0 {
+		return nil, fmt.Errorf("gate helper exited %d: %s", status, bytes.TrimSpace(h.stderr.Bytes()))
 	}
 	var res gate.Result
-	if err := json.Unmarshal(out, &res); err != nil {
+	if err := json.Unmarshal(h.stdout.Bytes(), &res); err != nil {
 		return nil, fmt.Errorf("decode gate result: %w", err)
 	}
 	return &res, nil
+}
+
+// abandon makes an unused helper exit and reaps it.
+func (h *gateHelper) abandon() {
+	h.stdin.Close()
+	reaper.Default.WaitTimeout(h.cmd, h.ec, 5*time.Second)
+}
+
+// runGate runs the gate in helper h (spawned now if nil), bounded by timeout.
+func runGate(h *gateHelper, in gate.Input, timeout time.Duration) (*gate.Result, error) {
+	if h == nil {
+		var err error
+		if h, err = spawnGateHelper(); err != nil {
+			return nil, err
+		}
+	}
+	return h.run(in, timeout)
 }
 
 // runHelper runs argv with env and stdin, bounded by timeout, and returns

@@ -69,9 +69,10 @@ type operation struct {
 	deadlineHit bool          // guarded by mu
 	done        chan struct{} // closed when the exit path finished
 	held        *hold
-	diff        diffSource // where the gate reads the task's changes
-	mounts      []string   // mount destinations of config.json (runc stubs them in the upperdir)
-	startedAt   time.Time  // guarded by mu
+	diff        diffSource  // where the gate reads the task's changes
+	gateHelper  *gateHelper // spawned at Start, used (or abandoned) by the exit path
+	mounts      []string    // mount destinations of config.json (runc stubs them in the upperdir)
+	startedAt   time.Time   // guarded by mu
 	// override replaces the init's exit status when the gate failed and the
 	// operator mapped that to a status; written before done is closed.
 	override *uint32
