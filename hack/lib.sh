@@ -61,6 +61,11 @@ gensee_daemon_stop() {
 		GENSEE_DAEMON_PID=
 	fi
 	{ grep -o " $dir/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" || true; done
+	# runc leaves each namespace's parent cgroup (/<ns>) in every hierarchy.
+	local mnt
+	for mnt in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/self/mounts); do
+		for ns in "$@"; do rmdir "$mnt/$ns" 2>/dev/null || true; done
+	done
 }
 
 # gensee_image DIR: build the probe and the test image archive into DIR.

@@ -248,26 +248,4 @@ func (e *criEnv) removePods() {
 
 // removeCgroupParent removes the pods' cgroup parent from every hierarchy
 // (runc makes it as an intermediate directory); a child left is a leak.
-func (e *criEnv) removeCgroupParent() {
-	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", strings.TrimPrefix(e.cgroupParent, "/")))
-	if d := filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(e.cgroupParent, "/")); isDir(d) {
-		dirs = append(dirs, d)
-	}
-	for _, d := range dirs {
-		ents, _ := os.ReadDir(d)
-		for _, en := range ents {
-			if en.IsDir() {
-				e.t.Errorf("leak: cgroup %s/%s left", d, en.Name())
-				os.Remove(filepath.Join(d, en.Name()))
-			}
-		}
-		if err := os.Remove(d); err != nil {
-			e.t.Errorf("remove cgroup parent %s: %v", d, err)
-		}
-	}
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
-}
+func (e *criEnv) removeCgroupParent() { removeCgroupParent(e.t, e.cgroupParent) }

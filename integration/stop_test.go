@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gensee/gensee/shim/cgroup"
 )
 
 // stop tears the environment down and then checks that nothing is left:
@@ -54,20 +53,7 @@ func (e *env) stop() {
 		t.Errorf("leak: gensee tables in the host netns: %v", tables)
 	}
 	for ns := range e.imported {
-		if p, ok := cgroupDir(ns); ok {
-			if ents, _ := os.ReadDir(p); len(ents) > 0 {
-				var names []string
-				for _, en := range ents {
-					if en.IsDir() {
-						names = append(names, en.Name())
-					}
-				}
-				if len(names) > 0 {
-					t.Errorf("leak: cgroups left under %s: %v", p, names)
-				}
-			}
-			os.Remove(p)
-		}
+		removeCgroupParent(t, "/"+ns)
 	}
 }
 
@@ -132,16 +118,45 @@ func hostTables() []string {
 	return ts
 }
 
-// cgroupDir is the cgroup v2 directory ctr puts the tasks of namespace ns in.
-func cgroupDir(ns string) (string, bool) {
-	h, err := cgroup.Find()
-	if err != nil {
-		return "", false
+// removeCgroupParent removes the parent cgroup runc made for the tasks of
+// one namespace (ctr: /<namespace>) in every cgroup hierarchy, v1 and v2: the
+// daemon never removes it. A child left below it is a leaked container
+// cgroup and fails the test.
+func removeCgroupParent(t testing.TB, parent string) {
+	for _, mnt := range cgroupMounts() {
+		d := filepath.Join(mnt, strings.TrimPrefix(parent, "/"))
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, en := range ents {
+			if en.IsDir() {
+				t.Errorf("leak: cgroup %s/%s left", d, en.Name())
+				os.Remove(filepath.Join(d, en.Name()))
+			}
+		}
+		if err := os.Remove(d); err != nil {
+			t.Errorf("remove cgroup parent %s: %v", d, err)
+		}
 	}
-	d, err := h.Dir("/" + ns)
+}
+
+// cgroupMounts lists the mount points of every cgroup hierarchy.
+func cgroupMounts() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return "", false
+		return nil
 	}
-	_, err = os.Stat(d)
-	return d, err == nil
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		_, post, ok := strings.Cut(line, " - ")
+		f := strings.Fields(line)
+		if !ok || len(f) < 5 {
+			continue
+		}
+		if fs := strings.Fields(post); len(fs) > 0 && (fs[0] == "cgroup" || fs[0] == "cgroup2") {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
