@@ -5,15 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/internal/kerneltest/tabletest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
 // start opens a reader on the plan's group and runs it until cleanup.
-func start(t *testing.T, e *env) (*Reader, <-chan Attempt) {
+func start(t *testing.T, e *tabletest.Env) (*Reader, <-chan Attempt) {
 	t.Helper()
-	r, err := Open(e.NS.FD, e.plan.LogGroup)
+	r, err := Open(e.NS.FD, e.Plan.LogGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func collect(out <-chan Attempt, quiet time.Duration) []Attempt {
 
 func TestRootAttempts(t *testing.T) {
 	roottest.Require(t)
-	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
+	e := tabletest.New(t, spec.Network{Mode: spec.NetworkDenyAll})
 	_, out := start(t, e)
 
 	e.Sh(t, `echo x >/dev/udp/127.0.0.1/5353`)
@@ -68,8 +69,8 @@ func TestRootAttempts(t *testing.T) {
 			t.Errorf("no attempt for %s; got %v", want, got)
 			continue
 		}
-		if a.Prefix != e.plan.LogPrefix {
-			t.Errorf("%s: prefix %q, want %q", want, a.Prefix, e.plan.LogPrefix)
+		if a.Prefix != e.Plan.LogPrefix {
+			t.Errorf("%s: prefix %q, want %q", want, a.Prefix, e.Plan.LogPrefix)
 		}
 		if d := time.Since(a.At); d < 0 || d > 10*time.Second {
 			t.Errorf("%s: at %v", want, a.At)
@@ -81,11 +82,11 @@ func TestRootAttempts(t *testing.T) {
 // are logged than the deny counter counts; the counter is the count.
 func TestRootFloodIsSampled(t *testing.T) {
 	roottest.Require(t)
-	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
+	e := tabletest.New(t, spec.Network{Mode: spec.NetworkDenyAll})
 	r, out := start(t, e)
 	e.Sh(t, `for i in $(seq 300); do echo x >/dev/udp/127.0.0.1/9; done 2>/dev/null`)
 	logged := len(collect(out, 700*time.Millisecond))
-	c, err := netpolicy.ReadCounters(context.Background(), e.NS.FD, e.plan)
+	c, err := netpolicy.ReadCounters(context.Background(), e.NS.FD, e.Plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +99,9 @@ func TestRootFloodIsSampled(t *testing.T) {
 // TestRootSecondBindRefused: one socket per namespace binds a group.
 func TestRootSecondBindRefused(t *testing.T) {
 	roottest.Require(t)
-	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
+	e := tabletest.New(t, spec.Network{Mode: spec.NetworkDenyAll})
 	start(t, e)
-	if r, err := Open(e.NS.FD, e.plan.LogGroup); err == nil {
+	if r, err := Open(e.NS.FD, e.Plan.LogGroup); err == nil {
 		r.Close()
 		t.Fatal("second Open of the same group succeeded")
 	} else {

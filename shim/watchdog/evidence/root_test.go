@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/internal/kerneltest/tabletest"
 	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/shim/nflog"
@@ -45,18 +46,18 @@ func TestRootTableTampered(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		interval time.Duration
-		tamper   func(e *env) []string
+		tamper   func(e *tabletest.Env) []string
 		want     string
 	}{
-		{"monitor flush", time.Hour, func(e *env) []string { return []string{"flush", "table", "inet", e.plan.Table} }, "missing"},
-		{"monitor delete", time.Hour, func(e *env) []string { return []string{"delete", "table", "inet", e.plan.Table} }, "table inet " + "%s is missing"},
-		{"read-back only insert", DefaultInterval, func(e *env) []string {
-			return []string{"insert", "rule", "inet", e.plan.Table, "output", "accept"}
+		{"monitor flush", time.Hour, func(e *tabletest.Env) []string { return []string{"flush", "table", "inet", e.Plan.Table} }, "missing"},
+		{"monitor delete", time.Hour, func(e *tabletest.Env) []string { return []string{"delete", "table", "inet", e.Plan.Table} }, "table inet " + "%s is missing"},
+		{"read-back only insert", DefaultInterval, func(e *tabletest.Env) []string {
+			return []string{"insert", "rule", "inet", e.Plan.Table, "output", "accept"}
 		}, "extra rule"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
-			w := NewTableWatcher(e.NS.FD, e.plan)
+			e := tabletest.New(t, spec.Network{Mode: spec.NetworkDenyAll})
+			w := NewTableWatcher(e.NS.FD, e.Plan)
 			w.Interval = c.interval
 			if strings.HasPrefix(c.name, "read-back only") {
 				w.src = noMonitor{w.src} // as if every monitor message were lost
@@ -73,7 +74,7 @@ func TestRootTableTampered(t *testing.T) {
 			e.NS.Nft(t, c.tamper(e)...)
 			want := c.want
 			if strings.Contains(want, "%s") {
-				want = fmt.Sprintf(want, e.plan.Table)
+				want = fmt.Sprintf(want, e.Plan.Table)
 			}
 			select {
 			case d := <-out:
@@ -97,12 +98,12 @@ func TestRootTableTampered(t *testing.T) {
 // deny_then_reach fires once; the same flow never fires again.
 func TestRootDenyThenReach(t *testing.T) {
 	roottest.Require(t)
-	e := newEnv(t, spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.55", Proto: spec.ProtoTCP, Port: 443}}})
+	e := tabletest.New(t, spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.55", Proto: spec.ProtoTCP, Port: 443}}})
 	const port = 18080
 	target := fmt.Sprintf("127.0.0.1:%d/tcp", port)
 	e.NS.EchoTCP(t, fmt.Sprintf("127.0.0.1:%d", port))
 
-	wd := watchdog.New(watchdog.Config{OperationID: e.plan.OperationID, Table: e.plan.Table, DenyRule: e.plan.Mode, Allowed: "192.0.2.55:443/tcp"})
+	wd := watchdog.New(watchdog.Config{OperationID: e.Plan.OperationID, Table: e.Plan.Table, DenyRule: e.Plan.Mode, Allowed: "192.0.2.55:443/tcp"})
 	var mu sync.Mutex
 	var findings []spec.Finding
 	fold := func(r watchdog.Result) {
@@ -110,7 +111,7 @@ func TestRootDenyThenReach(t *testing.T) {
 		defer mu.Unlock()
 		findings = append(findings, r.Findings...)
 	}
-	r, err := nflog.Open(e.NS.FD, e.plan.LogGroup)
+	r, err := nflog.Open(e.NS.FD, e.Plan.LogGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,13 +141,13 @@ func TestRootDenyThenReach(t *testing.T) {
 	waitFor(t, 2*time.Second, func() bool { return len(wd.Watched()) == 1 && wd.Watched()[0] == target }, "target on the watch")
 
 	// As the host: remove the log and deny rules.
-	listing := e.NS.Nft(t, "-a", "list", "chain", "inet", e.plan.Table, "output")
+	listing := e.NS.Nft(t, "-a", "list", "chain", "inet", e.Plan.Table, "output")
 	handles := regexp.MustCompile(`comment "gensee: (?:log denied|deny[^"]*)" # handle (\d+)`).FindAllStringSubmatch(listing, -1)
 	if len(handles) < 2 {
 		t.Fatalf("no log and deny rules in\n%s", listing)
 	}
 	for _, m := range handles {
-		e.NS.Nft(t, "delete", "rule", "inet", e.plan.Table, "output", "handle", m[1])
+		e.NS.Nft(t, "delete", "rule", "inet", e.Plan.Table, "output", "handle", m[1])
 	}
 	if out := e.Sh(t, "timeout 5 bash -c '"+connect+"; sleep 1'"); !strings.Contains(out, "got ping") {
 		t.Fatalf("connect after the rule was removed failed: %s", out)
@@ -186,7 +187,7 @@ func (noMonitor) Monitor() (<-chan generation, func(), error) {
 // the rules match is reported.
 func TestRootBindingBroken(t *testing.T) {
 	roottest.Require(t)
-	e := newEnv(t, spec.Network{Mode: spec.NetworkDenyAll})
+	e := tabletest.New(t, spec.Network{Mode: spec.NetworkDenyAll})
 	dir := e.CG.Dir
 	sleep := exec.Command("sleep", "30")
 	if err := kerneltest.IntoCgroup(t, sleep, dir); err != nil {
@@ -208,7 +209,7 @@ func TestRootBindingBroken(t *testing.T) {
 		}
 	})
 
-	p := NewBindingPoller(e.CG.H, e.plan.Cgroup, func() []int { return []int{sleep.Process.Pid} })
+	p := NewBindingPoller(e.CG.H, e.Plan.Cgroup, func() []int { return []int{sleep.Process.Pid} })
 	p.Interval = 50 * time.Millisecond
 	out := make(chan Unbound, 4)
 	goRun(t, func(ctx context.Context) error { return p.Run(ctx, func(u Unbound) { out <- u }) })
