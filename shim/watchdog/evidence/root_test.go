@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gensee/gensee/internal/kerneltest/tabletest"
 	"github.com/gensee/gensee/internal/kerneltest"
+	"github.com/gensee/gensee/internal/kerneltest/tabletest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/shim/nflog"
 	"github.com/gensee/gensee/shim/watchdog"
