@@ -56,7 +56,7 @@ func nftScript(p *Plan, cgPath string) string {
 		if i == len(p.Allow)-1 {
 			sep = "\n"
 		}
-		fmt.Fprintf(&b, "\t\t%s . %s . %d%s", t.Addr, protoName(t.Proto), t.Port, sep)
+		fmt.Fprintf(&b, "\t\t%s . %s . %d%s", t.Addr, ProtoName(t.Proto), t.Port, sep)
 	}
 	b.WriteString("\t} }\n")
 	cg := fmt.Sprintf("socket cgroupv2 level %d @cg", p.Cgroup.Level)

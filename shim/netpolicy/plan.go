@@ -41,14 +41,16 @@ type Tuple struct {
 }
 
 func (t Tuple) String() string {
-	p := protoName(t.Proto)
+	p := ProtoName(t.Proto)
 	if t.Port == 0 {
 		return t.Addr.String() + " " + p
 	}
 	return netip.AddrPortFrom(t.Addr, t.Port).String() + "/" + p
 }
 
-func protoName(p uint8) string {
+// ProtoName is the contract spelling of protocol number p ("tcp", "udp",
+// "icmp", "icmpv6"), or "proto-<n>" for any other.
+func ProtoName(p uint8) string {
 	switch p {
 	case ProtoTCP:
 		return spec.ProtoTCP

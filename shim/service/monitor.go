@@ -47,7 +47,7 @@ type monitor struct {
 // openMonitor opens the events log and the watchdog of op. It runs at
 // Create; the NFLOG reader is attached by openReader before the table is
 // installed, so the workload's first packet is already heard.
-func openMonitor(op *operation, pub events.Publisher) (*monitor, error) {
+func openMonitor(op *operation, pub events.Publisher, plan *netpolicy.Plan) (*monitor, error) {
 	dir, err := op.store.OperationDir(op.id)
 	if err != nil {
 		return nil, err
@@ -57,20 +57,17 @@ func openMonitor(op *operation, pub events.Publisher) (*monitor, error) {
 		return nil, fmt.Errorf("open events log: %w", err)
 	}
 	return &monitor{op: op, pub: pub, log: l, rdDone: make(chan struct{}), wd: watchdog.New(watchdog.Config{
-		OperationID: op.id, Table: op.admission.Table, DenyRule: op.contract.Network.Mode, Allowed: allowedWords(op.contract.Network),
+		OperationID: op.id, Table: plan.Table, DenyRule: op.contract.Network.Mode, Allowed: allowedWords(plan),
 	})}, nil
 }
 
-func allowedWords(n spec.Network) string {
-	var parts []string
-	for _, a := range n.Allow {
-		if a.Port != 0 {
-			parts = append(parts, netip.AddrPortFrom(netip.MustParseAddr(a.IP), uint16(a.Port)).String()+"/"+a.Proto)
-		} else {
-			parts = append(parts, a.IP+" "+a.Proto)
-		}
+// allowedWords says what the plan allows, for the denial-loop hint.
+func allowedWords(p *netpolicy.Plan) string {
+	parts := make([]string, 0, len(p.Allow)+1)
+	for _, t := range p.Allow {
+		parts = append(parts, t.String())
 	}
-	if n.Loopback == spec.LoopbackAllow {
+	if p.Loopback {
 		parts = append(parts, "loopback")
 	}
 	return strings.Join(parts, ", ")
@@ -167,7 +164,7 @@ func (m *monitor) attempt(a nflog.Attempt) {
 	if a.Port != 0 {
 		target = netip.AddrPortFrom(a.Addr, a.Port).String()
 	}
-	proto := strings.TrimPrefix(a.Target[strings.LastIndexAny(a.Target, "/ ")+1:], "proto-")
+	proto := strings.TrimPrefix(netpolicy.ProtoName(a.Proto), "proto-")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seen++

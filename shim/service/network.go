@@ -39,7 +39,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	if op.cfg.LogGroup != 0 {
 		plan.LogGroup = op.cfg.LogGroup
 	}
-	mon, err := openMonitor(op, op.pub)
+	mon, err := openMonitor(op, op.pub, plan)
 	if err != nil {
 		f.Close()
 		return err
