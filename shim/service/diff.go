@@ -65,11 +65,13 @@ type gateOutcome struct {
 func (op *operation) runProductGate(ctx context.Context, started time.Time) gateOutcome {
 	h := op.gateHelper
 	op.gateHelper = nil
-	src := op.diff
-	if src.Problem != "" {
-		if h != nil {
+	defer func() {
+		if h != nil { // not handed to runGate: let it exit
 			h.abandon()
 		}
+	}()
+	src := op.diff
+	if src.Problem != "" {
 		if len(op.contract.Products) == 0 {
 			return gateOutcome{}
 		}
@@ -77,9 +79,6 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 	}
 	dir, err := op.store.OperationDir(op.id)
 	if err != nil {
-		if h != nil {
-			h.abandon()
-		}
 		return gateOutcome{err: err}
 	}
 	in := gate.Input{
@@ -88,7 +87,9 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: started,
 		ExcludeMounts: op.mounts,
 	}
-	res, err := runGate(h, in, op.cfg.GateTimeout.Duration)
+	used := h
+	h = nil
+	res, err := runGate(used, in, op.cfg.GateTimeout.Duration)
 	return gateOutcome{res: res, err: err}
 }
 

@@ -40,7 +40,7 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	if op.mon != nil {
 		op.mon.start(int(op.netns.Fd()), op.plan, op.admission.Subject.InitPID)
 	}
-	if len(op.contract.Products) > 0 || op.diff.Problem == "" {
+	if op.diff.Problem == "" { // otherwise the exit path has no diff to hand it
 		h, err := spawnGateHelper()
 		if err != nil {
 			op.logger(ctx).WithError(err).Warn("start gate helper ahead of exit; it starts at exit instead")
