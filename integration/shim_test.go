@@ -98,13 +98,7 @@ func netnsTables(t *testing.T, ns string) []string {
 	if err != nil {
 		t.Fatalf("nft list tables in %s: %v %s", ns, err, out)
 	}
-	var ts []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "gensee") {
-			ts = append(ts, l)
-		}
-	}
-	return ts
+	return genseeTables(out)
 }
 
 // TestAllowExact: only the allowed tuples pass; execs are bound too.

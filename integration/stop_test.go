@@ -109,6 +109,11 @@ func mountsUnder(dir string) []string {
 // hostTables lists gensee tables in the host netns.
 func hostTables() []string {
 	out, _ := exec.Command("nft", "list", "tables").Output()
+	return genseeTables(out)
+}
+
+// genseeTables picks the gensee tables out of `nft list tables` output.
+func genseeTables(out []byte) []string {
 	var ts []string
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.Contains(l, "gensee") {
