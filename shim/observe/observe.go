@@ -36,14 +36,9 @@ const maxConfigBytes = 4 << 20
 // its process against the bundle's rootfs (root.path, relative to the
 // bundle unless absolute).
 func FromBundle(bundleDir string) (spec.Observation, error) {
-	cfgPath := filepath.Join(bundleDir, "config.json")
-	data, err := readConfig(cfgPath)
+	cfg, err := ReadSpec(bundleDir)
 	if err != nil {
 		return spec.Observation{}, err
-	}
-	var cfg specs.Spec
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return spec.Observation{}, fmt.Errorf("decode %s: %v: %w", cfgPath, err, ErrInvalidBundle)
 	}
 	if cfg.Root == nil || cfg.Root.Path == "" {
 		return spec.Observation{}, fmt.Errorf("bundle %s: config.json has no root.path: %w", bundleDir, ErrInvalidBundle)
@@ -52,7 +47,22 @@ func FromBundle(bundleDir string) (spec.Observation, error) {
 	if !filepath.IsAbs(rootfs) {
 		rootfs = filepath.Join(bundleDir, rootfs)
 	}
-	return FromRootfs(rootfs, &cfg)
+	return FromRootfs(rootfs, cfg)
+}
+
+// ReadSpec reads and decodes bundleDir/config.json (bounded, no symlink at
+// the last component, never blocking on a special file).
+func ReadSpec(bundleDir string) (*specs.Spec, error) {
+	cfgPath := filepath.Join(bundleDir, "config.json")
+	data, err := readConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	var cfg specs.Spec
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("decode %s: %v: %w", cfgPath, err, ErrInvalidBundle)
+	}
+	return &cfg, nil
 }
 
 // readConfig reads config.json without following a symlink in its last

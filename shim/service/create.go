@@ -19,10 +19,9 @@ import (
 
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
 )
-
-const maxSpecBytes = 4 << 20
 
 func loggerFor(ctx context.Context, id string) *log.Entry {
 	return log.G(ctx).WithField("container_id", id)
@@ -44,7 +43,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: admission refused: operator_config: %v", err)
 	}
-	oci, err := readSpec(r.Bundle)
+	oci, err := observe.ReadSpec(r.Bundle)
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
 	}
@@ -149,18 +148,6 @@ func (s *service) rollback(ctx context.Context, op *operation) {
 		op.mon.close()
 	}
 	s.drop(op.containerID)
-}
-
-func readSpec(bundle string) (*specs.Spec, error) {
-	b, err := readNoFollow(filepath.Join(bundle, "config.json"), maxSpecBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read bundle config: %w", err)
-	}
-	var s specs.Spec
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("decode bundle config.json: %w", err)
-	}
-	return &s, nil
 }
 
 func writeSpec(bundle string, s *specs.Spec) error {
