@@ -39,6 +39,9 @@ type Contract struct {
 	Workspace string    `json:"workspace,omitempty"` // absolute path in the container; default "/"
 	Deadline  string    `json:"deadline,omitempty"`  // Go duration, e.g. "15m"; empty: none
 	Products  []Product `json:"products,omitempty"`
+	// Capabilities the workload may hold beyond the runtime's default set
+	// (containerd's defaults minus CAP_NET_RAW). Never one of NeverGranted.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // Network is a contract's outbound network authority.

@@ -30,6 +30,7 @@ func (c *Contract) check(p problems) {
 		checkDuration(p, "deadline", c.Deadline)
 	}
 	checkProducts(p, c.Products)
+	checkCapabilities(p, c.Capabilities)
 }
 
 // checkWorkspace returns why w is not an absolute clean path, or "".

@@ -70,8 +70,43 @@ type Deadlines struct {
 // Enforcement is what the controls guaranteed.
 type Enforcement struct {
 	Network             NetworkEnforcement `json:"network"`
-	CapabilitiesRemoved []string           `json:"capabilities_removed,omitempty"` // e.g. "CAP_NET_RAW"
+	CapabilitiesRemoved []string           `json:"capabilities_removed,omitempty"` // e.g. "CAP_NET_RAW (bounding)"
+	// Seccomp is what the runtime merged into the container's seccomp
+	// profile, which runc applies to the init and to every exec.
+	Seccomp *SeccompEnforcement `json:"seccomp,omitempty"`
+	// ExecNoNewPrivileges: every exec'd process ran with no_new_privs.
+	ExecNoNewPrivileges bool `json:"exec_no_new_privileges,omitempty"`
+	// NotEnforced names, in words, ways out of the container that no
+	// control of this operation closes. Never hidden; empty means none known.
+	NotEnforced []string `json:"not_enforced,omitempty"`
 }
+
+// SeccompEnforcement is the runtime's part of the seccomp profile: socket
+// families nftables cannot see, and syscalls that open sockets without
+// socket(2), all refused with EPERM.
+type SeccompEnforcement struct {
+	ProfileCreated        bool     `json:"profile_created"` // the spec had none; a default-allow one was made
+	SocketFamiliesRefused []string `json:"socket_families_refused"`
+	SyscallsRefused       []string `json:"syscalls_refused,omitempty"`
+}
+
+// Network enforcement statuses (NetworkEnforcement.Status).
+const (
+	NetworkEnforced       = "enforced"        // installed and read back; no process seen outside its scope
+	NetworkEscapeDetected = "escape_detected" // a process of the container was seen outside the bound cgroup in a shared netns
+)
+
+// Network enforcement scopes (NetworkEnforcement.Scope).
+const (
+	ScopeCgroup = "cgroupv2" // shared netns: rules match the container's cgroup
+	ScopeNetns  = "netns"    // the container's own netns: everything not allowed is dropped, whatever the cgroup
+)
+
+// Abstract AF_UNIX socket isolation (NetworkEnforcement.AbstractUnix).
+const (
+	AbstractUnixNetns       = "netns"        // the container's own netns holds its abstract namespace
+	AbstractUnixNotEnforced = "not_enforced" // a shared netns: nftables cannot see them
+)
 
 // NetworkEnforcement describes the installed policy: mechanism ("nftables"),
 // scope (e.g. "cgroupv2"), the contract's mode and loopback policy, the table
@@ -87,6 +122,13 @@ type NetworkEnforcement struct {
 	// "with_netns" when it lived in a private network namespace that died
 	// with the container. Empty: it was not removed (see the shim's log).
 	TableRemoved string `json:"table_removed,omitempty"`
+	// Status is NetworkEnforced, or NetworkEscapeDetected when a process
+	// of the container was found outside the scope the table binds (see
+	// Observed.Escapes). Empty in manifests written before it existed.
+	Status string `json:"status,omitempty"`
+	// AbstractUnix says whether abstract AF_UNIX sockets, which no
+	// nftables hook sees, are isolated (AbstractUnixNetns) or not.
+	AbstractUnix string `json:"abstract_unix,omitempty"`
 }
 
 // Observed is what was seen, without any guarantee of completeness unless
@@ -94,6 +136,17 @@ type NetworkEnforcement struct {
 type Observed struct {
 	Counters       Counters       `json:"counters"`
 	DeniedAttempts DeniedAttempts `json:"denied_attempts"`
+	// Escapes lists processes of the container found outside the bound
+	// cgroup while it ran (a policy_unbound finding each).
+	Escapes []Escape `json:"escapes,omitempty"`
+}
+
+// Escape is one process of the container seen outside the bound cgroup.
+type Escape struct {
+	PID    int       `json:"pid"`
+	Cgroup string    `json:"cgroup"` // the cgroup it was found in
+	At     time.Time `json:"at,omitzero"`
+	Killed bool      `json:"killed"` // killed by the exit drain
 }
 
 // Counters are the policy's aggregate packet and byte counters.
