@@ -23,6 +23,9 @@ type exitFacts struct {
 	removal  string // removedDeleted, removedWithNetns, or "" (still installed)
 	attempts spec.DeniedAttempts
 	deadline bool
+	// escapes are processes of the container the binding sensor or the
+	// drain found outside the bound cgroup (policy_unbound findings).
+	escapes []spec.Escape
 }
 
 // manifest assembles the effect manifest. It claims only what a control
@@ -81,6 +84,13 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	// Complete only when every denied packet the table counted was heard
 	// and listed: an empty list never claims that nothing was tried.
 	m.Observation.DeniedAttempts = x.attempts
+	m.Observation.Escapes = x.escapes
+	m.Enforcement.Network.Status = spec.NetworkEnforced
+	if len(x.escapes) > 0 && netnsKind(a.Netns) != netnsPrivate {
+		// In a shared netns the rules match the bound cgroup only: a
+		// process outside it was not confined by this table.
+		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
+	}
 	op.gateManifest(m, x)
 	return m
 }
