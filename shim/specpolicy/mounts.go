@@ -1,0 +1,204 @@
+package specpolicy
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// kernelTypes are the filesystems that expose kernel state; writable, each lets the
+// workload reconfigure the host (cgroups, BPF, tracing, LSM policy, sysfs knobs).
+var kernelTypes = []string{"cgroup", "cgroup2", "sysfs", "proc", "bpf", "debugfs", "tracefs", "securityfs"}
+
+// plainTypes are the other filesystem types containerd's and CRI's default specs mount.
+// Anything else (ext4 on a host disk, overlay over host dirs, nfs, fuse...) is refused:
+// runc mounts it as root before any boundary exists.
+var plainTypes = []string{"tmpfs", "devpts", "mqueue"}
+
+// kernelRoots are the host paths where kernel filesystems live.
+var kernelRoots = []string{"/proc", "/sys"}
+
+var kernelMagics = map[int64]string{
+	unix.PROC_SUPER_MAGIC:    "proc",
+	unix.SYSFS_MAGIC:         "sysfs",
+	unix.CGROUP_SUPER_MAGIC:  "cgroup",
+	unix.CGROUP2_SUPER_MAGIC: "cgroup2",
+	unix.BPF_FS_MAGIC:        "bpf",
+	unix.DEBUGFS_MAGIC:       "debugfs",
+	unix.TRACEFS_MAGIC:       "tracefs",
+	unix.SECURITYFS_MAGIC:    "securityfs",
+}
+
+// runtimeRoots hold container runtimes' sockets and state: a workload that reaches one
+// can start a container without any boundary. /var/lib/containerd holds every
+// container's snapshots.
+var runtimeRoots = []string{
+	"/run/containerd", "/var/run/containerd", "/var/lib/containerd",
+	"/run/gensee", "/var/run/gensee", "/var/lib/gensee",
+	"/run/runc", "/var/run/runc",
+	"/run/docker.sock", "/var/run/docker.sock", "/run/docker", "/var/run/docker", "/var/lib/docker",
+	"/run/crio", "/var/run/crio",
+	"/run/podman", "/var/run/podman",
+	"/run/buildkit", "/var/run/buildkit",
+}
+
+var socketNames = []string{"containerd.sock", "containerd.sock.ttrpc", "docker.sock", "crio.sock", "podman.sock", "buildkitd.sock"}
+
+// criSandboxFiles are the per-pod files CRI binds into every pod container from its own
+// root and state dirs (internal/cri/server helpers.go getSandboxHosts & co).
+var criSandboxFiles = []string{"hosts", "hostname", "resolv.conf", "shm"}
+
+// checkMounts admits the spec's mounts and returns the destination of a mounted cgroup
+// hierarchy, if any, for the cgroup-namespace rule.
+func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err error) {
+	for i, m := range mounts {
+		field := fmt.Sprintf("mounts[%d]", i)
+		bind, recursive := bindKind(m)
+		if !bind {
+			if err := checkFSMount(m, field); err != nil {
+				return "", err
+			}
+			if m.Type == "cgroup" || m.Type == "cgroup2" {
+				cgroupMount = m.Destination
+			}
+			continue
+		}
+		src := m.Source
+		if !path.IsAbs(src) {
+			if c := path.Clean(src); c == ".." || strings.HasPrefix(c, "../") {
+				return "", refuse(RuleMountType, field,
+					"the spec binds %q, a relative source outside the bundle; use an absolute host path", src)
+			}
+			continue // inside the bundle
+		}
+		src = path.Clean(src)
+		if err := checkRuntimeBind(src, field, op); err != nil {
+			return "", err
+		}
+		fs, err := bindFS(src, recursive, op)
+		if err != nil {
+			return "", refuse(RuleWritableKernelMount, field,
+				"the spec binds %s, whose filesystem could not be checked (%v); make the bind read-only or use another source", src, err)
+		}
+		if fs != "" && !readOnly(m.Options, recursive) {
+			how := "ro"
+			if recursive {
+				how = "rro (ro alone leaves rbind submounts writable)"
+			}
+			return "", refuse(RuleWritableKernelMount, field,
+				"the spec binds %s (%s) writable into the container, which would let the workload reconfigure the host kernel; make it read-only with %s, or drop it (no --privileged)", src, fs, how)
+		}
+		if fs == "cgroup" || fs == "cgroup2" || under(src, "/sys/fs/cgroup") || (recursive && under("/sys/fs/cgroup", src)) {
+			cgroupMount = m.Destination
+		}
+	}
+	return cgroupMount, nil
+}
+
+func bindKind(m specs.Mount) (bind, recursive bool) {
+	recursive = m.Type == "rbind" || slices.Contains(m.Options, "rbind")
+	bind = recursive || m.Type == "bind" || slices.Contains(m.Options, "bind")
+	return bind, recursive
+}
+
+func checkFSMount(m specs.Mount, field string) error {
+	switch {
+	case slices.Contains(plainTypes, m.Type):
+		return nil
+	case !slices.Contains(kernelTypes, m.Type):
+		return refuse(RuleMountType, field,
+			"the spec mounts a %q filesystem at %s, which is not a type containerd's default spec uses; mount it on the host and bind it, or drop it", m.Type, m.Destination)
+	case m.Type == "proc" && path.Clean(m.Destination) == "/proc":
+		return nil // containerd's own; /proc paths are guarded by maskedPaths/readonlyPaths
+	case readOnly(m.Options, false):
+		return nil
+	}
+	return refuse(RuleWritableKernelMount, field,
+		"the spec mounts %s at %s writable, which would let the workload reconfigure the host kernel; add the ro option, or drop it (no --privileged)", m.Type, m.Destination)
+}
+
+// bindFS names the kernel filesystem a bind source is (by well-known root, then by the
+// operator's FSTyper), or "" when it is none. A recursive bind of an ancestor of a
+// kernel root carries that root along.
+func bindFS(src string, recursive bool, op Operator) (string, error) {
+	for _, r := range kernelRoots {
+		if under(src, r) || (recursive && under(r, src)) {
+			return strings.TrimPrefix(r, "/") + " tree", nil
+		}
+	}
+	if op.FSTyper == nil {
+		return "", nil
+	}
+	magic, err := op.FSTyper(src)
+	if err != nil {
+		return "", err
+	}
+	return kernelMagics[magic], nil
+}
+
+func checkRuntimeBind(src, field string, op Operator) error {
+	if slices.Contains(socketNames, path.Base(src)) {
+		return runtimeRefusal(field, src)
+	}
+	if isCRISandboxFile(src) {
+		return nil
+	}
+	for _, r := range append(slices.Clone(runtimeRoots), op.StateDirs...) {
+		r = path.Clean(r)
+		if under(src, r) || under(r, src) {
+			return runtimeRefusal(field, src)
+		}
+	}
+	return nil
+}
+
+func runtimeRefusal(field, src string) error {
+	return refuse(RuleRuntimeSocket, field,
+		"the spec binds %s, which is or contains a container runtime's socket or state, letting the workload start containers outside its boundary; drop the bind (no -v /run/containerd, no docker.sock)", src)
+}
+
+// isCRISandboxFile matches <root>/io.containerd.grpc.v1.cri/sandboxes/<id>/<file>.
+func isCRISandboxFile(src string) bool {
+	for _, root := range []string{"/var/lib/containerd", "/run/containerd", "/var/run/containerd"} {
+		rest, ok := strings.CutPrefix(src, root+"/io.containerd.grpc.v1.cri/sandboxes/")
+		if !ok {
+			continue
+		}
+		parts := strings.Split(rest, "/")
+		if len(parts) == 2 && parts[0] != "" && slices.Contains(criSandboxFiles, parts[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// readOnly reports whether mount options leave the mount read-only: the last of ro/rw
+// wins; for a recursive bind only rro (recursive read-only) covers the submounts.
+func readOnly(opts []string, recursive bool) bool {
+	ro, rro := false, false
+	for _, o := range opts {
+		switch o {
+		case "ro":
+			ro = true
+		case "rw":
+			ro, rro = false, false // fail closed: do not rely on rro winning over a later rw
+		case "rro":
+			rro = true
+		case "rrw":
+			rro = false
+		}
+	}
+	if recursive {
+		return rro
+	}
+	return ro || rro
+}
+
+// under reports whether p is dir or inside it (both clean and absolute).
+func under(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}

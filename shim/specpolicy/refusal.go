@@ -1,0 +1,32 @@
+package specpolicy
+
+import "fmt"
+
+// Refusal is an admission refusal. Rule is a stable snake_case code, Field the JSON path
+// of the offending spec field, Msg one operator-facing sentence that says what to do.
+type Refusal struct{ Rule, Field, Msg string }
+
+func (r *Refusal) Error() string { return r.Rule + ": " + r.Msg }
+
+func refuse(rule, field, format string, args ...any) *Refusal {
+	return &Refusal{Rule: rule, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Rule codes. They are part of the records and of the wiring: never rename one.
+const (
+	RuleRefusedCapability   = "refused_capability"
+	RuleCapabilityNotGrant  = "capability_not_granted"
+	RuleUnknownCapability   = "unknown_capability"
+	RuleSpecHook            = "spec_hook"
+	RuleDevice              = "device"
+	RuleWritableKernelMount = "writable_kernel_mount"
+	RuleMountType           = "mount_type"
+	RuleRuntimeSocket       = "runtime_socket"
+	RuleUnmaskedProc        = "unmasked_proc"
+	RuleHostCgroupns        = "host_cgroupns"
+	RuleHostPID             = "host_pid"
+	RuleHostIPC             = "host_ipc"
+	RuleSysctl              = "sysctl"
+	RuleSeccompProfile      = "seccomp_profile"
+	RuleNoSpec              = "no_spec"
+)

@@ -1,0 +1,92 @@
+package specpolicy
+
+import (
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// CheckSpec admits the whole container spec (init process included) and narrows it in
+// place. Every check runs before the first change, so a refused spec is left as it was.
+// The error is a *Refusal.
+func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
+	var res Result
+	if s == nil {
+		return res, refuse(RuleNoSpec, "", "the container has no runtime spec; pass config.json in the bundle")
+	}
+	if err := checkCaps(s.Process, g); err != nil {
+		return res, err
+	}
+	if err := checkHooks(s.Hooks, op); err != nil {
+		return res, err
+	}
+	if err := checkDevices(s.Linux); err != nil {
+		return res, err
+	}
+	cgroupMount, err := checkMounts(s.Mounts, op)
+	if err != nil {
+		return res, err
+	}
+	if err := checkProcPaths(s.Linux); err != nil {
+		return res, err
+	}
+	if err := checkNamespaces(s, cgroupMount); err != nil {
+		return res, err
+	}
+	if err := checkSysctls(s); err != nil {
+		return res, err
+	}
+	var old *specs.LinuxSeccomp
+	if s.Linux != nil {
+		old = s.Linux.Seccomp
+	}
+	merged, rec, err := mergeSeccomp(old)
+	if err != nil {
+		return res, err
+	}
+
+	// Admitted: narrow.
+	res.Notes = notes(s.Process)
+	res.CapabilitiesRemoved = dropNetRaw(s.Process)
+	if s.Linux == nil {
+		s.Linux = &specs.Linux{}
+	}
+	s.Linux.Seccomp = merged
+	res.Seccomp = rec
+	return res, nil
+}
+
+// CheckProcess admits an exec's process spec with the same capability policy and narrows
+// it in place: CAP_NET_RAW leaves every set, NoNewPrivileges is forced on (an exec must
+// not gain privileges through setuid binaries the init process was denied).
+func CheckProcess(p *specs.Process, g Grants) (removed []string, err error) {
+	if p == nil {
+		return nil, refuse(RuleNoSpec, "process", "the exec has no process spec; pass one")
+	}
+	if err := checkCaps(p, g); err != nil {
+		return nil, err
+	}
+	removed = dropNetRaw(p)
+	p.NoNewPrivileges = true
+	return removed, nil
+}
+
+// notes records weakened LSM confinement. PSS baseline would refuse both; we record
+// them instead because the network boundary does not rest on the LSM (seccomp, the
+// capability set and the netns table do), and some hosts run without one.
+func notes(p *specs.Process) []string {
+	if p == nil {
+		return nil
+	}
+	var n []string
+	if p.ApparmorProfile == "unconfined" {
+		n = append(n, "process.apparmorProfile: unconfined")
+	}
+	if parts := strings.Split(p.SelinuxLabel, ":"); len(parts) >= 3 {
+		switch parts[2] {
+		case "spc_t", "unconfined_t":
+			n = append(n, "process.selinuxLabel: "+parts[2])
+		}
+	}
+	return n
+}

@@ -1,0 +1,31 @@
+package specpolicy
+
+// Grants is what the admitted contract grants beyond the default set.
+type Grants struct {
+	Capabilities []string // canonical CAP_ names, e.g. "CAP_SYS_NICE"
+}
+
+// FSTyper returns the filesystem magic (statfs f_type) of a host path. The shim passes
+// one that statfs(2)s bind sources; nil means path prefixes alone decide.
+type FSTyper func(path string) (fsMagic int64, err error)
+
+// Operator is policy from the root-owned operator config.
+type Operator struct {
+	HookAllowlist []string // absolute paths of OCI hook binaries callers may use
+	StateDirs     []string // the operator's state dirs; never bind-mountable
+	FSTyper       FSTyper  // optional; see FSTyper
+}
+
+// Result says what admission changed and noticed, for the records.
+type Result struct {
+	CapabilitiesRemoved []string // "CAP_NET_RAW (bounding)", one per set it was removed from
+	Seccomp             Seccomp  // what was merged
+	Notes               []string // recorded, not refused: e.g. "process.apparmorProfile: unconfined"
+}
+
+// Seccomp says what the merge into linux.seccomp did.
+type Seccomp struct {
+	Created         bool     // the spec had no profile; a default-allow one was created
+	FamiliesRefused []string // e.g. "AF_PACKET", ..., "NETLINK_NETFILTER"
+	SyscallsRefused []string // e.g. "io_uring_setup", ...
+}
