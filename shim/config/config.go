@@ -47,6 +47,10 @@ type Config struct {
 	// Runc holds runc options applied to every task (BinaryName, Root,
 	// SystemdCgroup, ...), for CRI setups that pass a ConfigPath.
 	Runc RuncOptions `toml:"runc"`
+	// HookAllowlist lists the absolute paths of OCI hook binaries a
+	// caller's spec may name (hooks run as host root before and after the
+	// container). A spec hook not listed here is refused.
+	HookAllowlist []string `toml:"hook_allowlist"`
 
 	// Path is where the config was read from ("" for built-in defaults).
 	Path string `toml:"-"`
@@ -104,12 +108,17 @@ func Parse(path string, data []byte) (Config, error) {
 	c := Default()
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, [runc])", path, err)
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, [runc])", path, err)
 	}
 	c.Path = path
 	for name, p := range map[string]string{"catalog": c.Catalog, "trust_anchor": c.TrustAnchor, "state_dir": c.StateDir} {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
+		}
+	}
+	for _, h := range c.HookAllowlist {
+		if !filepath.IsAbs(h) || filepath.Clean(h) != h {
+			return Config{}, fmt.Errorf("operator config %s: hook_allowlist entry %q must be an absolute, clean path", path, h)
 		}
 	}
 	return c, nil

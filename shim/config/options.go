@@ -83,17 +83,68 @@ func ParseOptions(a *anypb.Any) (Runtime, error) {
 
 // RuncAny returns the runc options for the task service: inline runc
 // options win, then the CRI body, then the operator config's [runc] table.
+//
+// The operator's BinaryName, Root and NoPivotRoot always hold, whatever the
+// caller sent: another runc binary would run the container outside every
+// check made here, another state root would hide it from the shim's own
+// runc, and running without pivot_root leaves the host's mounts reachable
+// from a chroot that CAP_SYS_CHROOT can leave. A caller may repeat the
+// operator's values; a different one is an *OptionRefusal.
 func (rt Runtime) RuncAny(cfg Config) (*anypb.Any, error) {
-	o := cfg.Runc.proto()
-	switch {
-	case rt.Runc != nil:
-		o = rt.Runc
-	case rt.Body != nil:
-		o = rt.Body.proto()
+	o, err := rt.RuncOptions(cfg)
+	if err != nil {
+		return nil, err
 	}
 	a, err := typeurl.MarshalAnyToProto(o)
 	if err != nil {
 		return nil, fmt.Errorf("encode runc options: %w", err)
 	}
 	return a, nil
+}
+
+// RuncOptions is RuncAny before encoding.
+func (rt Runtime) RuncOptions(cfg Config) (*runcoptions.Options, error) {
+	op := cfg.Runc.proto()
+	o := op
+	switch {
+	case rt.Runc != nil:
+		o = rt.Runc
+	case rt.Body != nil:
+		o = rt.Body.proto()
+	}
+	if o != op {
+		if err := pinned(o, op); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// OptionRefusal is a caller runtime option that would replace one the
+// operator pins.
+type OptionRefusal struct {
+	Field, Got, Want string
+}
+
+func (e *OptionRefusal) Error() string {
+	want := e.Want
+	if want == "" {
+		want = "unset"
+	}
+	return fmt.Sprintf("the runtime options set %s to %q, but the operator config pins it (%s); remove it from the caller's runtime options (ctr --runc-binary/--runc-root, the CRI options table) or set it in the operator config's [runc] table", e.Field, e.Got, want)
+}
+
+// pinned checks o against the operator's pinned fields and copies them in.
+func pinned(o, op *runcoptions.Options) error {
+	if o.BinaryName != "" && o.BinaryName != op.BinaryName {
+		return &OptionRefusal{Field: "BinaryName", Got: o.BinaryName, Want: op.BinaryName}
+	}
+	if o.Root != "" && o.Root != op.Root {
+		return &OptionRefusal{Field: "Root", Got: o.Root, Want: op.Root}
+	}
+	if o.NoPivotRoot && !op.NoPivotRoot {
+		return &OptionRefusal{Field: "NoPivotRoot", Got: "true", Want: "false"}
+	}
+	o.BinaryName, o.Root, o.NoPivotRoot = op.BinaryName, op.Root, op.NoPivotRoot
+	return nil
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,6 +99,10 @@ func (s *service) admit(ctx context.Context, cfg config.Config, namespace string
 		return nil, refuse("catalog", "%v", err)
 	}
 	obs, err := s.observe(ctx, r, oci)
+	var re *refusedError
+	if errors.As(err, &re) {
+		return nil, re
+	}
 	if err != nil {
 		return nil, refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
 	}
@@ -121,19 +126,16 @@ func (s *service) admit(ctx context.Context, cfg config.Config, namespace string
 	return &admitted{decision: d, observation: obs, obsDigest: digest, catalog: cat, facts: f}, nil
 }
 
-// observe re-derives the observation from the task's rootfs, mounted
-// read-only in a private directory of the bundle and unmounted before the
-// inner Create mounts it for real.
+// observe re-derives the observation from the tree runc will run: the
+// task's snapshot, mounted read-only in a private directory of the bundle
+// and unmounted before the inner Create mounts it for real, or the spec's
+// root.path when there is no snapshot or root.path names another tree
+// (runc runs root.path, not the snapshot). A spec mount that covers the
+// executable, a directory on the way to it, or a PATH entry searched
+// before it is refused: runc would execute other bytes than those hashed.
 func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (_ spec.Observation, retErr error) {
-	if len(r.Rootfs) == 0 {
-		root := "rootfs"
-		if oci.Root != nil && oci.Root.Path != "" {
-			root = oci.Root.Path
-		}
-		if !filepath.IsAbs(root) {
-			root = filepath.Join(r.Bundle, root)
-		}
-		return observe.FromRootfs(root, oci)
+	if root, own := rootPath(r, oci); len(r.Rootfs) == 0 || !own {
+		return observeTree(root, oci)
 	}
 	dir, err := os.MkdirTemp(r.Bundle, ".gensee-observe-")
 	if err != nil {
@@ -152,7 +154,37 @@ func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci
 			retErr = fmt.Errorf("unmount observation rootfs: %w", err)
 		}
 	}()
-	return observe.FromRootfs(dir, oci)
+	return observeTree(dir, oci)
+}
+
+// observeTree observes oci's process in tree and checks no mount covers it.
+func observeTree(tree string, oci *specs.Spec) (spec.Observation, error) {
+	obs, err := observe.FromRootfs(tree, oci)
+	if err != nil {
+		return spec.Observation{}, err
+	}
+	if err := observe.CheckMountsCover(tree, oci); err != nil {
+		var ce *observe.CoveredError
+		if errors.As(err, &ce) {
+			return spec.Observation{}, refuse("entrypoint_mount", "%v; mount somewhere else, or bake the program into the image", ce)
+		}
+		return spec.Observation{}, err
+	}
+	return obs, nil
+}
+
+// rootPath is the host path of the spec's root (relative to the bundle
+// unless absolute) and whether it is the bundle's own rootfs, where
+// containerd mounts the snapshot.
+func rootPath(r *taskAPI.CreateTaskRequest, oci *specs.Spec) (string, bool) {
+	root := "rootfs"
+	if oci.Root != nil && oci.Root.Path != "" {
+		root = oci.Root.Path
+	}
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(r.Bundle, root)
+	}
+	return root, filepath.Clean(root) == filepath.Join(r.Bundle, "rootfs")
 }
 
 // refused keeps a refusal that never became an operation — in the

@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/containerd/log"
+	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
@@ -21,6 +22,8 @@ import (
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/spec"
 )
 
 func loggerFor(ctx context.Context, id string) *log.Entry {
@@ -47,11 +50,31 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
 	}
-	removed, kind, nsPath, err := hardenSpec(oci)
+	kind, nsPath, err := namespacesOf(oci)
 	if err != nil {
 		var sr *specRefusal
 		errors.As(err, &sr)
 		return nil, s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: sr.Rule, Message: sr.Error()})
+	}
+	runc, err := rt.RuncOptions(cfg)
+	if err != nil {
+		var or *config.OptionRefusal
+		if errors.As(err, &or) {
+			return nil, s.refused(ctx, cfg, ns, r.ID, refuse("runtime_options", "%v", or).(*refusedError))
+		}
+		return nil, errgrpc.ToGRPC(err)
+	}
+	var wantNetns nsID
+	if kind == netnsPath {
+		if wantNetns, err = checkJoinedNetns(nsPath); err != nil {
+			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+		}
+	}
+	if err := refuseHostCgroupns(oci); err != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	}
+	if err := s.seccomp.check(runc.BinaryName, cfg.StateDir); err != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err).(*refusedError))
 	}
 	t0 := time.Now()
 	adm, err := s.admit(ctx, cfg, ns, r, oci)
@@ -62,19 +85,36 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}
+	notes := []string{}
+	if n := privateCgroupns(oci); n != "" {
+		notes = append(notes, n)
+	}
+	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, operatorPolicy(cfg.HookAllowlist, cfg.StateDir))
+	if err != nil {
+		var rf *specpolicy.Refusal
+		if !errors.As(err, &rf) {
+			return nil, errgrpc.ToGRPC(err)
+		}
+		return nil, s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: rf.Rule, Message: rf.Error()})
+	}
+	pol.Notes = append(notes, pol.Notes...)
 
-	op, err := s.newOperation(ns, r, cfg, adm, removed, kind, nsPath)
+	op, err := s.newOperation(ns, r, cfg, adm, pol, kind, nsPath)
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
+	op.wantNetns = wantNetns
 	if err := writeSpec(r.Bundle, oci); err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
-	if r.Options, err = rt.RuncAny(cfg); err != nil {
+	if r.Options, err = typeurl.MarshalAnyToProto(runc); err != nil {
 		return nil, errgrpc.ToGRPC(err)
 	}
 	hardenRootfs(r)
 	op.diff, op.mounts = diffSourceOf(r), mountDestinations(oci)
+	if root, own := rootPath(r, oci); len(r.Rootfs) > 0 && !own {
+		op.diff = diffSource{Problem: fmt.Sprintf("root.path %s is not the task's snapshot: the snapshot's diff says nothing about what the container wrote", root)}
+	}
 
 	t1 := time.Now()
 	resp, err := s.TTRPCTaskService.Create(ctx, r)
@@ -99,7 +139,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 }
 
 // newOperation creates the operation's records before runc runs anything.
-func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg config.Config, adm *admitted, removed []string, kind netnsKind, nsPath string) (*operation, error) {
+func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg config.Config, adm *admitted, pol specpolicy.Result, kind netnsKind, nsPath string) (*operation, error) {
 	id, err := record.NewOperationID()
 	if err != nil {
 		return nil, err
@@ -109,10 +149,9 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		return nil, err
 	}
 	d := adm.decision
-	capsRemoved := []string{}
-	for _, set := range removed {
-		capsRemoved = append(capsRemoved, capNetRaw+" ("+set+")")
-	}
+	capsRemoved := append([]string{}, pol.CapabilitiesRemoved...)
+	seccomp := &spec.SeccompEnforcement{ProfileCreated: pol.Seccomp.Created,
+		SocketFamiliesRefused: pol.Seccomp.FamiliesRefused, SyscallsRefused: pol.Seccomp.SyscallsRefused}
 	rec := &admissionRecord{
 		OperationID: id, Namespace: ns, ContainerID: r.ID, CreatedAt: s.now().UTC(),
 		Facts: recordFacts(adm.facts), Selector: d.Selector,
@@ -120,7 +159,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		SafeDefault: d.SafeDefault, FallbackFrom: string(d.FallbackFrom), Inference: d.Inference,
 		CatalogVersion: adm.catalog.Version, CatalogDigest: adm.catalog.Digest, CatalogExpiresAt: adm.catalog.Catalog.ExpiresAt,
 		Observation: adm.observation, ObservationDigest: adm.obsDigest,
-		CapabilitiesRemoved: capsRemoved, Netns: string(kind), NetnsPath: nsPath,
+		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: string(kind), NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,
 	}
 	if err := st.WriteJSON(id, record.AdmissionFile, rec); err != nil {

@@ -31,6 +31,10 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		f.Close()
 		return fmt.Errorf("init %d changed while binding the boundary", pid)
 	}
+	if err := op.checkNetns(f); err != nil {
+		f.Close()
+		return err
+	}
 	plan, err := netpolicy.NewPlan(op.id, op.contract.Network, netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath})
 	if err != nil {
 		f.Close()
@@ -62,6 +66,30 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 			Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 	}
 	return op.store.WriteJSON(op.id, record.AdmissionFile, op.admission)
+}
+
+// checkNetns verifies the netns the init is really in: the one admission
+// checked when it was joined by path (a path swapped in between would
+// name another), and in every case one owned by the initial user
+// namespace, whose root is the only one that can change the table.
+func (op *operation) checkNetns(f *os.File) error {
+	if op.wantNetns != (nsID{}) {
+		got, err := nsIDOf(f)
+		if err != nil {
+			return err
+		}
+		if got != op.wantNetns {
+			return fmt.Errorf("the init joined another network namespace than the one admitted (%s)", op.admission.NetnsPath)
+		}
+	}
+	ok, err := ownedByInitialUserns(f)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the init's network namespace is owned by another user namespace, whose root could delete the table")
+	}
+	return nil
 }
 
 // readSubject reads who pid is: start time, cgroup v2 path and id.

@@ -1,16 +1,13 @@
 package service
 
 import (
-	"fmt"
-	"slices"
+	"os"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-)
+	"golang.org/x/sys/unix"
 
-// Capabilities that would let a workload defeat its own boundary: it could
-// rewrite or delete the table (NET_ADMIN), leave its cgroup or netns
-// (SYS_ADMIN), or attach programs that bypass the hooks (BPF).
-var refusedCaps = []string{"CAP_NET_ADMIN", "CAP_SYS_ADMIN", "CAP_BPF"}
+	"github.com/gensee/gensee/shim/specpolicy"
+)
 
 // capNetRaw opens AF_PACKET sockets, which bypass the inet hooks.
 const capNetRaw = "CAP_NET_RAW"
@@ -32,12 +29,12 @@ type specRefusal struct {
 
 func (e *specRefusal) Error() string { return e.Rule + ": " + e.Msg }
 
-// hardenSpec checks the capability rules and removes CAP_NET_RAW from every
-// set. It returns the sets NET_RAW was removed from and where the
-// container's sockets live. It never widens anything.
-func hardenSpec(s *specs.Spec) (removed []string, kind netnsKind, nsPath string, err error) {
+// namespacesOf reads where the container's sockets live and refuses what
+// the network boundary cannot govern: no process, or a user namespace
+// (whose root would hold NET_ADMIN over a netns it owns).
+func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, err error) {
 	if s.Process == nil {
-		return nil, "", "", &specRefusal{"no_process", "the spec has no process; gensee only runs containers with a process"}
+		return "", "", &specRefusal{"no_process", "the spec has no process; gensee only runs containers with a process"}
 	}
 	kind = netnsHost
 	userns := false
@@ -55,27 +52,72 @@ func hardenSpec(s *specs.Spec) (removed []string, kind netnsKind, nsPath string,
 		}
 	}
 	if userns {
-		// Root in a user namespace that owns the netns holds NET_ADMIN over
-		// it, whatever the capability sets say.
-		return nil, "", "", &specRefusal{"userns_owns_netns", "the container runs in its own user namespace, whose root would own network administration; run it without a user namespace under the gensee runtime"}
+		return "", "", &specRefusal{"userns_owns_netns", "the container runs in its own user namespace, whose root would own network administration; run it without a user namespace under the gensee runtime"}
 	}
-	if c := s.Process.Capabilities; c != nil {
-		sets := map[string]*[]string{
-			"bounding": &c.Bounding, "effective": &c.Effective, "inheritable": &c.Inheritable,
-			"permitted": &c.Permitted, "ambient": &c.Ambient,
-		}
-		for _, name := range []string{"bounding", "effective", "inheritable", "permitted", "ambient"} {
-			set := sets[name]
-			for _, bad := range refusedCaps {
-				if slices.Contains(*set, bad) {
-					return nil, "", "", &specRefusal{"refused_capability", fmt.Sprintf("the spec grants %s (%s set), which would let the workload defeat its network boundary; drop it (no --privileged, no --cap-add %s)", bad, name, bad)}
-				}
-			}
-			if i := slices.Index(*set, capNetRaw); i >= 0 {
-				*set = slices.Delete(slices.Clone(*set), i, i+1)
-				removed = append(removed, name)
-			}
+	return kind, nsPath, nil
+}
+
+// privateCgroupns narrows a spec that mounts cgroupfs in the host's cgroup
+// namespace: it gives the container a cgroup namespace of its own, rooted
+// at its cgroup, so the mount shows only the container's subtree. ctr's
+// default spec on a hybrid host is such a spec. It returns a note for the
+// records, or "" when nothing changed. A cgroup namespace joined by path
+// is left to refuseHostCgroupns.
+func privateCgroupns(s *specs.Spec) string {
+	if s.Linux == nil || !mountsCgroupfs(s) {
+		return ""
+	}
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type == specs.CgroupNamespace {
+			return ""
 		}
 	}
-	return removed, kind, nsPath, nil
+	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+	return "linux.namespaces: a private cgroup namespace was added, because the spec mounts cgroupfs and shared the host's"
+}
+
+func mountsCgroupfs(s *specs.Spec) bool {
+	for _, m := range s.Mounts {
+		if m.Type == "cgroup" || m.Type == "cgroup2" {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseHostCgroupns refuses a cgroup namespace joined by path that is
+// the host's own (the shim's), together with a cgroup mount.
+func refuseHostCgroupns(s *specs.Spec) error {
+	if s.Linux == nil || !mountsCgroupfs(s) {
+		return nil
+	}
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type != specs.CgroupNamespace || ns.Path == "" {
+			continue
+		}
+		f, err := openNamespace(ns.Path, unix.CLONE_NEWCGROUP)
+		if err != nil {
+			return refuse("host_cgroupns", "linux.namespaces cgroup path %q: %v", ns.Path, err)
+		}
+		got, err := nsIDOf(f)
+		f.Close()
+		if err != nil {
+			return refuse("host_cgroupns", "linux.namespaces cgroup path %q: %v", ns.Path, err)
+		}
+		self, err := os.Open("/proc/self/ns/cgroup")
+		if err != nil {
+			return refuse("host_cgroupns", "read own cgroup namespace: %v", err)
+		}
+		want, err := nsIDOf(self)
+		self.Close()
+		if err != nil || got == want {
+			return refuse("host_cgroupns", "linux.namespaces cgroup path %q is the host's cgroup namespace and the spec mounts cgroupfs: the workload would see every host cgroup; drop the cgroup namespace path", ns.Path)
+		}
+	}
+	return nil
+}
+
+// operatorPolicy is the part of the operator config spec admission reads.
+func operatorPolicy(hooks []string, stateDir string) specpolicy.Operator {
+	return specpolicy.Operator{HookAllowlist: hooks, StateDirs: []string{stateDir}}
 }

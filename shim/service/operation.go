@@ -59,6 +59,7 @@ type operation struct {
 	ctx         context.Context  // the shim's namespaced context, for publishing
 	pub         events.Publisher // where boundary events go besides events.jsonl
 	mon         *monitor         // set by bind; nil before
+	wantNetns   nsID             // a joined netns as checked at admission; zero otherwise
 
 	mu          sync.Mutex
 	state       opState  // guarded by mu

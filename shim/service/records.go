@@ -29,6 +29,8 @@ type admissionRecord struct {
 	Observation         spec.Observation            `json:"observation"`
 	ObservationDigest   string                      `json:"observation_digest"`
 	CapabilitiesRemoved []string                    `json:"capabilities_removed"`
+	Seccomp             *spec.SeccompEnforcement    `json:"seccomp,omitempty"`
+	Notes               []string                    `json:"notes,omitempty"` // recorded, not refused (e.g. an unconfined LSM profile)
 	Netns               string                      `json:"netns"`
 	NetnsPath           string                      `json:"netns_path,omitempty"`
 	Table               string                      `json:"table,omitempty"`

@@ -23,6 +23,8 @@ type service struct {
 	// loadConfig reads the operator config named by the runtime options.
 	loadConfig func(path string) (config.Config, error)
 
+	seccomp seccompProbe
+
 	mu  sync.Mutex
 	ops map[string]*operation // by container id; guarded by mu
 }

@@ -1,0 +1,111 @@
+package observe
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// CoveredError is a spec mount that hides the executable the observation
+// hashed (or a directory on the way to it), so runc would exec other bytes.
+type CoveredError struct {
+	Mount      int    // index in the spec's mounts
+	Dest       string // the mount's destination
+	Executable string // the executable's path inside the rootfs, symlinks resolved
+}
+
+func (e *CoveredError) Error() string {
+	return fmt.Sprintf("mounts[%d] at %s covers the entrypoint %s (or a directory runc searches for it): the observation would hash the image's file while runc executes the mount's", e.Mount, e.Dest, e.Executable)
+}
+
+// CheckMountsCover returns a *CoveredError when a mount of config lands on
+// the executable process.args[0] resolves to inside rootfs, on one of its
+// parent directories (after symlinks), or on a PATH directory runc would
+// search before reaching it. Mount destinations are resolved inside the
+// rootfs the way runc resolves them (symlinks stay inside the root).
+func CheckMountsCover(rootfs string, config *specs.Spec) error {
+	if config == nil || config.Process == nil || len(config.Process.Args) == 0 || len(config.Mounts) == 0 {
+		return nil
+	}
+	root, err := os.OpenFile(rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open rootfs: %w", err)
+	}
+	defer root.Close()
+	p := config.Process
+	exe, err := resolve(root, p.Args[0], cwdOf(p), pathOf(p.Env))
+	if err != nil {
+		return err
+	}
+	real, err := inRootPath(root, exe.f)
+	exe.f.Close()
+	if err != nil {
+		return err
+	}
+	// Paths whose being covered changes what runc executes: the file as
+	// named and as resolved, and every PATH entry searched before it.
+	paths := []string{path.Clean(exe.path), real}
+	if !strings.Contains(p.Args[0], "/") {
+		for _, dir := range filepath.SplitList(pathOf(p.Env)) {
+			if !path.IsAbs(dir) {
+				continue
+			}
+			cand := path.Join(dir, p.Args[0])
+			paths = append(paths, cand)
+			if cand == path.Clean(exe.path) {
+				break
+			}
+		}
+	}
+	for i, m := range config.Mounts {
+		for _, d := range mountDests(root, m.Destination) {
+			for _, q := range paths {
+				if d == "/" || q == d || strings.HasPrefix(q, d+"/") {
+					return &CoveredError{Mount: i, Dest: m.Destination, Executable: real}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// mountDests is a destination lexically cleaned and, when it exists in the
+// rootfs, resolved through its symlinks inside the root.
+func mountDests(root *os.File, dest string) []string {
+	d := path.Clean("/" + dest)
+	out := []string{d}
+	f, err := openInRoot(root, d, unix.O_PATH)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	if r, err := inRootPath(root, f); err == nil && r != d {
+		out = append(out, r)
+	}
+	return out
+}
+
+// inRootPath is f's path relative to root, as "/..." (symlinks resolved).
+func inRootPath(root, f *os.File) (string, error) {
+	rp, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", root.Fd()))
+	if err != nil {
+		return "", fmt.Errorf("read rootfs path: %w", err)
+	}
+	fp, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil {
+		return "", fmt.Errorf("read executable path: %w", err)
+	}
+	if fp == rp {
+		return "/", nil
+	}
+	rel, ok := strings.CutPrefix(fp, strings.TrimSuffix(rp, "/")+"/")
+	if !ok {
+		return "", fmt.Errorf("%s is not inside the rootfs %s", fp, rp)
+	}
+	return "/" + rel, nil
+}
