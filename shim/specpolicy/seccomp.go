@@ -159,7 +159,26 @@ func mergeSeccomp(old *specs.LinuxSeccomp) (*specs.LinuxSeccomp, Seccomp, error)
 	}
 	act, ret := eperm.rule()
 	merged.Syscalls = append(merged.Syscalls, specs.LinuxSyscall{Names: slices.Clone(refusedSyscalls), Action: act, ErrnoRet: ret})
+
+	// On 32-bit x86 libseccomp also installs every socket rule on socketcall(2) as
+	// "call == SYS_SOCKET", arguments dropped (they sit behind a pointer). An allowing
+	// socket rule would so allow every family through socketcall, from 32-bit binaries
+	// and from 64-bit ones via int $0x80 (root_test.go shows it with a 32-bit probe). The x86 ABI
+	// then leaves the profile: its syscalls get the filter's bad-arch action (kill).
+	if slices.Contains(merged.Architectures, specs.ArchX86) && allowsSocket(merged.Syscalls) {
+		merged.Architectures = slices.DeleteFunc(merged.Architectures, func(a specs.Arch) bool { return a == specs.ArchX86 })
+		rec.ArchitecturesRemoved = append(rec.ArchitecturesRemoved, string(specs.ArchX86))
+	}
 	return &merged, rec, nil
+}
+
+func allowsSocket(rules []specs.LinuxSyscall) bool {
+	for _, r := range rules {
+		if slices.Contains(r.Names, "socket") && slices.Contains([]specs.LinuxSeccompAction{specs.ActAllow, specs.ActLog, specs.ActTrace}, r.Action) {
+			return true
+		}
+	}
+	return false
 }
 
 func socketRule(a action, af uint64, proto *uint64) specs.LinuxSyscall {

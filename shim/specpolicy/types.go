@@ -28,4 +28,7 @@ type Seccomp struct {
 	Created         bool     // the spec had no profile; a default-allow one was created
 	FamiliesRefused []string // e.g. "AF_PACKET", ..., "NETLINK_NETFILTER"
 	SyscallsRefused []string // e.g. "io_uring_setup", ...
+	// ArchitecturesRemoved lists ABIs dropped from the profile because the family rules
+	// cannot hold there (SCMP_ARCH_X86: socketcall); their syscalls are killed.
+	ArchitecturesRemoved []string
 }
