@@ -2,7 +2,6 @@ package netpolicy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -23,13 +22,19 @@ type TupleCount struct {
 // Denied every packet a process of the cgroup sent that it dropped;
 // DeniedKernel the dropped packets of the cgroup's sockets no process owns
 // (kernel replies from control sockets created in the cgroup, closed
-// sockets). They are authoritative; NFLOG events are rate-limited samples of
-// Denied.
+// sockets). In netns scope, AllowedOutside and DeniedOutside count the
+// packets no cgroup rule decided — another cgroup's, kernel sockets'
+// (resets, ICMP errors, TIME_WAIT and SYN-ACK), no socket — accepted because
+// the contract allows them, or dropped; both stay zero in cgroup scope. They
+// are authoritative; NFLOG events are rate-limited samples of Denied (prefix
+// Plan.LogPrefix) and DeniedOutside (Plan.LogPrefixOutside).
 type Counters struct {
-	Allowed      Count
-	Denied       Count
-	DeniedKernel Count
-	Tuples       []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
+	Allowed        Count
+	Denied         Count
+	DeniedKernel   Count
+	AllowedOutside Count        // netns scope only
+	DeniedOutside  Count        // netns scope only
+	Tuples         []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
 }
 
 // ReadCounters reads plan p's counters from the namespace netnsFD refers to.
@@ -42,8 +47,8 @@ func ReadCounters(ctx context.Context, netnsFD int, p *Plan) (Counters, error) {
 }
 
 func (e engine) counters(ctx context.Context, p *Plan) (Counters, error) {
-	if p == nil {
-		return Counters{}, errors.New("read counters: nil plan")
+	if err := p.check(); err != nil {
+		return Counters{}, fmt.Errorf("read counters of table %s: %w", tableOf(p), err)
 	}
 	if err := ctx.Err(); err != nil {
 		return Counters{}, fmt.Errorf("read counters of table %s: %w", p.Table, err)
@@ -58,22 +63,21 @@ func (e engine) counters(ctx context.Context, p *Plan) (Counters, error) {
 // countersOf extracts counters from a dump, naming tuples by the plan.
 func countersOf(want, got *ruleset) (Counters, error) {
 	var c Counters
-	found := 0
+	dst := map[string]*Count{
+		counterAllow: &c.Allowed, counterDeny: &c.Denied, counterDenyK: &c.DeniedKernel,
+		counterAllowO: &c.AllowedOutside, counterDenyO: &c.DeniedOutside,
+	}
+	seen := map[string]bool{}
 	for _, o := range got.counters {
-		switch o.Name {
-		case counterAllow:
-			c.Allowed = Count{Packets: o.Packets, Bytes: o.Bytes}
-			found++
-		case counterDeny:
-			c.Denied = Count{Packets: o.Packets, Bytes: o.Bytes}
-			found++
-		case counterDenyK:
-			c.DeniedKernel = Count{Packets: o.Packets, Bytes: o.Bytes}
-			found++
+		if d := dst[o.Name]; d != nil {
+			*d = Count{Packets: o.Packets, Bytes: o.Bytes}
+			seen[o.Name] = true
 		}
 	}
-	if found != 3 {
-		return Counters{}, fmt.Errorf("table %s lacks one of its counters %q, %q, %q", want.table.Name, counterAllow, counterDeny, counterDenyK)
+	for _, w := range want.counters {
+		if !seen[w.Name] {
+			return Counters{}, fmt.Errorf("table %s lacks its counter %q", want.table.Name, w.Name)
+		}
 	}
 	gotSets := map[string]*setElems{}
 	for _, s := range got.sets {

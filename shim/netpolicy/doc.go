@@ -7,32 +7,51 @@
 // The table, `inet gensee_<first 12 characters of the operation id>`:
 //
 //	counter allowed, denied, denied_kernel
+//	counter allowed_outside, denied_outside                          netns scope only
 //	set cg      { type cgroupsv2 }                                  the container's cgroup id
 //	set allow4  { type ipv4_addr . inet_proto . inet_service; counter }   tcp/udp tuples
 //	set allow6  { type ipv6_addr . inet_proto . inet_service; counter }
 //	set icmp4, icmp6 { type ipv4_addr / ipv6_addr; counter }        icmp destinations (no ports)
 //	set nd6     { type icmpv6_type }                                 only with IPv6 tuples
-//	chain output { type filter hook output priority filter; policy accept;
-//	  C oif lo                                    → allowed, accept   (loopback: allow)
-//	  C ip daddr . meta l4proto . th dport @allow4 → allowed, accept
-//	  C ct direction reply ip saddr . meta l4proto . th sport @allow4 → allowed, accept
-//	  (the same for ip6 / allow6)
-//	  C meta l4proto icmp ip daddr @icmp4          → allowed, accept   (and icmpv6)
-//	  C icmpv6 type @nd6                           → allowed, accept
+//	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
+//	  A(C, allowed)
 //	  C meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
 //	  C meta skuid >= 0                            → denied, drop
-//	  C                                            → denied_kernel, drop }
-//	where C is `socket cgroupv2 level N @cg`.
+//	  C                                            → denied_kernel, drop
+//	  netns scope only:
+//	  A(-, allowed_outside)
+//	    limit 20/s log group 2604 prefix "gensee outside <op> "
+//	                                               → denied_outside, drop }
+//	where C is `socket cgroupv2 level N @cg` and A(M, counter) the accepts,
+//	each starting with M (nothing for "-") and counting in counter:
+//	  M oif lo                                    → accept   (loopback: allow)
+//	  M ip daddr . meta l4proto . th dport @allow4 → accept
+//	  M ct direction reply ip saddr . meta l4proto . th sport @allow4 → accept
+//	  (the same for ip6 / allow6)
+//	  M meta l4proto icmp ip daddr @icmp4          → accept   (and icmpv6)
+//	  M icmpv6 type @nd6                           → accept
 //
-// The table filters only sockets of the container's cgroup v2 subtree, so
-// other cgroups sharing the namespace are untouched (policy accept). Rules
-// are positive matches followed by explicit drops. The kernel answers
-// NFT_BREAK (rule skipped) for a packet whose socket it cannot attribute — no
-// socket, not a full socket, another namespace's, or a cgroup shallower than
-// N — so such a packet can match no gensee rule at all: never an accept, and
+// Two scopes (Plan.Scope). ScopeCgroup, for a namespace the container
+// shares (the host's, a pod's): the table filters only sockets of the
+// container's cgroup v2 subtree, so other cgroups sharing the namespace are
+// untouched (policy accept). Rules are positive matches followed by explicit
+// drops. The kernel answers NFT_BREAK (rule skipped) for a packet whose
+// socket it cannot attribute — no socket, not a full socket (TIME_WAIT, a
+// SYN-ACK's request socket), another namespace's, or a cgroup shallower than
+// N — so such a packet can match no cgroup rule at all: never an accept, and
 // never a drop either, which is why policy must never be expressed as `!=` on
 // the cgroup match. `meta skuid >= 0` holds for every socket a process owns
 // and breaks for kernel sockets; it only splits the drop count.
+//
+// ScopeNetns, for a namespace only the container uses (runc made it), fails
+// closed: the cgroup's rules run first and unchanged, so "denied" and its log
+// still mean attempts by the workload's cgroup; every packet they did not
+// decide — a process that left the cgroup, kernel sockets, packets without a
+// full socket — meets the same accepts without the cgroup match (the same
+// sets, looked up twice, so per-tuple counters see both), then its own
+// rate-limited log rule (prefix "gensee outside <op> ", same group; kernel
+// packets carry no NFULA_UID) and a drop counted in denied_outside. Policy
+// drop as well, checked on read-back: a flushed chain still drops.
 //
 // It never touches a table whose name does not start with "gensee_", never
 // resolves host names, never widens or narrows a contract's tuples, and never

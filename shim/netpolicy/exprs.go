@@ -36,17 +36,23 @@ var (
 	v6 = family{nfproto: unix.NFPROTO_IPV6, saddrOff: 8, addrOff: 24, addrLen: 16, protoReg: reg2, portReg: reg32_05, icmp: ProtoICMPv6}
 )
 
-// matcher builds rule expressions. Every rule begins with the cgroup match:
-// `socket cgroupv2 level N @cg`. The kernel skips the rest of a rule
-// (NFT_BREAK) when the packet has no full socket in this namespace or the
-// socket's cgroup is shallower than N, so an unattributable packet can only
-// ever fail to match — never be accepted by a gensee rule.
+// matcher builds rule expressions. With a cgroup set every rule begins with
+// the cgroup match: `socket cgroupv2 level N @cg`. The kernel skips the rest
+// of a rule (NFT_BREAK) when the packet has no full socket in this namespace
+// or the socket's cgroup is shallower than N, so an unattributable packet
+// can only ever fail to match — never be accepted by a cgroup rule. Without
+// one (cg nil: netns scope, after the cgroup's rules) the rules match any
+// packet. Accepts count in the named counter allow.
 type matcher struct {
 	cg    *nftables.Set
 	level uint32
+	allow string
 }
 
 func (m matcher) cgroup() []expr.Any {
+	if m.cg == nil {
+		return nil
+	}
 	return []expr.Any{
 		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: m.level, Register: reg1},
 		&expr.Lookup{SourceRegister: reg1, SetName: m.cg.Name, SetID: m.cg.ID},
@@ -84,7 +90,7 @@ func accept(counter string) []expr.Any {
 func (m matcher) loopback() []expr.Any {
 	oif := make([]byte, 4)
 	binary.NativeEndian.PutUint32(oif, loIfindex)
-	return join(m.cgroup(), []expr.Any{&expr.Meta{Key: expr.MetaKeyOIF, Register: reg1}, cmpEq(reg1, oif)}, accept(counterAllow))
+	return join(m.cgroup(), []expr.Any{&expr.Meta{Key: expr.MetaKeyOIF, Register: reg1}, cmpEq(reg1, oif)}, accept(m.allow))
 }
 
 // tuples: cgroup ∧ family ∧ daddr . l4proto . th dport ∈ set → allowed, accept.
@@ -104,7 +110,7 @@ func (m matcher) tuples(f family, set *nftables.Set, reply bool) []expr.Any {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: f.protoReg},
 		load(expr.PayloadBaseTransportHeader, port, 2, f.portReg),
 		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
-	}, accept(counterAllow))
+	}, accept(m.allow))
 }
 
 // icmp: cgroup ∧ family ∧ l4proto icmp(v6) ∧ daddr ∈ set → allowed, accept.
@@ -114,7 +120,7 @@ func (m matcher) icmp(f family, set *nftables.Set) []expr.Any {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{f.icmp}),
 		load(expr.PayloadBaseNetworkHeader, f.addrOff, f.addrLen, reg1),
 		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
-	}, accept(counterAllow))
+	}, accept(m.allow))
 }
 
 // nd: cgroup ∧ ipv6 ∧ icmpv6 type ∈ {RS, NS, NA} → allowed, accept. Needed
@@ -125,7 +131,7 @@ func (m matcher) nd(set *nftables.Set) []expr.Any {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{ProtoICMPv6}),
 		load(expr.PayloadBaseTransportHeader, 0, 1, reg1),
 		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
-	}, accept(counterAllow))
+	}, accept(m.allow))
 }
 
 // owned is `meta skuid >= 0` as nft(8) compiles it: always true when it
@@ -145,10 +151,30 @@ func owned() []expr.Any {
 // in its rule, so when the limit is exhausted only logging stops, never the
 // drop.
 func (m matcher) log(group uint16, prefix string) []expr.Any {
-	return join(m.cgroup(), owned(), []expr.Any{
+	return join(m.cgroup(), owned(), logLimited(group, prefix))
+}
+
+func logLimited(group uint16, prefix string) []expr.Any {
+	return []expr.Any{
 		&expr.Limit{Type: expr.LimitTypePkts, Rate: logRate, Unit: expr.LimitTimeSecond, Burst: logBurst},
 		&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: group, Data: []byte(prefix)},
-	})
+	}
+}
+
+// logOutside: limit → log, netns scope, for every packet the accepts
+// without cgroup match did not take: a process of another cgroup, or a
+// kernel socket (its NFLOG record carries no uid). Its own rate limit, so
+// the workload's log budget is never spent on these.
+func logOutside(group uint16, prefix string) []expr.Any {
+	return logLimited(group, prefix)
+}
+
+// denyOutside: → denied_outside, drop. The last rule in netns scope.
+func denyOutside() []expr.Any {
+	return []expr.Any{
+		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterDenyO},
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	}
 }
 
 // deny: cgroup ∧ owned → denied, drop: what a process of the cgroup sent

@@ -43,12 +43,16 @@ func p2Network(n int) spec.Network {
 	return nw
 }
 
-// nftScript renders the table build(p) makes as nft(8) input. Only the
-// shapes P2 uses (IPv4 tcp/udp tuples) are supported. cgPath is the cgroup
-// as nft resolves it, relative to /sys/fs/cgroup.
+// nftScript renders the table build(p) makes as nft(8) input, in either
+// scope. Only the shapes P2 uses (IPv4 tcp/udp tuples) are supported. cgPath
+// is the cgroup as nft resolves it, relative to /sys/fs/cgroup.
 func nftScript(p *Plan, cgPath string) string {
+	netns := p.Scope == ScopeNetns
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n\tcounter denied_kernel { }\n", p.Table)
+	if netns {
+		b.WriteString("\tcounter allowed_outside { }\n\tcounter denied_outside { }\n")
+	}
 	fmt.Fprintf(&b, "\tset cg { type cgroupsv2; size 1; elements = { %q } }\n", cgPath)
 	fmt.Fprintf(&b, "\tset allow4 { type ipv4_addr . inet_proto . inet_service; size %d; counter; elements = {\n", len(p.Allow))
 	for i, t := range p.Allow {
@@ -59,14 +63,92 @@ func nftScript(p *Plan, cgPath string) string {
 		fmt.Fprintf(&b, "\t\t%s . %s . %d%s", t.Addr, ProtoName(t.Proto), t.Port, sep)
 	}
 	b.WriteString("\t} }\n")
-	cg := fmt.Sprintf("socket cgroupv2 level %d @cg", p.Cgroup.Level)
-	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
-	fmt.Fprintf(&b, "\t\t%s meta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 counter name \"allowed\" accept comment \"gensee: allowed ipv4 tuples\"\n", cg)
-	fmt.Fprintf(&b, "\t\t%s ct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 counter name \"allowed\" accept comment \"gensee: replies from allowed ipv4 tuples\"\n", cg)
-	fmt.Fprintf(&b, "\t\t%s meta skuid >= 0 limit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied\"\n", cg, logRate, logBurst, p.LogPrefix, p.LogGroup)
-	fmt.Fprintf(&b, "\t\t%s meta skuid >= 0 counter name \"denied\" drop comment \"gensee: deny\"\n", cg)
-	fmt.Fprintf(&b, "\t\t%s counter name \"denied_kernel\" drop comment \"gensee: deny, no owning process\"\n\t}\n}\n", cg)
+	policy := "accept"
+	if netns {
+		policy = "drop"
+	}
+	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy %s;\n", policy)
+	tuples := func(m, counter, note string) {
+		fmt.Fprintf(&b, "\t\t%smeta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 counter name %q accept comment \"gensee: allowed ipv4 tuples%s\"\n", m, counter, note)
+		fmt.Fprintf(&b, "\t\t%sct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 counter name %q accept comment \"gensee: replies from allowed ipv4 tuples%s\"\n", m, counter, note)
+	}
+	cg := fmt.Sprintf("socket cgroupv2 level %d @cg ", p.Cgroup.Level)
+	tuples(cg, "allowed", "")
+	fmt.Fprintf(&b, "\t\t%smeta skuid >= 0 limit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied\"\n", cg, logRate, logBurst, p.LogPrefix, p.LogGroup)
+	fmt.Fprintf(&b, "\t\t%smeta skuid >= 0 counter name \"denied\" drop comment \"gensee: deny\"\n", cg)
+	fmt.Fprintf(&b, "\t\t%scounter name \"denied_kernel\" drop comment \"gensee: deny, no owning process\"\n", cg)
+	if netns {
+		tuples("", "allowed_outside", outsideNote)
+		fmt.Fprintf(&b, "\t\tlimit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied%s\"\n", logRate, logBurst, p.LogPrefixOutside, p.LogGroup, outsideNote)
+		fmt.Fprintf(&b, "\t\tcounter name \"denied_outside\" drop comment \"gensee: deny%s\"\n", outsideNote)
+	}
+	b.WriteString("\t}\n}\n")
 	return b.String()
+}
+
+// nftCgroupPath is cgroup p of h as nft(8) resolves it: relative to
+// /sys/fs/cgroup ("unified/..." on a hybrid host).
+func nftCgroupPath(t testing.TB, h cgroup.Hierarchy, p string) string {
+	t.Helper()
+	rel, err := filepath.Rel("/sys/fs/cgroup", h.Mountpoint)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		t.Fatalf("nft resolves cgroup paths under /sys/fs/cgroup; cgroup2 is at %s", h.Mountpoint)
+	}
+	return filepath.Join(rel, p)
+}
+
+// nftLoad runs `nft -f script` inside namespace ns and returns how long it
+// took.
+func nftLoad(t testing.TB, ns *kerneltest.Netns, nftBin, script string) time.Duration {
+	t.Helper()
+	var d time.Duration
+	err := ns.Do(func() error {
+		cmd := exec.Command(nftBin, "-f", script)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		d = time.Since(start)
+		if err != nil {
+			return fmt.Errorf("nft -f: %v: %s", err, out)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// The table build makes is the one nft(8) compiles from the same text, in
+// both scopes: read-back of an `nft -f` load finds no difference.
+func TestRootNftScriptMatchesPlan(t *testing.T) {
+	roottest.Require(t)
+	nftBin, err := exec.LookPath("nft")
+	if err != nil {
+		t.Fatalf("nft(8) not found: apt-get install nftables")
+	}
+	cg := kerneltest.NewCgroup(t)
+	id, err := cg.H.ID(cg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := CgroupRef{Path: cg.Path, ID: id, Level: cgroup.Level(cg.Path)}
+	for _, scope := range []Scope{ScopeCgroup, ScopeNetns} {
+		t.Run(string(scope), func(t *testing.T) {
+			p, err := NewPlanScoped("nftf-"+kerneltest.RandHex(3), p2Network(20), ref, scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			script := filepath.Join(t.TempDir(), "table.nft")
+			if err := os.WriteFile(script, []byte(nftScript(p, nftCgroupPath(t, cg.H, cg.Path))), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ns := kerneltest.NewNetns(t)
+			nftLoad(t, ns, nftBin, script)
+			if err := ReadBack(context.Background(), ns.FD, p); err != nil {
+				t.Fatalf("nft -f of the same text: %v", err)
+			}
+		})
+	}
 }
 
 type p2Result struct {
@@ -105,10 +187,6 @@ func measureP2(t testing.TB, tuples, rounds int) p2Result {
 		t.Fatal(err)
 	}
 	ref := CgroupRef{Path: cgp, ID: id, Level: cgroup.Level(cgp)}
-	rel, err := filepath.Rel("/sys/fs/cgroup", h.Mountpoint)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		t.Fatalf("nft resolves cgroup paths under /sys/fs/cgroup; cgroup2 is at %s", h.Mountpoint)
-	}
 	nw := p2Network(tuples)
 	opID := "p2-" + kerneltest.RandHex(4)
 	p, err := NewPlan(opID, nw, ref)
@@ -116,7 +194,7 @@ func measureP2(t testing.TB, tuples, rounds int) p2Result {
 		t.Fatal(err)
 	}
 	script := filepath.Join(t.TempDir(), "p2.nft")
-	if err := os.WriteFile(script, []byte(nftScript(p, filepath.Join(rel, cgp))), 0o600); err != nil {
+	if err := os.WriteFile(script, []byte(nftScript(p, nftCgroupPath(t, h, cgp))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	nftBin, err := exec.LookPath("nft")
@@ -139,20 +217,7 @@ func measureP2(t testing.TB, tuples, rounds int) p2Result {
 	}
 	runNft := func(verify bool) time.Duration {
 		ns := kerneltest.NewNetns(t)
-		var d time.Duration
-		err := ns.Do(func() error {
-			cmd := exec.Command(nftBin, "-f", script)
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			d = time.Since(start)
-			if err != nil {
-				return fmt.Errorf("nft -f: %v: %s", err, out)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := nftLoad(t, ns, nftBin, script)
 		if verify {
 			if err := ReadBack(ctx, ns.FD, p); err != nil {
 				t.Fatalf("the nft script does not load the planned table: %v", err)

@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -64,28 +65,66 @@ func ProtoName(p uint8) string {
 	return fmt.Sprintf("proto-%d", p)
 }
 
+// Scope says which packets of the namespace a table holds to the contract.
+type Scope string
+
+const (
+	// ScopeCgroup holds only the sockets of the container's cgroup v2
+	// subtree to the contract; every other packet of the namespace passes
+	// (chain policy accept). For namespaces the container shares: the
+	// host's, a pod's sandbox. A process that leaves the cgroup, and a
+	// packet without a full socket, are not filtered.
+	ScopeCgroup Scope = "cgroupv2"
+	// ScopeNetns fails closed: the namespace is the container's own (runc
+	// made it), so after the cgroup's own rules have counted and dropped
+	// what the workload's cgroup attempted, every other packet of the
+	// namespace — other cgroups, kernel sockets, no socket at all — is
+	// accepted only if the contract allows it (same sets, no cgroup match)
+	// and otherwise counted in denied_outside, logged with LogPrefixOutside
+	// and dropped; chain policy drop. Leaving the cgroup gains nothing.
+	ScopeNetns Scope = "netns"
+)
+
 // Plan is the validated network authority of one operation: everything
 // Install needs, computed without touching the kernel.
 type Plan struct {
 	OperationID string
 	Table       string // gensee_<first 12 chars of the operation id>, family inet
 	Mode        string // spec.NetworkDenyAll | spec.NetworkAllowExact
-	Loopback    bool   // accept anything the cgroup sends out of lo
+	Scope       Scope  // ScopeCgroup or ScopeNetns; set by the constructor
+	Loopback    bool   // accept anything the cgroup (netns scope: anyone) sends out of lo
 	Cgroup      CgroupRef
 	Allow       []Tuple // sorted, unique; IPv4-mapped IPv6 addresses unmapped
 	LogGroup    uint16
-	LogPrefix   string
+	// LogPrefix marks NFLOG records of the cgroup's denied attempts:
+	// "gensee deny <op> ".
+	LogPrefix string
+	// LogPrefixOutside marks, in netns scope only, NFLOG records of denied
+	// packets no cgroup rule saw (another cgroup's, kernel sockets'):
+	// "gensee outside <op> ". Same group as LogPrefix. Empty in cgroup
+	// scope.
+	LogPrefixOutside string
 	// Implicit lists what the table accepts beyond the contract's own
 	// tuples, in words, for the manifest. Never hidden.
 	Implicit []string
 }
 
 // NewPlan validates a contract's network section and builds the plan for
-// operation opID, scoped to cgroup cg. It refuses anything it does not
-// understand rather than widening or narrowing it.
+// operation opID, scoped to cgroup cg (ScopeCgroup). It refuses anything it
+// does not understand rather than widening or narrowing it.
 func NewPlan(opID string, n spec.Network, cg CgroupRef) (*Plan, error) {
+	return NewPlanScoped(opID, n, cg, ScopeCgroup)
+}
+
+// NewPlanScoped is NewPlan with an explicit scope. Pass ScopeNetns only for a
+// namespace no one but the container uses (runc created it); in a shared one
+// it would drop the other tenants' traffic.
+func NewPlanScoped(opID string, n spec.Network, cg CgroupRef, scope Scope) (*Plan, error) {
 	if err := checkOpID(opID); err != nil {
 		return nil, err
+	}
+	if err := checkScope(scope); err != nil {
+		return nil, fmt.Errorf("plan network for %s: %w", opID, err)
 	}
 	if cg.ID == 0 {
 		return nil, fmt.Errorf("plan network for %s: cgroup id is 0: pass the container's cgroup v2 id (cgroup.Hierarchy.ID)", opID)
@@ -97,9 +136,13 @@ func NewPlan(opID string, n spec.Network, cg CgroupRef) (*Plan, error) {
 		OperationID: opID,
 		Table:       TableName(opID),
 		Mode:        n.Mode,
+		Scope:       scope,
 		Cgroup:      cg,
 		LogGroup:    DefaultLogGroup,
 		LogPrefix:   "gensee deny " + short(opID) + " ",
+	}
+	if scope == ScopeNetns {
+		p.LogPrefixOutside = "gensee outside " + short(opID) + " "
 	}
 	switch n.Loopback {
 	case "", spec.LoopbackDeny:
@@ -136,7 +179,28 @@ func NewPlan(opID string, n spec.Network, cg CgroupRef) (*Plan, error) {
 	if p.hasPorts() {
 		p.Implicit = append(p.Implicit, "replies (conntrack reply direction) from an allowed address and port back to the peer, for flows the cgroup serves on an allowed tuple")
 	}
+	if scope == ScopeNetns && (p.Loopback || len(p.Allow) > 0) {
+		p.Implicit = append(p.Implicit, "netns scope: the namespace is the container's own, so what the contract allows (the items above) is accepted from any socket in it, not only the cgroup's (another cgroup, kernel sockets: resets, neighbor discovery, TIME_WAIT and SYN-ACK of allowed flows), counted as allowed_outside; everything else there is dropped")
+	}
 	return p, nil
+}
+
+// checkScope refuses scopes other than ScopeCgroup and ScopeNetns, the
+// empty one included: a table is never built for a scope nobody chose.
+func checkScope(s Scope) error {
+	switch s {
+	case ScopeCgroup, ScopeNetns:
+		return nil
+	}
+	return fmt.Errorf("scope %q is not %q or %q: build plans with NewPlan or NewPlanScoped", s, ScopeCgroup, ScopeNetns)
+}
+
+// check is what every kernel operation verifies about a plan first.
+func (p *Plan) check() error {
+	if p == nil {
+		return errors.New("nil plan")
+	}
+	return checkScope(p.Scope)
 }
 
 func parseRule(r spec.AllowRule) (Tuple, error) {

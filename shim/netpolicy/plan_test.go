@@ -161,5 +161,15 @@ func FuzzNewPlan(f *testing.F) {
 		if d := diff(build(p), asDumped(build(p))); len(d) > 0 {
 			t.Fatalf("plan does not equal itself: %v", d)
 		}
+		pn, err := NewPlanScoped("fuzz", n, testCG, ScopeNetns)
+		if err != nil {
+			t.Fatalf("netns scope refuses what cgroup scope accepts: %v", err)
+		}
+		if d := diff(build(pn), asDumped(build(pn))); len(d) > 0 {
+			t.Fatalf("netns plan does not equal itself: %v", d)
+		}
+		if d := diff(build(pn), asDumped(build(p))); len(d) == 0 {
+			t.Fatal("a cgroup-scope table reads back equal to the netns plan")
+		}
 	})
 }

@@ -147,8 +147,8 @@ func newEngine(netnsFD int) (engine, error) {
 }
 
 func (e engine) install(ctx context.Context, p *Plan) error {
-	if p == nil {
-		return errors.New("install table: nil plan")
+	if err := p.check(); err != nil {
+		return fmt.Errorf("install table %s: %w", tableOf(p), err)
 	}
 	return e.installRS(ctx, p, build(p))
 }
@@ -178,8 +178,8 @@ func (e engine) installRS(ctx context.Context, p *Plan, rs *ruleset) (retErr err
 }
 
 func (e engine) readBack(ctx context.Context, p *Plan) error {
-	if p == nil {
-		return errors.New("read back table: nil plan")
+	if err := p.check(); err != nil {
+		return fmt.Errorf("read back table %s: %w", tableOf(p), err)
 	}
 	return e.readBackRS(ctx, p, build(p))
 }
@@ -202,8 +202,8 @@ func (e engine) readBackRS(ctx context.Context, p *Plan, want *ruleset) error {
 }
 
 func (e engine) apply(ctx context.Context, p *Plan) error {
-	if p == nil {
-		return errors.New("apply table: nil plan")
+	if err := p.check(); err != nil {
+		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
 	rs := build(p)
 	// Index the planned set elements on the other core while the

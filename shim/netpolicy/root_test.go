@@ -77,8 +77,8 @@ func TestRootDenyAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("counters: %+v", c)
-	if c.Denied.Packets == 0 || c.Allowed.Packets != 0 || len(c.Tuples) != 0 {
-		t.Errorf("counters = %+v, want denied > 0, allowed 0, no tuples", c)
+	if c.Denied.Packets == 0 || c.Allowed.Packets != 0 || len(c.Tuples) != 0 || c.AllowedOutside != (Count{}) || c.DeniedOutside != (Count{}) {
+		t.Errorf("counters = %+v, want denied > 0, allowed 0, no tuples, no outside counts (cgroup scope)", c)
 	}
 	if err := ReadBack(ctxT(t), tp.client.FD, p); err != nil {
 		t.Errorf("ReadBack after traffic: %v", err)

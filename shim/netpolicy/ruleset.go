@@ -16,12 +16,15 @@ const (
 	counterAllow = "allowed"
 	counterDeny  = "denied"
 	counterDenyK = "denied_kernel"
-	setCgroup    = "cg"
-	setAllow4    = "allow4" // ipv4_addr . inet_proto . inet_service
-	setAllow6    = "allow6" // ipv6_addr . inet_proto . inet_service
-	setICMP4     = "icmp4"  // ipv4_addr
-	setICMP6     = "icmp6"  // ipv6_addr
-	setND6       = "nd6"    // icmpv6_type
+	// Netns scope only: packets no cgroup rule decided.
+	counterAllowO = "allowed_outside"
+	counterDenyO  = "denied_outside"
+	setCgroup     = "cg"
+	setAllow4     = "allow4" // ipv4_addr . inet_proto . inet_service
+	setAllow6     = "allow6" // ipv6_addr . inet_proto . inet_service
+	setICMP4      = "icmp4"  // ipv4_addr
+	setICMP6      = "icmp6"  // ipv6_addr
+	setND6        = "nd6"    // icmpv6_type
 )
 
 // ICMPv6 neighbor discovery types accepted when IPv6 destinations are allowed.
@@ -95,9 +98,13 @@ func (rs *ruleset) prepare() {
 
 // build translates a plan into the table's objects. Pure: no kernel access.
 func build(p *Plan) *ruleset {
+	netns := p.Scope == ScopeNetns
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: p.Table}
 	rs := &ruleset{table: t}
 	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}, {Table: t, Name: counterDenyK}}
+	if netns {
+		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterAllowO}, &nftables.CounterObj{Table: t, Name: counterDenyO})
+	}
 
 	// Set IDs are chosen here, not by the library's package-global
 	// allocator, so concurrent installs never race on it. They only need
@@ -124,16 +131,49 @@ func build(p *Plan) *ruleset {
 	binary.NativeEndian.PutUint64(idKey, p.Cgroup.ID)
 	cg := addSet(&nftables.Set{Name: setCgroup, KeyType: nftables.TypeCGroupV2, KeyByteOrder: binaryutil.NativeEndian}, nil, [][]byte{idKey})
 
+	// The allow sets are plain hash sets keyed by a concatenated type,
+	// without the NFT_SET_CONCAT flag: nft(8) sets that flag only for
+	// interval concatenations, and leaving it off makes this table
+	// identical to what `nft -f` of the same text loads (P2 checks).
+	// In netns scope both the cgroup's rules and the outside rules look
+	// them up: one set, one element counter per tuple.
+	var sets allowSets
 	a4, a6, i4, i6 := splitTuples(p.Allow)
+	if len(a4) > 0 {
+		sets.a4 = addSet(&nftables.Set{Name: setAllow4, KeyType: keyAllow4, Counter: true}, a4, tupleKeys(a4))
+	}
+	if len(a6) > 0 {
+		sets.a6 = addSet(&nftables.Set{Name: setAllow6, KeyType: keyAllow6, Counter: true}, a6, tupleKeys(a6))
+	}
+	if len(i4) > 0 {
+		sets.i4 = addSet(&nftables.Set{Name: setICMP4, KeyType: nftables.TypeIPAddr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i4, addrKeys(i4))
+	}
+	if len(i6) > 0 {
+		sets.i6 = addSet(&nftables.Set{Name: setICMP6, KeyType: nftables.TypeIP6Addr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i6, addrKeys(i6))
+	}
+	if p.HasIPv6() {
+		keys := make([][]byte, len(ndTypes))
+		for i, ty := range ndTypes {
+			keys[i] = []byte{ty}
+		}
+		sets.nd = addSet(&nftables.Set{Name: setND6, KeyType: nftables.TypeICMP6Type}, nil, keys)
+	}
 
+	// Policy accept in cgroup scope: other cgroups in a shared namespace
+	// pass untouched. Policy drop in netns scope, although the last rule
+	// already drops everything: should the rules ever be flushed or
+	// deleted (someone with CAP_NET_ADMIN over the namespace), the chain
+	// still fails closed. Read-back compares the policy.
 	policy := nftables.ChainPolicyAccept
+	if netns {
+		policy = nftables.ChainPolicyDrop
+	}
 	ch := &nftables.Chain{
 		Name: chainName, Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter,
-		Policy: &policy, // other cgroups in a shared namespace pass untouched
+		Policy: &policy,
 	}
 	rs.chains = []*nftables.Chain{ch}
-	m := matcher{cg: cg, level: p.Cgroup.Level}
 	rule := func(comment string, exprs []expr.Any) {
 		r := &nftables.Rule{
 			Table: t, Chain: ch, Exprs: exprs,
@@ -142,50 +182,66 @@ func build(p *Plan) *ruleset {
 		rs.rules = append(rs.rules, canonRule(r))
 	}
 
-	// Accepts first; every one starts with the cgroup match, so a packet
-	// whose socket cannot be attributed matches none of them.
-	if p.Loopback {
-		rule("gensee: loopback allowed by contract", m.loopback())
-	}
-	// The allow sets are plain hash sets keyed by a concatenated type,
-	// without the NFT_SET_CONCAT flag: nft(8) sets that flag only for
-	// interval concatenations, and leaving it off makes this table
-	// identical to what `nft -f` of the same text loads (P2 checks).
-	if len(a4) > 0 {
-		s := addSet(&nftables.Set{Name: setAllow4, KeyType: keyAllow4, Counter: true}, a4, tupleKeys(a4))
-		rule("gensee: allowed ipv4 tuples", m.tuples(v4, s, false))
-		rule("gensee: replies from allowed ipv4 tuples", m.tuples(v4, s, true))
-	}
-	if len(a6) > 0 {
-		s := addSet(&nftables.Set{Name: setAllow6, KeyType: keyAllow6, Counter: true}, a6, tupleKeys(a6))
-		rule("gensee: allowed ipv6 tuples", m.tuples(v6, s, false))
-		rule("gensee: replies from allowed ipv6 tuples", m.tuples(v6, s, true))
-	}
-	if len(i4) > 0 {
-		s := addSet(&nftables.Set{Name: setICMP4, KeyType: nftables.TypeIPAddr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i4, addrKeys(i4))
-		rule("gensee: allowed icmp destinations", m.icmp(v4, s))
-	}
-	if len(i6) > 0 {
-		s := addSet(&nftables.Set{Name: setICMP6, KeyType: nftables.TypeIP6Addr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i6, addrKeys(i6))
-		rule("gensee: allowed icmpv6 destinations", m.icmp(v6, s))
-	}
-	if p.HasIPv6() {
-		keys := make([][]byte, len(ndTypes))
-		for i, ty := range ndTypes {
-			keys[i] = []byte{ty}
-		}
-		s := addSet(&nftables.Set{Name: setND6, KeyType: nftables.TypeICMP6Type}, nil, keys)
-		rule("gensee: icmpv6 neighbor discovery for allowed ipv6", m.nd(s))
-	}
-	// Then log (own rule: the rate limit must never gate the drop) and
-	// drop what a process of the cgroup sent; then drop everything else
-	// the cgroup's sockets emit — kernel replies from namespace control
-	// sockets created inside the cgroup, data of already-closed sockets —
-	// counted apart so "denied" means attempts by the workload.
+	// The cgroup's rules. Accepts first; every one starts with the cgroup
+	// match, so a packet whose socket cannot be attributed matches none
+	// of them. Then log (own rule: the rate limit must never gate the
+	// drop) and drop what a process of the cgroup sent; then drop
+	// everything else the cgroup's sockets emit — kernel replies from
+	// namespace control sockets created inside the cgroup, data of
+	// already-closed sockets — counted apart so "denied" means attempts
+	// by the workload. A packet the kernel attributes to the cgroup never
+	// gets past these rules.
+	m := matcher{cg: cg, level: p.Cgroup.Level, allow: counterAllow}
+	accepts(rule, m, p.Loopback, sets, "")
 	rule("gensee: log denied", m.log(p.LogGroup, p.LogPrefix))
 	rule("gensee: deny", m.deny())
 	rule("gensee: deny, no owning process", m.denyKernel())
+	if !netns {
+		return rs
+	}
+	// Netns scope: what is left has no socket the kernel attributes to
+	// the cgroup. The same accepts without the cgroup match, counted as
+	// allowed_outside; then log every remaining packet and drop it.
+	o := matcher{allow: counterAllowO}
+	accepts(rule, o, p.Loopback, sets, outsideNote)
+	rule("gensee: log denied"+outsideNote, logOutside(p.LogGroup, p.LogPrefixOutside))
+	rule("gensee: deny"+outsideNote, denyOutside())
 	return rs
+}
+
+// outsideNote ends the comment of every netns-scope rule for packets the
+// cgroup's rules did not attribute.
+const outsideNote = ", outside the cgroup"
+
+// allowSets are the sets the accept rules look up; nil when the plan has
+// no such tuple.
+type allowSets struct {
+	a4, a6, i4, i6, nd *nftables.Set
+}
+
+// accepts adds the accept rules of m in their fixed order. note ends each
+// comment.
+func accepts(rule func(string, []expr.Any), m matcher, loopback bool, s allowSets, note string) {
+	if loopback {
+		rule("gensee: loopback allowed by contract"+note, m.loopback())
+	}
+	if s.a4 != nil {
+		rule("gensee: allowed ipv4 tuples"+note, m.tuples(v4, s.a4, false))
+		rule("gensee: replies from allowed ipv4 tuples"+note, m.tuples(v4, s.a4, true))
+	}
+	if s.a6 != nil {
+		rule("gensee: allowed ipv6 tuples"+note, m.tuples(v6, s.a6, false))
+		rule("gensee: replies from allowed ipv6 tuples"+note, m.tuples(v6, s.a6, true))
+	}
+	if s.i4 != nil {
+		rule("gensee: allowed icmp destinations"+note, m.icmp(v4, s.i4))
+	}
+	if s.i6 != nil {
+		rule("gensee: allowed icmpv6 destinations"+note, m.icmp(v6, s.i6))
+	}
+	if s.nd != nil {
+		rule("gensee: icmpv6 neighbor discovery for allowed ipv6"+note, m.nd(s.nd))
+	}
 }
 
 // tupleKeys encodes concatenated keys: addr | proto + 3 pad | port (BE) + 2 pad.
