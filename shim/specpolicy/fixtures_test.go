@@ -2,6 +2,7 @@ package specpolicy
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/containerd/containerd/v2/contrib/seccomp"
@@ -85,3 +86,11 @@ func criContainerSpec(t testing.TB) *specs.Spec {
 }
 
 func intp(i int) *int { return &i }
+
+func decodeSpec(data []byte) (*specs.Spec, error) {
+	var s specs.Spec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}

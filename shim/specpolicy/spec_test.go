@@ -1,0 +1,339 @@
+package specpolicy
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+func clone(t testing.TB, s *specs.Spec) *specs.Spec {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c specs.Spec
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// stripNarrowing undoes what admission may change, to compare with the original.
+func stripNarrowing(s *specs.Spec) {
+	if s.Process != nil && s.Process.Capabilities != nil {
+		dropNetRaw(s.Process)
+	}
+	if s.Linux != nil {
+		s.Linux.Seccomp = nil
+	}
+}
+
+func TestDefaultSpecsAdmitted(t *testing.T) {
+	for name, mk := range map[string]func(testing.TB) *specs.Spec{
+		"ctr":           func(t testing.TB) *specs.Spec { return ctrDefaultSpec(t) },
+		"cri_sandbox":   criSandboxSpec,
+		"cri_container": criContainerSpec,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := mk(t)
+			orig := clone(t, s)
+			res, err := CheckSpec(s, Grants{}, Operator{})
+			if err != nil {
+				t.Fatalf("default spec refused: %v", err)
+			}
+			want := []string{"CAP_NET_RAW (bounding)", "CAP_NET_RAW (effective)", "CAP_NET_RAW (permitted)"}
+			if !reflect.DeepEqual(res.CapabilitiesRemoved, want) {
+				t.Errorf("removed %v, want %v", res.CapabilitiesRemoved, want)
+			}
+			if s.Linux.Seccomp == nil {
+				t.Fatal("no seccomp profile after admission")
+			}
+			got := clone(t, s)
+			stripNarrowing(got)
+			stripNarrowing(orig)
+			if !reflect.DeepEqual(got, orig) {
+				t.Error("admission changed more than CAP_NET_RAW and seccomp")
+			}
+		})
+	}
+}
+
+func TestCheckSpecRefusals(t *testing.T) {
+	u := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name   string
+		mutate func(*specs.Spec)
+		g      Grants
+		op     Operator
+		rule   string
+		field  string
+	}{
+		{"privileged", func(s *specs.Spec) {
+			_ = oci.WithPrivileged(nil, nil, nil, s)
+		}, Grants{}, Operator{}, RuleRefusedCapability, "process.capabilities.bounding[2]"},
+		{"cap_add_sys_ptrace", func(s *specs.Spec) { addCaps(s.Process.Capabilities, "CAP_SYS_PTRACE") },
+			Grants{}, Operator{}, RuleRefusedCapability, "process.capabilities.bounding[14]"},
+		{"sys_ptrace_even_granted", func(s *specs.Spec) { addCaps(s.Process.Capabilities, "CAP_SYS_PTRACE") },
+			Grants{Capabilities: []string{"CAP_SYS_PTRACE"}}, Operator{}, RuleRefusedCapability, "capabilities[0]"},
+		{"ambient_net_admin", func(s *specs.Spec) { s.Process.Capabilities.Ambient = []string{"CAP_NET_ADMIN"} },
+			Grants{}, Operator{}, RuleRefusedCapability, "process.capabilities.ambient[0]"},
+		{"sys_nice_not_granted", func(s *specs.Spec) {
+			s.Process.Capabilities.Permitted = append(s.Process.Capabilities.Permitted, "CAP_SYS_NICE")
+		},
+			Grants{}, Operator{}, RuleCapabilityNotGrant, "process.capabilities.permitted[14]"},
+		{"unknown_cap", func(s *specs.Spec) { s.Process.Capabilities.Inheritable = []string{"CAP_FLY"} },
+			Grants{}, Operator{}, RuleUnknownCapability, "process.capabilities.inheritable[0]"},
+		{"lower_case_cap", func(s *specs.Spec) { s.Process.Capabilities.Effective[0] = "cap_chown" },
+			Grants{}, Operator{}, RuleUnknownCapability, "process.capabilities.effective[0]"},
+		{"hook_not_allowed", func(s *specs.Spec) {
+			s.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{Path: "/usr/bin/nvidia-hook"}}}
+		}, Grants{}, Operator{HookAllowlist: []string{"/usr/bin/ok"}}, RuleSpecHook, "hooks.createRuntime[0]"},
+		{"hook_unclean_path", func(s *specs.Spec) {
+			s.Hooks = &specs.Hooks{Poststop: []specs.Hook{{Path: "/usr/bin/../bin/ok"}}}
+		}, Grants{}, Operator{HookAllowlist: []string{"/usr/bin/ok"}}, RuleSpecHook, "hooks.poststop[0]"},
+		{"extra_device", func(s *specs.Spec) {
+			s.Linux.Devices = []specs.LinuxDevice{{Path: "/dev/kmsg", Type: "c", Major: 1, Minor: 11}}
+		}, Grants{}, Operator{}, RuleDevice, "linux.devices[0]"},
+		{"default_path_other_numbers", func(s *specs.Spec) {
+			s.Linux.Devices = []specs.LinuxDevice{{Path: "/dev/null", Type: "b", Major: 8, Minor: 0}}
+		}, Grants{}, Operator{}, RuleDevice, "linux.devices[0]"},
+		{"device_cgroup_all", func(s *specs.Spec) {
+			_ = oci.WithAllDevicesAllowed(nil, nil, nil, s)
+		}, Grants{}, Operator{}, RuleDevice, "linux.resources.devices[0]"},
+		{"device_cgroup_block", func(s *specs.Spec) {
+			s.Linux.Resources.Devices = append(s.Linux.Resources.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: "b", Major: u(8), Minor: u(0), Access: "rw"})
+		}, Grants{}, Operator{}, RuleDevice, "linux.resources.devices[10]"},
+		{"device_cgroup_wildcard_minor", func(s *specs.Spec) {
+			s.Linux.Resources.Devices = append(s.Linux.Resources.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: "c", Major: u(1), Access: "rwm"})
+		}, Grants{}, Operator{}, RuleDevice, "linux.resources.devices[10]"},
+		{"sysfs_rw", func(s *specs.Spec) { _ = oci.WithWriteableSysfs(nil, nil, nil, s) },
+			Grants{}, Operator{}, RuleWritableKernelMount, "mounts[5]"},
+		{"cgroup_rw", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "cgroup2", Source: "cgroup", Options: []string{"ro", "rw"}})
+		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
+		{"proc_elsewhere_rw", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host-proc", Type: "proc", Source: "proc"})
+		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
+		{"debugfs_rw", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "debugfs", Source: "debugfs"})
+		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
+		{"bind_sys_kernel_debug", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/sys/kernel/debug", Options: []string{"rbind", "rw"}})
+		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
+		{"rbind_sys_ro_not_recursive", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host-sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "ro"}})
+		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
+		{"bind_cgroup_elsewhere_by_fstype", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/mnt/cg", Options: []string{"bind"}})
+		}, Grants{}, Operator{FSTyper: func(string) (int64, error) { return unix.CGROUP2_SUPER_MAGIC, nil }}, RuleWritableKernelMount, "mounts[7]"},
+		{"bind_fstype_error", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/x", Type: "bind", Source: "/mnt/x", Options: []string{"bind"}})
+		}, Grants{}, Operator{FSTyper: func(string) (int64, error) { return 0, errors.New("ENOENT") }}, RuleWritableKernelMount, "mounts[7]"},
+		{"ext4_mount", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/disk", Type: "ext4", Source: "/dev/sda1"})
+		}, Grants{}, Operator{}, RuleMountType, "mounts[7]"},
+		{"relative_escape", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/x", Type: "bind", Source: "../../run", Options: []string{"rbind"}})
+		}, Grants{}, Operator{}, RuleMountType, "mounts[7]"},
+		{"containerd_socket_dir", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/run/containerd", Type: "bind", Source: "/run/containerd", Options: []string{"rbind", "ro"}})
+		}, Grants{}, Operator{}, RuleRuntimeSocket, "mounts[7]"},
+		{"docker_sock_anywhere", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/s", Type: "bind", Source: "/srv/x/docker.sock", Options: []string{"bind"}})
+		}, Grants{}, Operator{}, RuleRuntimeSocket, "mounts[7]"},
+		{"ancestor_of_socket", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host-run", Type: "bind", Source: "/var/run", Options: []string{"rbind", "ro"}})
+		}, Grants{}, Operator{}, RuleRuntimeSocket, "mounts[7]"},
+		{"operator_state_dir", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/st", Type: "bind", Source: "/srv/gensee/state/x", Options: []string{"bind"}})
+		}, Grants{}, Operator{StateDirs: []string{"/srv/gensee/state"}}, RuleRuntimeSocket, "mounts[7]"},
+		{"cri_lookalike_not_sandbox_file", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/x", Type: "bind", Source: "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/id/x/hosts", Options: []string{"bind"}})
+		}, Grants{}, Operator{}, RuleRuntimeSocket, "mounts[7]"},
+		{"unmasked_proc", func(s *specs.Spec) { s.Linux.MaskedPaths = nil },
+			Grants{}, Operator{}, RuleUnmaskedProc, "linux.maskedPaths"},
+		{"missing_readonly", func(s *specs.Spec) { s.Linux.ReadonlyPaths = s.Linux.ReadonlyPaths[1:] },
+			Grants{}, Operator{}, RuleUnmaskedProc, "linux.readonlyPaths"},
+		{"host_cgroupns_with_cgroup_mount", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"ro"}})
+		}, Grants{}, Operator{}, RuleHostCgroupns, "linux.namespaces"},
+		{"host_cgroupns_with_cgroup_bind", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
+		}, Grants{}, Operator{}, RuleHostCgroupns, "linux.namespaces"},
+		{"host_pid", func(s *specs.Spec) { dropNS(s, specs.PIDNamespace) },
+			Grants{}, Operator{}, RuleHostPID, "linux.namespaces"},
+		{"host_ipc", func(s *specs.Spec) { dropNS(s, specs.IPCNamespace) },
+			Grants{}, Operator{}, RuleHostIPC, "linux.namespaces"},
+		{"sysctl_kernel", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"kernel.core_pattern": "|/x"} },
+			Grants{}, Operator{}, RuleSysctl, `linux.sysctl["kernel.core_pattern"]`},
+		{"sysctl_bpf_jit", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.core.bpf_jit_enable": "0"} },
+			Grants{}, Operator{}, RuleSysctl, `linux.sysctl["net.core.bpf_jit_enable"]`},
+		{"sysctl_conntrack", func(s *specs.Spec) {
+			s.Linux.Sysctl = map[string]string{"net.netfilter.nf_conntrack_tcp_loose": "1"}
+		}, Grants{}, Operator{}, RuleSysctl, `linux.sysctl["net.netfilter.nf_conntrack_tcp_loose"]`},
+		{"sysctl_traversal", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.././kernel.core_pattern": "x"} },
+			Grants{}, Operator{}, RuleSysctl, `linux.sysctl["net.././kernel.core_pattern"]`},
+		{"sysctl_net_on_host_netns", func(s *specs.Spec) {
+			dropNS(s, specs.NetworkNamespace)
+			s.Linux.Sysctl = map[string]string{"net.ipv4.ip_forward": "1"}
+		}, Grants{}, Operator{}, RuleSysctl, `linux.sysctl["net.ipv4.ip_forward"]`},
+		{"seccomp_listener", func(s *specs.Spec) {
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, ListenerPath: "/run/agent.sock"}
+		}, Grants{}, Operator{}, RuleSeccompProfile, "linux.seccomp.listenerPath"},
+		{"seccomp_notify_rule", func(s *specs.Spec) {
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"mount"}, Action: specs.ActNotify}}}
+		}, Grants{}, Operator{}, RuleSeccompProfile, "linux.seccomp.syscalls[0]"},
+		{"seccomp_unknown_flag", func(s *specs.Spec) {
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Flags: []specs.LinuxSeccompFlag{"SECCOMP_FILTER_FLAG_NEW"}}
+		}, Grants{}, Operator{}, RuleSeccompProfile, "linux.seccomp.flags[0]"},
+		{"seccomp_socket_type_condition", func(s *specs.Spec) {
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 1, Value: 1, Op: specs.OpEqualTo}}}}}
+		}, Grants{}, Operator{}, RuleSeccompProfile, "linux.seccomp.syscalls[0]"},
+		{"seccomp_overlapping_socket_rules", func(s *specs.Spec) {
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{
+				{Names: []string{"socket"}, Action: specs.ActAllow},
+				{Names: []string{"socket"}, Action: specs.ActKillProcess, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 2, Op: specs.OpEqualTo}}},
+			}}
+		}, Grants{}, Operator{}, RuleSeccompProfile, "linux.seccomp.syscalls[1]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ctrDefaultSpec(t)
+			tc.mutate(s)
+			before := clone(t, s)
+			_, err := CheckSpec(s, tc.g, tc.op)
+			var r *Refusal
+			if !errors.As(err, &r) {
+				t.Fatalf("want refusal %s, got %v", tc.rule, err)
+			}
+			if r.Rule != tc.rule || r.Field != tc.field {
+				t.Fatalf("got %s at %s (%s), want %s at %s", r.Rule, r.Field, r.Msg, tc.rule, tc.field)
+			}
+			if r.Error() != r.Rule+": "+r.Msg || r.Msg == "" {
+				t.Errorf("bad message %q", r.Error())
+			}
+			if !reflect.DeepEqual(before, clone(t, s)) {
+				t.Error("a refused spec was modified")
+			}
+		})
+	}
+}
+
+func dropNS(s *specs.Spec, typ specs.LinuxNamespaceType) {
+	s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == typ })
+}
+
+func TestAdmittedVariants(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*specs.Spec)
+		g      Grants
+		op     Operator
+		notes  []string
+	}{
+		{"granted_sys_nice", func(s *specs.Spec) { addCaps(s.Process.Capabilities, "CAP_SYS_NICE") },
+			Grants{Capabilities: []string{"CAP_SYS_NICE"}}, Operator{}, nil},
+		{"allowlisted_hook", func(s *specs.Spec) {
+			s.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{Path: "/usr/bin/ok"}}}
+		}, Grants{}, Operator{HookAllowlist: []string{"/usr/bin/ok"}}, nil},
+		{"default_devices", func(s *specs.Spec) {
+			s.Linux.Devices = []specs.LinuxDevice{{Path: "/dev/null", Type: "c", Major: 1, Minor: 3}}
+		}, Grants{}, Operator{}, nil},
+		{"ro_rro_bind_sys", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host-sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "rro"}})
+		}, Grants{}, Operator{}, nil},
+		{"bind_ordinary_dir_fstyper", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: "/srv/data", Options: []string{"rbind", "rw"}})
+		}, Grants{}, Operator{FSTyper: func(string) (int64, error) { return unix.EXT4_SUPER_MAGIC, nil }}, nil},
+		{"net_sysctls_and_shm", func(s *specs.Spec) {
+			s.Linux.Sysctl = map[string]string{"net.ipv4.ip_local_port_range": "1024 65000", "kernel.shm_rmid_forced": "1", "net.ipv4.tcp_syncookies": "1"}
+		}, Grants{}, Operator{}, nil},
+		{"joined_namespaces", func(s *specs.Spec) {
+			for i := range s.Linux.Namespaces {
+				s.Linux.Namespaces[i].Path = "/proc/77/ns/" + string(s.Linux.Namespaces[i].Type)
+			}
+		}, Grants{}, Operator{}, nil},
+		{"no_user_ns_no_net_ns_is_shims_call", func(s *specs.Spec) { dropNS(s, specs.NetworkNamespace) }, Grants{}, Operator{}, nil},
+		{"unconfined_lsm_recorded", func(s *specs.Spec) {
+			s.Process.ApparmorProfile = "unconfined"
+			s.Process.SelinuxLabel = "system_u:system_r:spc_t:s0"
+		}, Grants{}, Operator{}, []string{"process.apparmorProfile: unconfined", "process.selinuxLabel: spc_t"}},
+		{"duplicate_net_raw_everywhere", func(s *specs.Spec) {
+			addCaps(s.Process.Capabilities, "CAP_NET_RAW", "CAP_NET_RAW")
+		}, Grants{}, Operator{}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ctrDefaultSpec(t)
+			tc.mutate(s)
+			res, err := CheckSpec(s, tc.g, tc.op)
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !reflect.DeepEqual(res.Notes, tc.notes) {
+				t.Errorf("notes %q, want %q", res.Notes, tc.notes)
+			}
+			assertNoNetRaw(t, s.Process)
+		})
+	}
+}
+
+func assertNoNetRaw(t testing.TB, p *specs.Process) {
+	if p == nil || p.Capabilities == nil {
+		return
+	}
+	for _, set := range capSets(p.Capabilities) {
+		if slices.Contains(*set.caps, capNetRaw) {
+			t.Fatalf("CAP_NET_RAW left in the %s set", set.name)
+		}
+	}
+}
+
+func TestCheckProcess(t *testing.T) {
+	p := ctrDefaultSpec(t).Process
+	p.NoNewPrivileges = false
+	p.Capabilities.Ambient = []string{"CAP_NET_RAW", "CAP_NET_RAW"}
+	removed, err := CheckProcess(p, Grants{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"CAP_NET_RAW (bounding)", "CAP_NET_RAW (effective)", "CAP_NET_RAW (permitted)", "CAP_NET_RAW (ambient)"}
+	if !reflect.DeepEqual(removed, want) || !p.NoNewPrivileges {
+		t.Fatalf("removed %v nnp %v", removed, p.NoNewPrivileges)
+	}
+	assertNoNetRaw(t, p)
+
+	p = ctrDefaultSpec(t).Process
+	addCaps(p.Capabilities, "CAP_SYS_ADMIN")
+	var r *Refusal
+	if _, err := CheckProcess(p, Grants{}); !errors.As(err, &r) || r.Rule != RuleRefusedCapability {
+		t.Fatalf("exec with CAP_SYS_ADMIN: %v", err)
+	}
+}
+
+func TestCheckGrants(t *testing.T) {
+	if err := CheckGrants([]string{"CAP_SYS_NICE", "CAP_IPC_LOCK"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range Never {
+		var r *Refusal
+		if err := CheckGrants([]string{c}); !errors.As(err, &r) || r.Rule != RuleRefusedCapability || r.Field != "capabilities[0]" {
+			t.Errorf("%s: %v", c, err)
+		}
+	}
+	var r *Refusal
+	if err := CheckGrants([]string{"sys_nice"}); !errors.As(err, &r) || r.Rule != RuleUnknownCapability {
+		t.Errorf("lower case: %v", err)
+	}
+	if slices.Contains(Default, capNetRaw) || len(Default) != 13 {
+		t.Errorf("Default %v", Default)
+	}
+}
