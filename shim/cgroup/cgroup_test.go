@@ -91,3 +91,32 @@ func TestDir(t *testing.T) {
 		t.Error("Dir outside root: want refusal")
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	line := "4242 (a) b) (c) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100"
+	st, err := ParseStat([]byte(line))
+	if err != nil || st.PPID != 17 || st.Start != 987654 {
+		t.Fatalf("ParseStat = %+v, %v; want ppid 17 start 987654", st, err)
+	}
+	for _, bad := range []string{"", "1 (x) S 1 2", "1 (x) S x 1 1 0 -1 0 0 0 0 0 0 0 0 0 0 0 1 0 5", "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 0 0 1 0 -5"} {
+		if _, err := ParseStat([]byte(bad)); err == nil {
+			t.Errorf("ParseStat(%q): want error", bad)
+		}
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0"))
+	f.Fuzz(func(t *testing.T, b []byte) { _, _ = ParseStat(b) })
+}
+
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		p, root string
+		want    bool
+	}{{"/a", "/a", true}, {"/a/b", "/a", true}, {"/ab", "/a", false}, {"/", "/a", false}, {"/x", "/", true}} {
+		if got := Within(c.p, c.root); got != c.want {
+			t.Errorf("Within(%q, %q) = %v", c.p, c.root, got)
+		}
+	}
+}

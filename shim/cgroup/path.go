@@ -104,3 +104,9 @@ func ID(p string) (uint64, error) {
 	}
 	return h.ID(p)
 }
+
+// Within reports whether cgroup path p is root or below it ("/a/b" is
+// within "/a", "/ab" is not).
+func Within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -140,5 +142,72 @@ func TestRootDrain(t *testing.T) {
 				t.Errorf("second drain = %d, %v", killed, err)
 			}
 		})
+	}
+}
+
+// TestRootKillTrees: an escaped process and its child (found below it, not
+// asked for) are stopped and killed through pidfds; a pid whose start time
+// does not match is never signalled.
+func TestRootKillTrees(t *testing.T) {
+	roottest.Require(t)
+	h, err := Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := h.Dir(testCgroup(t, h))
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sh := exec.Command("sh", "-c", "sleep 600 & wait")
+	sh.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sh.Process.Kill(); _ = sh.Wait() })
+	var child int
+	for deadline := time.Now().Add(2 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no child of sh")
+		}
+		if kids, _ := children(sh.Process.Pid); len(kids) == 1 {
+			child = kids[0]
+		}
+	}
+	other := startIn(t, dir)
+	st, err := ReadStat(sh.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ost, _ := ReadStat(other.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got := KillTrees(ctx, []Proc{{PID: sh.Process.Pid, Start: st.Start}, {PID: other.Process.Pid, Start: ost.Start + 1}})
+	if len(got) != 3 {
+		t.Fatalf("KillTrees = %+v, want sh, the stale pid, sh's child", got)
+	}
+	if !got[0].Killed || got[0].Err != nil || got[0].Cgroup == "" {
+		t.Errorf("sh: %+v", got[0])
+	}
+	if got[1].Killed || !errors.Is(got[1].Err, ErrGone) {
+		t.Errorf("stale start time: %+v, want ErrGone and not killed", got[1])
+	}
+	if got[2].PID != child || got[2].Parent != sh.Process.Pid || !got[2].Killed {
+		t.Errorf("child: %+v, want pid %d under %d, killed", got[2], child, sh.Process.Pid)
+	}
+	if err := unix.Kill(other.Process.Pid, 0); err != nil {
+		t.Errorf("the process with another start time was signalled: %v", err)
+	}
+	if err := sh.Wait(); err == nil {
+		t.Error("sh exited cleanly, want SIGKILL")
+	}
+}
+
+func TestRootListPIDs(t *testing.T) {
+	roottest.Require(t)
+	pids, err := ListPIDs()
+	if err != nil || !slices.Contains(pids, os.Getpid()) || !slices.Contains(pids, 1) {
+		t.Fatalf("ListPIDs = %d pids, %v; want it to hold 1 and %d", len(pids), err, os.Getpid())
 	}
 }

@@ -38,7 +38,8 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		return nil, err
 	}
 	if op.mon != nil {
-		op.mon.start(int(op.netns.Fd()), op.plan, op.admission.Subject.InitPID)
+		sub := op.admission.Subject
+		op.mon.start(int(op.netns.Fd()), op.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 	if op.diff.Problem == "" { // otherwise the exit path has no diff to hand it
 		h, err := spawnGateHelper()
@@ -77,8 +78,8 @@ func (s *service) startDeadline(op *operation) {
 }
 
 // watchExit waits for the init to exit (execs drained by the inner
-// service), then runs the exit path — drain, gate, counters, table removal,
-// manifest — and releases Wait, Delete and the held TaskExit by closing done.
+// service), then runs the exit path — drain (the cgroup and every escaped
+// process, see killAll), gate, counters, table removal, manifest — and releases Wait, Delete and the held TaskExit by closing done.
 // The rootfs stays mounted and the cgroup present until the inner Delete,
 // which waits for done.
 func (s *service) watchExit(op *operation) {
@@ -100,7 +101,10 @@ func (s *service) watchExit(op *operation) {
 	op.transition(opExited)
 	t0 := time.Now()
 	if sub := op.admission.Subject; sub != nil {
-		x.drained, x.drainErr = cgroup.Drain(ctx, sub.CgroupPath)
+		killAll(ctx, &x, sub, op.killSteps())
+		if len(x.escapes) > 0 {
+			op.logger(ctx).WithField("escapes", len(x.escapes)).Warn("processes of the container were outside the bound cgroup; the exit drain killed those still alive")
+		}
 		if x.drainErr != nil {
 			op.logger(ctx).WithError(x.drainErr).Error("drain cgroup")
 		}

@@ -33,6 +33,9 @@ type monitor struct {
 	log *events.Log
 	wd  *watchdog.Watchdog
 	rd  *nflog.Reader // nil when NFLOG could not be opened: attempts then incomplete
+	// bind follows the container's processes (nil without a cgroup2
+	// mount). Set by start, before the exit path can run.
+	bind *evidence.BindingPoller
 
 	cancel    context.CancelFunc // nil until start
 	wg        sync.WaitGroup     // the sensor goroutines
@@ -102,8 +105,9 @@ func sharedLogGroup(opID string) uint16 {
 	return uint16(10000 + h%50000)
 }
 
-// start runs the reader and the sensors until stop.
-func (m *monitor) start(netnsFD int, plan *netpolicy.Plan, initPID int) {
+// start runs the reader and the sensors until stop. init is the task's
+// init, just started.
+func (m *monitor) start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	if m.rd != nil {
@@ -141,12 +145,18 @@ func (m *monitor) start(netnsFD int, plan *netpolicy.Plan, initPID int) {
 		})
 	})
 	if h, err := cgroup.Find(); err == nil {
-		m.run(func() error {
-			return evidence.NewBindingPoller(h, plan.Cgroup, func() []int { return []int{initPID} }).Run(ctx, func(u evidence.Unbound) {
-				m.emit(m.wd.CgroupChanged("", u.Detail, u.At, time.Now()))
-			})
-		})
+		m.bind = evidence.NewBindingPoller(h, plan.Cgroup, init)
+		m.op.logger(ctx).WithField("scope", m.bind.Scope()).Debug("binding sensor follows the container's processes")
+		m.run(func() error { return m.bind.Run(ctx, m.unbound) })
+	} else {
+		m.op.logger(ctx).WithError(err).Warn("no cgroup2 mount: processes leaving the bound cgroup are not seen")
 	}
+}
+
+// unbound records a binding finding: a policy_unbound event whose target,
+// for an escaped process, joins the deny-then-reach watch.
+func (m *monitor) unbound(u evidence.Unbound) {
+	m.emit(m.wd.CgroupChanged(u.Target, u.Detail, u.At, time.Now()))
 }
 
 func (m *monitor) run(fn func() error) {

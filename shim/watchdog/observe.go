@@ -41,7 +41,9 @@ func (w *Watchdog) TableDrift(detail string, at, recv time.Time) Result {
 
 // CgroupChanged folds a policy_unbound: the container's cgroup is no longer
 // the one the rules are bound to, or a process of it is outside it. Alone it
-// fires nothing; a non-empty target joins the deny-then-reach watch.
+// fires nothing; a non-empty target joins the deny-then-reach watch. The
+// binding sensor names an escaped process "pid N in /cgroup" (one event per
+// process); a reach is matched to it only by that exact target.
 func (w *Watchdog) CgroupChanged(target, detail string, at, recv time.Time) Result {
 	return w.observe(spec.Event{
 		Kind: spec.EventPolicyUnbound, Control: "cgroup",

@@ -4,46 +4,293 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/netpolicy"
 )
 
-func TestBindingCheck(t *testing.T) {
+// fakeProc is a /proc: pid -> process. Safe for the poller's one goroutine.
+type fakeProc struct {
+	procs   map[int]fakeP
+	nsReads int
+	stats   int
+}
+
+type fakeP struct {
+	start uint64
+	ppid  int
+	ns    uint64
+	cg    string
+}
+
+func (f *fakeProc) List() ([]int, error) {
+	var out []int
+	for pid := range f.procs {
+		out = append(out, pid)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (f *fakeProc) PidNS(pid int) (uint64, error) {
+	f.nsReads++
+	p, ok := f.procs[pid]
+	if !ok {
+		return 0, fs.ErrNotExist
+	}
+	return p.ns, nil
+}
+
+func (f *fakeProc) Stat(pid int) (cgroup.Stat, error) {
+	f.stats++
+	p, ok := f.procs[pid]
+	if !ok {
+		return cgroup.Stat{}, cgroup.ErrGone
+	}
+	return cgroup.Stat{Start: p.start, PPID: p.ppid}, nil
+}
+
+func (f *fakeProc) pathOf(pid int) (string, error) {
+	p, ok := f.procs[pid]
+	if !ok {
+		return "", fmt.Errorf("pid %d: %w", pid, fs.ErrNotExist)
+	}
+	return p.cg, nil
+}
+
+// members lists the pids whose cgroup is at or below path.
+func (f *fakeProc) members(path string) func() ([]int, error) {
+	return func() ([]int, error) {
+		var out []int
+		for pid, p := range f.procs {
+			if p.cg == path || strings.HasPrefix(p.cg, path+"/") {
+				out = append(out, pid)
+			}
+		}
+		return out, nil
+	}
+}
+
+const ourNS, hostNS = 4026532001, 4026531836
+
+// fakePoller binds /k/c1 (id 42) for init pid 1; ns 0 means no namespace
+// scan.
+func fakePoller(f *fakeProc, ns uint64, private bool) *BindingPoller {
+	ref := netpolicy.CgroupRef{Path: "/k/c1", ID: 42, Level: 2}
+	p := newBindingPoller(ref, f)
+	p.idOf = func(string) (uint64, error) { return 42, nil }
+	p.pathOf = f.pathOf
+	p.members = f.members(ref.Path)
+	p.ns, p.private = ns, private
+	p.now = func() time.Time { return time.Unix(1700000000, 0) }
+	if ip, ok := f.procs[1]; ok {
+		p.tracked[1] = tracked{start: ip.start}
+	}
+	return p
+}
+
+func targets(us []Unbound) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.Target)
+	}
+	return out
+}
+
+func TestBindingEscapes(t *testing.T) {
+	in := func(start uint64, ppid int, cg string) fakeP {
+		return fakeP{start: start, ppid: ppid, ns: ourNS, cg: cg}
+	}
+	host := func(start uint64, cg string) fakeP { return fakeP{start: start, ppid: 1, ns: hostNS, cg: cg} }
+	type poll struct {
+		change func(f *fakeProc)
+		want   []string // targets of the Unbounds this poll returns
+	}
+	for _, c := range []struct {
+		name    string
+		procs   map[int]fakeP
+		ns      uint64
+		private bool
+		polls   []poll
+	}{
+		{"all inside", map[int]fakeP{1: in(10, 0, "/k/c1"), 2: in(11, 1, "/k/c1/sub"), 900: host(5, "/system.slice")},
+			ourNS, true, []poll{{nil, nil}, {nil, nil}}},
+		{"member moves out: once", map[int]fakeP{1: in(10, 0, "/k/c1"), 2: in(11, 1, "/k/c1")}, 0, false, []poll{
+			{nil, nil},
+			{func(f *fakeProc) { p := f.procs[2]; p.cg = "/k/other"; f.procs[2] = p }, []string{"pid 2 in /k/other"}},
+			{nil, nil},
+			{func(f *fakeProc) { p := f.procs[2]; p.cg = "/elsewhere"; f.procs[2] = p }, nil},
+		}},
+		{"sibling with a common prefix", map[int]fakeP{1: in(10, 0, "/k/c1"), 2: in(11, 1, "/k/c1")}, 0, false, []poll{
+			{nil, nil},
+			{func(f *fakeProc) { p := f.procs[2]; p.cg = "/k/c10"; f.procs[2] = p }, []string{"pid 2 in /k/c10"}},
+		}},
+		{"reused pid is not the member", map[int]fakeP{1: in(10, 0, "/k/c1"), 2: in(11, 1, "/k/c1")}, 0, false, []poll{
+			{nil, nil},
+			{func(f *fakeProc) { f.procs[2] = host(99, "/user.slice") }, nil},
+			{nil, nil},
+		}},
+		{"moved out and back: still one", map[int]fakeP{1: in(10, 0, "/k/c1"), 2: in(11, 1, "/k/c1")}, 0, false, []poll{
+			{nil, nil},
+			{func(f *fakeProc) { p := f.procs[2]; p.cg = "/x"; f.procs[2] = p }, []string{"pid 2 in /x"}},
+			{func(f *fakeProc) { p := f.procs[2]; p.cg = "/k/c1"; f.procs[2] = p }, nil},
+			{func(f *fakeProc) { p := f.procs[2]; p.cg = "/y"; f.procs[2] = p }, nil},
+		}},
+		{"private pid ns: never a member, found by namespace", map[int]fakeP{
+			1: in(10, 0, "/k/c1"), 5: in(12, 1, "/other"), 6: host(3, "/other")}, ourNS, true, []poll{
+			{nil, []string{"pid 5 in /other"}},
+			{nil, nil},
+		}},
+		{"private pid ns: orphan reparented anywhere counts", map[int]fakeP{
+			1: in(10, 0, "/k/c1"), 7: in(12, 4242, "/other")}, ourNS, true, []poll{
+			{nil, []string{"pid 7 in /other"}},
+		}},
+		{"joined pid ns: only children of known processes", map[int]fakeP{
+			1: in(10, 0, "/k/c1"), 7: in(12, 300, "/pod/neighbour"), 300: in(2, 0, "/pod/pause")}, ourNS, false, []poll{
+			{nil, nil},
+			{func(f *fakeProc) { f.procs[8] = in(13, 1, "/pod/x") }, []string{"pid 8 in /pod/x"}},
+			{nil, nil},
+		}},
+		{"host processes are never read past their namespace", map[int]fakeP{
+			1: in(10, 0, "/k/c1"), 900: host(5, "/k/c1-not"), 901: host(6, "/")}, ourNS, true, []poll{{nil, nil}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeProc{procs: c.procs}
+			p := fakePoller(f, c.ns, c.private)
+			var all []string
+			for i, pl := range c.polls {
+				if pl.change != nil {
+					pl.change(f)
+				}
+				got := targets(p.Check())
+				if !slices.Equal(got, pl.want) {
+					t.Fatalf("poll %d: targets %q, want %q", i, got, pl.want)
+				}
+				all = append(all, got...)
+			}
+			var listed []string
+			for _, e := range p.Escapes() {
+				listed = append(listed, e.Target())
+			}
+			if !slices.Equal(listed, all) {
+				t.Errorf("Escapes %q, reported %q", listed, all)
+			}
+		})
+	}
+}
+
+// TestBindingRaceOnReuse: a pid whose cgroup reads outside but whose start
+// time changed meanwhile is another process: no escape.
+func TestBindingRaceOnReuse(t *testing.T) {
+	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 2: {start: 11, ppid: 1, ns: ourNS, cg: "/k/c1"}}}
+	p := fakePoller(f, 0, false)
+	p.Check()
+	p.pathOf = func(pid int) (string, error) {
+		f.procs[pid] = fakeP{start: 77, cg: "/host"} // reused while the cgroup was read
+		return "/host", nil
+	}
+	if got := p.Check(); len(got) != 0 {
+		t.Fatalf("unbound %+v for a reused pid", got)
+	}
+	if e := p.Escaped(); len(e) != 0 {
+		t.Fatalf("Escaped = %v", e)
+	}
+}
+
+// TestBindingNSScanBounded: namespace links are read at most
+// nsReadsPerPoll per poll, then only every nsRefreshPolls polls.
+func TestBindingNSScanBounded(t *testing.T) {
+	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}}}
+	const host = 1000
+	for pid := 100; pid < 100+host; pid++ {
+		f.procs[pid] = fakeP{start: 1, ns: hostNS, cg: "/system.slice"}
+	}
+	p := fakePoller(f, ourNS, true)
+	var reads []int
+	for i := 0; i < nsRefreshPolls+2; i++ {
+		f.nsReads = 0
+		p.Check()
+		reads = append(reads, f.nsReads)
+	}
+	if reads[0] != nsReadsPerPoll || reads[1] != host-nsReadsPerPoll || reads[2] != 0 {
+		t.Fatalf("namespace reads per poll %v, want %d, %d, 0, ...", reads, nsReadsPerPoll, host-nsReadsPerPoll)
+	}
+	if reads[nsRefreshPolls] == 0 {
+		t.Errorf("no re-read after %d polls: %v", nsRefreshPolls, reads)
+	}
+	// An exited pid leaves the cache.
+	delete(f.procs, 100)
+	p.Check()
+	if _, ok := p.nsSeen[100]; ok {
+		t.Error("exited pid still cached")
+	}
+}
+
+func TestBindingEscapesCapped(t *testing.T) {
+	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}}}
+	const n = MaxEscapes + 40
+	for pid := 2; pid < 2+n; pid++ {
+		f.procs[pid] = fakeP{start: 20, ppid: 1, ns: ourNS, cg: "/out"}
+	}
+	p := fakePoller(f, ourNS, true)
+	got := p.Check() // n < nsReadsPerPoll: all classified in one poll
+	if len(got) != MaxEscapes+1 || got[MaxEscapes].Target != "" || !strings.Contains(got[MaxEscapes].Detail, "not listed") {
+		t.Fatalf("%d unbounds, want %d escapes and one overflow note", len(got), MaxEscapes)
+	}
+	if again := p.Check(); len(again) != 0 {
+		t.Fatalf("second poll: %d unbounds", len(again))
+	}
+	if len(p.Escapes()) != MaxEscapes || len(p.Escaped()) != n {
+		t.Fatalf("listed %d, remembered %d; want %d, %d", len(p.Escapes()), len(p.Escaped()), MaxEscapes, n)
+	}
+}
+
+func TestBindingCgroupItself(t *testing.T) {
 	ref := netpolicy.CgroupRef{Path: "/k/c1", ID: 42, Level: 2}
 	for _, c := range []struct {
 		name  string
 		id    uint64
 		idErr error
-		paths map[int]string
 		want  string // substring; "" means bound
 	}{
-		{"bound", 42, nil, map[int]string{1: "/k/c1", 2: "/k/c1/sub"}, ""},
-		{"exited process ignored", 42, nil, map[int]string{}, ""},
-		{"cgroup recreated", 43, nil, nil, "now id 43; the rules match id 42"},
-		{"cgroup gone", 0, fs.ErrNotExist, nil, "is gone"},
-		{"process moved out", 42, nil, map[int]string{1: "/k/c1", 2: "/k"}, "process 2 is in cgroup /k, outside /k/c1"},
-		{"sibling with a common prefix", 42, nil, map[int]string{2: "/k/c10"}, "process 2 is in cgroup /k/c10"},
+		{"bound", 42, nil, ""},
+		{"cgroup recreated", 43, nil, "now id 43; the rules match id 42"},
+		{"cgroup gone", 0, fs.ErrNotExist, "is gone"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := &BindingPoller{ref: ref,
-				pids: func() []int { return []int{1, 2} },
-				idOf: func(string) (uint64, error) { return c.id, c.idErr },
-				pathOf: func(pid int) (string, error) {
-					if s, ok := c.paths[pid]; ok {
-						return s, nil
-					}
-					return "", fmt.Errorf("pid %d: %w", pid, fs.ErrNotExist)
-				},
+			p := newBindingPoller(ref, &fakeProc{})
+			p.idOf = func(string) (uint64, error) { return c.id, c.idErr }
+			p.pathOf = func(int) (string, error) { return "", fs.ErrNotExist }
+			got := p.Check()
+			if c.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("unbound %+v", got)
+				}
+				return
 			}
-			got := p.check()
-			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-				t.Fatalf("check = %q, want %q", got, c.want)
+			if len(got) != 1 || !strings.Contains(got[0].Detail, c.want) || got[0].Target != "" || got[0].Escape != nil {
+				t.Fatalf("Check = %+v, want one %q with no target", got, c.want)
+			}
+			if again := p.Check(); len(again) != 0 {
+				t.Fatalf("reported twice: %+v", again)
 			}
 		})
+	}
+}
+
+func TestParseNSLink(t *testing.T) {
+	if n, err := parseNSLink("pid:[4026531836]"); err != nil || n != 4026531836 {
+		t.Errorf("parse = %d, %v", n, err)
+	}
+	for _, bad := range []string{"net:[1]", "pid:[]", "pid:[x]", "pid:4"} {
+		if _, err := parseNSLink(bad); err == nil {
+			t.Errorf("parse %q: want error", bad)
+		}
 	}
 }
 
@@ -51,11 +298,10 @@ func TestBindingCheck(t *testing.T) {
 func TestBindingPollerReportsChanges(t *testing.T) {
 	var mu sync.Mutex
 	id := uint64(42)
-	p := &BindingPoller{Interval: 5 * time.Millisecond, ref: netpolicy.CgroupRef{Path: "/c", ID: 42}, now: time.Now,
-		pids:   func() []int { return nil },
-		idOf:   func(string) (uint64, error) { mu.Lock(); defer mu.Unlock(); return id, nil },
-		pathOf: func(int) (string, error) { return "/c", nil },
-	}
+	p := newBindingPoller(netpolicy.CgroupRef{Path: "/c", ID: 42}, &fakeProc{})
+	p.Interval = 5 * time.Millisecond
+	p.idOf = func(string) (uint64, error) { mu.Lock(); defer mu.Unlock(); return id, nil }
+	p.pathOf = func(int) (string, error) { return "/c", nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan Unbound, 8)
 	done := make(chan error)
@@ -71,5 +317,22 @@ func TestBindingPollerReportsChanges(t *testing.T) {
 	}
 	if len(out) != 1 {
 		t.Fatalf("%d reports, want 1", len(out))
+	}
+}
+
+// TestBindingNSDuty: after a scan that took d, Run's polls skip the
+// namespace scan for nsDuty*d; the exit path's Check always scans.
+func TestBindingNSDuty(t *testing.T) {
+	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 900: {start: 1, ns: hostNS, cg: "/"}}}
+	p := fakePoller(f, ourNS, true)
+	clock := time.Unix(1700000000, 0)
+	p.now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	p.check(false)
+	f.procs[5] = fakeP{start: 12, ppid: 1, ns: ourNS, cg: "/out"}
+	if got := p.check(false); len(got) != 0 {
+		t.Fatalf("scanned within the duty cycle: %+v", got)
+	}
+	if got := p.Check(); len(got) != 1 || got[0].Target != "pid 5 in /out" {
+		t.Fatalf("forced check = %+v", got)
 	}
 }

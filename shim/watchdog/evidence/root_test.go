@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/kerneltest/tabletest"
 	"github.com/gensee/gensee/internal/roottest"
+	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/nflog"
 	"github.com/gensee/gensee/shim/watchdog"
 	"github.com/gensee/gensee/spec"
@@ -183,51 +187,156 @@ func (noMonitor) Monitor() (<-chan generation, func(), error) {
 	return nil, nil, fmt.Errorf("monitor disabled by the test")
 }
 
-// TestRootBindingBroken: a process of the container moved out of the cgroup
-// the rules match is reported.
-func TestRootBindingBroken(t *testing.T) {
+// TestRootBindingEscape: a process of the container moved out of the cgroup
+// the rules match is reported exactly once, naming its pid and where it
+// went: a member of the cgroup (followed from cgroup.procs, the host's pid
+// namespace), and a process never seen in the cgroup but in the container's
+// own pid namespace (found by the namespace scan).
+func TestRootBindingEscape(t *testing.T) {
 	roottest.Require(t)
-	e := tabletest.New(t, spec.Network{Mode: spec.NetworkDenyAll})
-	dir := e.CG.Dir
-	sleep := exec.Command("sleep", "30")
-	if err := kerneltest.IntoCgroup(t, sleep, dir); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name   string
+		newNS  bool
+		before bool // moved out before the poller starts
+	}{
+		{"member moved out, host pid namespace", false, false},
+		{"child moved out before the first poll, own pid namespace", true, true},
+		{"child moved out while polled, own pid namespace", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cg := kerneltest.NewCgroup(t)
+			outside := cg.Path + "-outside"
+			outsideDir := kerneltest.MakeCgroup(t, cg.H, outside)
+			id, err := cg.H.ID(cg.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sleep", "600")
+			if c.newNS {
+				cmd = exec.Command("sh", "-c", "sleep 600 & wait")
+				cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+			}
+			if err := kerneltest.IntoCgroup(t, cmd, cg.Dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			init := cmd.Process.Pid
+			escapee := init
+			if c.newNS {
+				waitFor(t, 2*time.Second, func() bool {
+					pids, _ := cg.H.Procs(cg.Path)
+					for _, p := range pids {
+						if p != init {
+							escapee = p
+						}
+					}
+					return escapee != init
+				}, "the child of sh")
+			}
+			st, err := cgroup.ReadStat(init)
+			if err != nil {
+				t.Fatal(err)
+			}
+			move := func() {
+				if err := os.WriteFile(filepath.Join(outsideDir, "cgroup.procs"), []byte(strconv.Itoa(escapee)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.before {
+				move()
+			}
+			p := NewBindingPoller(cg.H, netpolicy.CgroupRef{Path: cg.Path, ID: id, Level: cgroup.Level(cg.Path)}, cgroup.Proc{PID: init, Start: st.Start})
+			t.Log("scope: " + p.Scope())
+			if c.newNS && !strings.Contains(p.Scope(), "its own") {
+				t.Fatalf("scope %q: want the container's own pid namespace scanned", p.Scope())
+			}
+			p.Interval = 50 * time.Millisecond
+			out := make(chan Unbound, 8)
+			goRun(t, func(ctx context.Context) error { return p.Run(ctx, func(u Unbound) { out <- u }) })
+			if !c.before {
+				select {
+				case u := <-out:
+					t.Fatalf("unbound while bound: %+v", u)
+				case <-time.After(200 * time.Millisecond):
+				}
+				move()
+			}
+			want := fmt.Sprintf("pid %d in %s", escapee, outside)
+			select {
+			case u := <-out:
+				t.Log(u.Detail)
+				if u.Target != want || u.Escape == nil || u.Escape.PID != escapee {
+					t.Errorf("unbound %+v, want target %q", u, want)
+				}
+				if !strings.Contains(u.Detail, "outside "+cg.Path) {
+					t.Errorf("detail %q", u.Detail)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("move out of the cgroup not reported")
+			}
+			select {
+			case u := <-out:
+				t.Fatalf("reported again: %+v", u)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if e := p.Escaped(); len(e) != 1 || e[0].PID != escapee {
+				t.Errorf("Escaped = %v", e)
+			}
+		})
 	}
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
+}
+
+// BenchmarkBindingPollHost is one poll of a container (one process in a
+// test cgroup) with its own pid namespace on this host: warm (namespaces
+// cached, the steady state) and cold (every pid's namespace link read).
+// GENSEE_BENCH_PROCS=N starts N more host processes first, for a busy host.
+func BenchmarkBindingPollHost(b *testing.B) {
+	roottest.Require(b)
+	if n, _ := strconv.Atoi(os.Getenv("GENSEE_BENCH_PROCS")); n > 0 {
+		for i := 0; i < n; i++ {
+			c := exec.Command("sleep", "600")
+			if err := c.Start(); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		}
 	}
-	t.Cleanup(func() { sleep.Process.Kill(); sleep.Wait() })
-	outside := dir + "-outside"
-	if err := os.Mkdir(outside, 0o755); err != nil {
-		t.Fatal(err)
+	cg := kerneltest.NewCgroup(b)
+	member := exec.Command("sleep", "600")
+	if err := kerneltest.IntoCgroup(b, member, cg.Dir); err != nil {
+		b.Fatal(err)
 	}
-	t.Cleanup(func() {
-		sleep.Process.Kill()
-		sleep.Wait()
-		if err := os.Remove(outside); err != nil {
-			t.Errorf("cleanup: %v", err)
+	if err := member.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { member.Process.Kill(); member.Wait() })
+	id, err := cg.H.ID(cg.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mk := func() *BindingPoller {
+		p := newBindingPoller(netpolicy.CgroupRef{Path: cg.Path, ID: id}, hostProc{})
+		p.idOf, p.pathOf = cg.H.ID, cgroup.PathOf
+		p.members = func() ([]int, error) { return cg.H.Procs(cg.Path) }
+		p.ns, p.private = 1, true // a namespace no process is in: every other pid is the host's
+		return p
+	}
+	pids, _ := cgroup.ListPIDs()
+	b.Run(fmt.Sprintf("warm/%d-pids", len(pids)), func(b *testing.B) {
+		p := mk()
+		for range nsRefreshPolls {
+			p.Check() // every pid classified and its refresh spread out
+		}
+		for b.Loop() {
+			p.Check()
 		}
 	})
-
-	p := NewBindingPoller(e.CG.H, e.Plan.Cgroup, func() []int { return []int{sleep.Process.Pid} })
-	p.Interval = 50 * time.Millisecond
-	out := make(chan Unbound, 4)
-	goRun(t, func(ctx context.Context) error { return p.Run(ctx, func(u Unbound) { out <- u }) })
-	select {
-	case u := <-out:
-		t.Fatalf("unbound while bound: %+v", u)
-	case <-time.After(200 * time.Millisecond):
-	}
-	if err := os.WriteFile(outside+"/cgroup.procs", []byte(strconv.Itoa(sleep.Process.Pid)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case u := <-out:
-		t.Log(u.Detail)
-		if !strings.Contains(u.Detail, "outside "+e.CG.Path) {
-			t.Errorf("detail %q", u.Detail)
+	b.Run(fmt.Sprintf("cold/%d-pids", len(pids)), func(b *testing.B) {
+		for b.Loop() {
+			mk().Check()
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("move out of the cgroup not reported")
-	}
+	})
 }
