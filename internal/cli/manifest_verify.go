@@ -38,7 +38,15 @@ line per problem on stdout,
   <path>: <what>: expected <value>, actual <value>
 (what is sha256, size, type, target, tree digest, missing, extra, or
 staged although the product failed) and exits 1. A manifest line about the
-record itself starts with "manifest:". Unreadable records exit 2.`,
+record itself starts with "manifest:". Unreadable records exit 2.
+
+A problem is evidence that a boundary failed: for each product with one
+(and each staged path no product lists) verify appends a product_mismatch
+event to the operation's events.jsonl and raises the operation's attention
+with the signature product_mismatch (gensee attention list shows it), once
+per distinct problem: running verify again on the same damage adds
+nothing. This never changes the exit code; when it cannot be recorded,
+stderr says why.`,
 		Setup: func(fs *flag.FlagSet) Runner {
 			var o manifestVerifyOptions
 			o.ref.flags(fs)
@@ -60,6 +68,7 @@ func (o *manifestVerifyOptions) run(_ context.Context, env *Env) error {
 		fmt.Fprintln(env.Stdout, l)
 	}
 	if n := len(v.problems); n > 0 {
+		raiseMismatch(env, op, v.bySlot, env.Now())
 		return fail(ExitRefused, "operation "+op.id,
 			fmt.Errorf("%d problem(s), listed on stdout: the staged products do not match the manifest", n),
 			"do not use them; keep the operation directory for investigation")
@@ -77,8 +86,10 @@ type verifier struct {
 	ancestors map[string]bool // directories on the way to them
 	reported  map[string]bool // failed products' paths already reported as staged
 	problems  []string
-	files     int // non-directory objects hashed
-	staged    int // passing products checked
+	slot      string        // the product being checked, for bySlot
+	bySlot    *slotProblems // problems grouped for the attention
+	files     int           // non-directory objects hashed
+	staged    int           // passing products checked
 }
 
 func verifyStaged(op *operation) (*verifier, error) {
@@ -87,8 +98,10 @@ func verifyStaged(op *operation) (*verifier, error) {
 		return nil, err
 	}
 	defer d.close()
-	v := &verifier{d: d, expected: map[string]bool{}, ancestors: map[string]bool{}, reported: map[string]bool{}}
+	v := &verifier{d: d, expected: map[string]bool{}, ancestors: map[string]bool{}, reported: map[string]bool{},
+		bySlot: &slotProblems{}}
 	for i, p := range op.m.Products {
+		v.slot = p.Slot
 		if err := v.product(i, p); err != nil {
 			return nil, err
 		}
@@ -99,10 +112,13 @@ func verifyStaged(op *operation) (*verifier, error) {
 func (v *verifier) problem(rel, what, expected, actual string) {
 	v.problems = append(v.problems, fmt.Sprintf("%s: %s: expected %s, actual %s",
 		safeText(filepath.Join(v.d.path, rel)), what, safeText(expected), safeText(actual)))
+	v.bySlot.add(v.slot, fmt.Sprintf("%s: %s: expected %s, actual %s", rel, what, digestText(expected), digestText(actual)))
 }
 
 func (v *verifier) manifestProblem(format string, args ...any) {
-	v.problems = append(v.problems, "manifest: "+safeText(fmt.Sprintf(format, args...)))
+	line := "manifest: " + safeText(fmt.Sprintf(format, args...))
+	v.problems = append(v.problems, line)
+	v.bySlot.add(v.slot, line)
 }
 
 func (v *verifier) expect(rel string) {
@@ -274,6 +290,7 @@ func (v *verifier) extras() error {
 		return nil
 	}
 	return v.d.walk(record.StagedDir, func(rel string, o stagedObj) (bool, error) {
+		v.slot = strings.TrimPrefix(rel, record.StagedDir+"/")
 		switch {
 		case v.expected[rel] || v.ancestors[rel]:
 			return true, nil

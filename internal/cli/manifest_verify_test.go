@@ -1,9 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gensee/gensee/spec"
 
 	"golang.org/x/sys/unix"
 )
@@ -150,4 +157,85 @@ func appendTo(t *testing.T, p, s string) {
 	if _, err := f.WriteString(s); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestManifestVerifyRaisesAttention: a mismatch appends a product_mismatch
+// event (and the watchdog's control_defeat) to the operation's events and
+// raises its attention, which attention list shows; verify still exits 1,
+// and running it again on the same damage raises nothing more.
+func TestManifestVerifyRaisesAttention(t *testing.T) {
+	fx := newOpFixture(t)
+	flipByte(t, fx.staged("out/result.json"))
+	os.WriteFile(fx.staged("out/extra.txt"), []byte("x"), 0o644)
+	verify := func() result {
+		return fx.run(t, "manifest", "verify", "--operation", fxOperation)
+	}
+	verify().want(t, ExitRefused, []string{"staged/out/result.json: sha256"},
+		[]string{"do not match the manifest", "attention raised on operation " + fxOperation + ": 2 findings product_mismatch"})
+
+	var items []AttentionItem
+	r := fx.run(t, "attention", "list", "--json")
+	r.want(t, ExitOK, nil, nil)
+	if err := json.Unmarshal([]byte(r.stdout), &items); err != nil {
+		t.Fatalf("attention list --json: %v\n%s", err, r.stdout)
+	}
+	if len(items) != 1 || items[0].OperationID != fxOperation || len(items[0].Findings) != 2 {
+		t.Fatalf("attention %+v, want 2 findings on %s", items, fxOperation)
+	}
+	for _, f := range items[0].Findings {
+		if f.Signature != "product_mismatch" || f.Evidence != 1 {
+			t.Errorf("finding %+v, want product_mismatch with one evidence event", f)
+		}
+	}
+	if d := items[0].Findings[0].Detail; !strings.Contains(d, "out/result.json") || !strings.Contains(d, "sha256:"+fx.sums["out/result.json"]) {
+		t.Errorf("detail %q lacks the slot or the expected digest", d)
+	}
+
+	evs := readEvents(t, fx.dir)
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+" "+e.Target)
+	}
+	want := []string{"product_mismatch out/result.json", "control_defeat out/result.json", "product_mismatch out/extra.txt", "control_defeat out/extra.txt"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("events %q, want %q", kinds, want)
+	}
+	fx.run(t, "events", "--operation", fxOperation).want(t, ExitOK, []string{"product_mismatch", "out/result.json"}, nil)
+
+	verify().want(t, ExitRefused, nil, []string{"already has attention for these problems"})
+	if n := len(readEvents(t, fx.dir)); n != len(want) {
+		t.Errorf("second verify appended events: %d, want %d", n, len(want))
+	}
+	fx.run(t, "attention", "clear", "--operation", fxOperation).want(t, ExitOK, []string{"2 findings"}, nil)
+	verify().want(t, ExitRefused, nil, []string{"attention raised on operation"})
+}
+
+// TestManifestVerifyOutsideStateDir: with no state dir to record in, verify
+// says so and its exit code is unchanged.
+func TestManifestVerifyOutsideStateDir(t *testing.T) {
+	var errb bytes.Buffer
+	env := &Env{Stderr: &errb}
+	sp := &slotProblems{}
+	sp.add("out/x", "staged/out/x: missing")
+	raiseMismatch(env, &operation{id: fxOperation, dir: t.TempDir()}, sp, time.Now())
+	if !strings.Contains(errb.String(), "no attention raised") {
+		t.Fatalf("stderr %q", errb.String())
+	}
+}
+
+func readEvents(t *testing.T, dir string) []spec.Event {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []spec.Event
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e spec.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("event line %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
 }

@@ -7,7 +7,9 @@
 //     policy_unbound event) is later seen reached;
 //   - table_tampered: the operation's table changed or vanished while the
 //     task runs;
-//   - product_mismatch: a staged product no longer matches its manifest.
+//   - product_mismatch: a staged product no longer matches its manifest
+//     (gensee manifest verify folds what it finds into a watchdog of its
+//     own and raises the attention with the result).
 //
 // Evidence a signature used is spent and never flags twice. A finding sets
 // the operation's attention, which only Clear (a person) or End (the task
