@@ -47,10 +47,22 @@ func (e *criEnv) containerConfig(name string, args []string, annotations map[str
 		"command":     args,
 		"log_path":    name + ".log",
 		"annotations": annotations,
-		"linux":       map[string]any{},
+		// The kubelet always sends its default masked and readonly paths
+		// (procMount Default); CRI empties containerd's own otherwise.
+		"linux": map[string]any{"security_context": map[string]any{
+			"masked_paths":   kubeletMaskedPaths,
+			"readonly_paths": kubeletReadonlyPaths,
+		}},
 	}
 	return e.writeJSON("ctr-"+name+"-"+time.Now().Format("150405.000000000")+".json", cfg)
 }
+
+// The kubelet's defaults (k8s.io/kubernetes pkg/securitycontext).
+var (
+	kubeletMaskedPaths = []string{"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"}
+	kubeletReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
 
 func (e *criEnv) writeJSON(name string, v any) string {
 	b, err := json.MarshalIndent(v, "", "  ")

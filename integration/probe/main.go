@@ -8,6 +8,10 @@
 //	probe write PATH TEXT             write a file
 //	probe flood udp HOST:PORT N       send N datagrams as fast as possible (exit 0 whatever happens)
 //	probe sleep SECONDS
+//	probe socket KIND                 open a socket: packet, raw4, vsock, xdp, key, bluetooth, nfnetlink, rtnetlink, inet, unix, iouring
+//	probe cgmove DIR                  write the probe's pid into DIR/cgroup.procs
+//	probe cgmove-connect DIR tcp|udp HOST:PORT   cgmove, then connect
+//	probe rewrite PATH TEXT           write TEXT over PATH (same length) and restore its size and mtime
 package main
 
 import (
@@ -52,6 +56,28 @@ func main() {
 		}
 		n, _ := strconv.Atoi(os.Args[4])
 		flood(os.Args[2], os.Args[3], n)
+	case "socket":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = openSocket(os.Args[2])
+	case "cgmove":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = cgmove(os.Args[2])
+	case "cgmove-connect":
+		if len(os.Args) != 5 {
+			usage()
+		}
+		if err = cgmove(os.Args[2]); err == nil {
+			err = connect(os.Args[3], os.Args[4])
+		}
+	case "rewrite":
+		if len(os.Args) != 4 {
+			usage()
+		}
+		err = rewrite(os.Args[2], os.Args[3])
 	case "sleep":
 		n, _ := strconv.Atoi(os.Args[2])
 		time.Sleep(time.Duration(n) * time.Second)

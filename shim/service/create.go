@@ -86,10 +86,11 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, errgrpc.ToGRPC(err)
 	}
 	notes := []string{}
+	resolveBindSources(oci)
 	if n := privateCgroupns(oci); n != "" {
 		notes = append(notes, n)
 	}
-	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, operatorPolicy(cfg.HookAllowlist, cfg.StateDir))
+	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, hostPolicy(cfg.HookAllowlist, cfg.StateDir))
 	if err != nil {
 		var rf *specpolicy.Refusal
 		if !errors.As(err, &rf) {

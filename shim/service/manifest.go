@@ -56,7 +56,22 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	if s := a.Subject; s != nil {
 		m.Subject = spec.Subject{InitPID: s.InitPID, StartTime: s.StartTime, CgroupPath: s.CgroupPath, CgroupID: s.CgroupID}
 		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), %s netns", s.CgroupPath, s.CgroupID, a.Netns)
+		if netnsKind(a.Netns) == netnsPrivate {
+			m.Enforcement.Network.Scope = fmt.Sprintf("netns (private: everything it sends; denials of cgroupv2 %s (id %d) counted apart)", s.CgroupPath, s.CgroupID)
+		}
 	}
+	// Abstract AF_UNIX sockets live in the netns and no nftables hook
+	// sees them: isolated only when the netns is the container's own.
+	m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNotEnforced
+	if netnsKind(a.Netns) == netnsPrivate {
+		m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNetns
+	} else {
+		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced, notEnforcedAbstractUnix(a.Netns))
+	}
+	if a.Seccomp != nil {
+		m.Enforcement.Seccomp = a.Seccomp
+	}
+	m.Enforcement.ExecNoNewPrivileges = true
 	if inf := a.Inference; inf != nil {
 		m.Inference.Analyzer, m.Inference.Model = inf.Analyzer, inf.Model
 		m.Inference.Class, m.Inference.ConfidenceBP = inf.Class, inf.ConfidenceBP
@@ -74,8 +89,8 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	}
 	switch c := x.counters; {
 	case c != nil:
-		m.Observation.Counters = spec.Counters{AllowedPackets: c.Allowed.Packets, AllowedBytes: c.Allowed.Bytes,
-			DeniedPackets: c.Denied.Packets + c.DeniedKernel.Packets, DeniedBytes: c.Denied.Bytes + c.DeniedKernel.Bytes}
+		m.Observation.Counters = spec.Counters{AllowedPackets: c.Allowed.Packets + c.AllowedOutside.Packets, AllowedBytes: c.Allowed.Bytes + c.AllowedOutside.Bytes,
+			DeniedPackets: c.Denied.Packets + c.DeniedKernel.Packets + c.DeniedOutside.Packets, DeniedBytes: c.Denied.Bytes + c.DeniedKernel.Bytes + c.DeniedOutside.Bytes}
 	case x.countErr != "":
 		m.Observation.Counters.Error = x.countErr
 	case a.Table != "":
@@ -134,6 +149,12 @@ func (op *operation) gateManifest(m *spec.Manifest, x exitFacts) {
 	}
 	m.Unclaimed = spec.Unclaimed{Count: r.Unclaimed.Count, Digest: r.Unclaimed.Digest}
 	m.Excluded = spec.Excluded{Count: r.Excluded.Entries + r.Excluded.MountStubs}
+}
+
+// notEnforcedAbstractUnix says, for a shared netns, what abstract AF_UNIX
+// sockets leave open.
+func notEnforcedAbstractUnix(netns string) string {
+	return "abstract AF_UNIX sockets: the container shares the " + netns + " network namespace, whose abstract socket names (@name) nftables cannot see; a process there listening on one is reachable from the container"
 }
 
 func entryRecord(e gate.Entry) spec.EntryRecord {

@@ -35,7 +35,15 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		f.Close()
 		return err
 	}
-	plan, err := netpolicy.NewPlan(op.id, op.contract.Network, netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath})
+	// In a netns runc made for this container alone, the table fails
+	// closed: whatever leaves the cgroup is still in the netns and still
+	// denied. A shared netns (host, pod) keeps the cgroup scope, where an
+	// escape is detected (policy_unbound), never reported as enforced.
+	scope := netpolicy.ScopeCgroup
+	if netnsKind(op.admission.Netns) == netnsPrivate {
+		scope = netpolicy.ScopeNetns
+	}
+	plan, err := netpolicy.NewPlanScoped(op.id, op.contract.Network, netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath}, scope)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("plan network table: %w", err)

@@ -2,6 +2,9 @@ package service
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -76,9 +79,22 @@ func privateCgroupns(s *specs.Spec) string {
 	return "linux.namespaces: a private cgroup namespace was added, because the spec mounts cgroupfs and shared the host's"
 }
 
+// mountsCgroupfs reports whether the spec mounts cgroupfs, or binds a
+// host path under /sys/fs/cgroup or on a cgroup filesystem (bind sources
+// already resolved by resolveBindSources).
 func mountsCgroupfs(s *specs.Spec) bool {
 	for _, m := range s.Mounts {
 		if m.Type == "cgroup" || m.Type == "cgroup2" {
+			return true
+		}
+		if !filepath.IsAbs(m.Source) || !(m.Type == "bind" || m.Type == "rbind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")) {
+			continue
+		}
+		if src := filepath.Clean(m.Source); src == "/sys/fs/cgroup" || strings.HasPrefix(src, "/sys/fs/cgroup/") {
+			return true
+		}
+		var sf unix.Statfs_t
+		if unix.Statfs(m.Source, &sf) == nil && (sf.Type == unix.CGROUP2_SUPER_MAGIC || sf.Type == unix.CGROUP_SUPER_MAGIC) {
 			return true
 		}
 	}

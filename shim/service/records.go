@@ -71,7 +71,10 @@ type countersRecord struct {
 	Allowed      netpolicy.Count `json:"allowed"`
 	Denied       netpolicy.Count `json:"denied"`
 	DeniedKernel netpolicy.Count `json:"denied_kernel"`
-	Tuples       []tupleCount    `json:"tuples,omitempty"`
+	// Outside the bound cgroup, in the container's own netns (netns scope).
+	AllowedOutside netpolicy.Count `json:"allowed_outside"`
+	DeniedOutside  netpolicy.Count `json:"denied_outside"`
+	Tuples         []tupleCount    `json:"tuples,omitempty"`
 }
 
 type tupleCount struct {
@@ -80,7 +83,8 @@ type tupleCount struct {
 }
 
 func recordCounters(c netpolicy.Counters) *countersRecord {
-	r := &countersRecord{Allowed: c.Allowed, Denied: c.Denied, DeniedKernel: c.DeniedKernel}
+	r := &countersRecord{Allowed: c.Allowed, Denied: c.Denied, DeniedKernel: c.DeniedKernel,
+		AllowedOutside: c.AllowedOutside, DeniedOutside: c.DeniedOutside}
 	for _, t := range c.Tuples {
 		r.Tuples = append(r.Tuples, tupleCount{Tuple: t.Tuple.String(), Count: t.Count})
 	}

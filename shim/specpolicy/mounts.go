@@ -79,12 +79,16 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		if err := checkRuntimeBind(src, field, op); err != nil {
 			return "", err
 		}
-		fs, err := bindFS(src, recursive, op)
+		var subs []string
+		if recursive {
+			subs = submounts(src, op)
+		}
+		fs, err := bindFS(src, recursive, subs, op)
 		if err != nil {
 			return "", refuse(RuleWritableKernelMount, field,
 				"the spec binds %s, whose filesystem could not be checked (%v); make the bind read-only or use another source", src, err)
 		}
-		if fs != "" && !readOnly(m.Options, recursive) {
+		if fs != "" && !readOnly(m.Options, recursive && len(subs) > 0) {
 			how := "ro"
 			if recursive {
 				how = "rro (ro alone leaves rbind submounts writable)"
@@ -124,10 +128,15 @@ func checkFSMount(m specs.Mount, field string) error {
 // bindFS names the kernel filesystem a bind source is (by well-known root, then by the
 // operator's FSTyper), or "" when it is none. A recursive bind of an ancestor of a
 // kernel root carries that root along.
-func bindFS(src string, recursive bool, op Operator) (string, error) {
+func bindFS(src string, recursive bool, subs []string, op Operator) (string, error) {
 	for _, r := range kernelRoots {
 		if under(src, r) || (recursive && under(r, src)) {
 			return strings.TrimPrefix(r, "/") + " tree", nil
+		}
+	}
+	for _, t := range subs {
+		if slices.Contains(kernelTypes, t) {
+			return t + " (mounted beneath " + src + ")", nil
 		}
 	}
 	if op.FSTyper == nil {
@@ -176,8 +185,18 @@ func isCRISandboxFile(src string) bool {
 	return false
 }
 
+// submounts lists what an rbind of src carries along. Without the
+// operator's Submounts every recursive bind is assumed to carry some.
+func submounts(src string, op Operator) []string {
+	if op.Submounts == nil {
+		return []string{"unknown"}
+	}
+	return op.Submounts(src)
+}
+
 // readOnly reports whether mount options leave the mount read-only: the last of ro/rw
-// wins; for a recursive bind only rro (recursive read-only) covers the submounts.
+// wins; for a recursive bind of a tree that has submounts only rro (recursive
+// read-only) covers them (recursive is false when the source has none).
 func readOnly(opts []string, recursive bool) bool {
 	ro, rro := false, false
 	for _, o := range opts {

@@ -337,3 +337,29 @@ func TestCheckGrants(t *testing.T) {
 		t.Errorf("Default %v", Default)
 	}
 }
+
+// TestRecursiveBindSubmounts: rbind+ro of a kernel tree with nothing mounted
+// beneath it is read-only; with submounts only rro is; a plain directory
+// that carries a kernel filesystem beneath it is a kernel mount.
+func TestRecursiveBindSubmounts(t *testing.T) {
+	subs := map[string][]string{"/sys/fs/cgroup/unified": nil, "/srv/data": {"cgroup2"}, "/srv/plain": {"ext4"}}
+	op := Operator{Submounts: func(p string) []string { return subs[p] }}
+	for _, tc := range []struct {
+		src, opts string
+		refused   bool
+	}{
+		{"/sys/fs/cgroup/unified", "ro", false},
+		{"/sys/fs/cgroup/unified", "rw", true},
+		{"/srv/data", "ro", true},
+		{"/srv/data", "rro", false},
+		{"/srv/plain", "rw", false},
+	} {
+		s := ctrDefaultSpec(t)
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: tc.src, Options: []string{"rbind", tc.opts}})
+		_, err := CheckSpec(s, Grants{}, op)
+		var r *Refusal
+		if got := errors.As(err, &r) && r.Rule == RuleWritableKernelMount; got != tc.refused {
+			t.Errorf("rbind %s %s: refused %v (%v), want %v", tc.src, tc.opts, got, err, tc.refused)
+		}
+	}
+}

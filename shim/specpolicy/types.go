@@ -14,6 +14,10 @@ type Operator struct {
 	HookAllowlist []string // absolute paths of OCI hook binaries callers may use
 	StateDirs     []string // the operator's state dirs; never bind-mountable
 	FSTyper       FSTyper  // optional; see FSTyper
+	// Submounts, when set, lists the filesystem types of the mounts
+	// strictly beneath a host path (what an rbind of it carries along).
+	// nil: every recursive bind is assumed to carry submounts.
+	Submounts func(path string) []string
 }
 
 // Result says what admission changed and noticed, for the records.

@@ -1,0 +1,320 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/spec"
+)
+
+// The hostile-spec tests play a caller who can write any field of the
+// container spec ctr or a pod author can, and a workload that runs any
+// code inside. Each case asserts the exact refusal rule, or that the
+// attempt fails in the kernel.
+
+func hostileCatalog() spec.Catalog {
+	nice := denyAll("nice")
+	nice.Capabilities = []string{"CAP_SYS_NICE"}
+	return catalogOf([]spec.Contract{denyAll("offline"), nice, productsContract()},
+		selector("it-hostile", map[string]string{"build": "offline"}, "offline"),
+		selector("it-nice", map[string]string{"build": "nice"}, "nice"),
+		selector("it-hgate", map[string]string{"build": "products"}, "products"))
+}
+
+// refusedWith runs a container that must be refused with rule.
+func (e *env) refusedWith(t *testing.T, ns, id, rule string, flags []string, args ...string) {
+	t.Helper()
+	out, code := e.run(ns, id, flags, args...)
+	if code == 0 || !strings.Contains(out, "admission refused: "+rule+":") {
+		t.Fatalf("%v %v: exit %d, want refusal %s\n%s", flags, args, code, rule, out)
+	}
+}
+
+// TestHostileCapabilities: every capability that defeats the boundary or
+// the admission clock is refused; one the default set lacks is refused
+// unless the contract grants it; CAP_NET_RAW is removed wherever it is.
+func TestHostileCapabilities(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	for _, c := range []string{"CAP_SYS_MODULE", "CAP_SYS_PTRACE", "CAP_SYS_TIME", "CAP_DAC_READ_SEARCH",
+		"CAP_SYS_RAWIO", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_BOOT", "CAP_MAC_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_ADMIN"} {
+		e.refusedWith(t, "it-hostile", "cap", "refused_capability", []string{"--cap-add", c}, "/bin/true")
+	}
+	e.refusedWith(t, "it-hostile", "nice", "capability_not_granted", []string{"--cap-add", "CAP_SYS_NICE"}, "/bin/true")
+	if out, code := e.run("it-nice", "nice", []string{"--cap-add", "CAP_SYS_NICE"}, "/bin/true"); code != 0 {
+		t.Fatalf("CAP_SYS_NICE granted by the contract: exit %d\n%s", code, out)
+	}
+	// NET_RAW listed twice in every set (and ambient) is still gone.
+	out, code := e.run("it-hostile", "dupraw", []string{"--cap-add", "CAP_NET_RAW", "--cap-add", "CAP_NET_RAW"}, "/bin/probe", "socket", "raw4")
+	if code != 1 || !strings.Contains(out, "operation not permitted") {
+		t.Fatalf("raw socket with CAP_NET_RAW added twice: exit %d\n%s", code, out)
+	}
+}
+
+// TestHostileExec: an exec'd process gets the init's capability policy:
+// no packet or raw sockets, no_new_privs, one capability_removed event.
+func TestHostileExec(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	ns := e.ns("it-hostile")
+	e.ctr(ns, "run", "-d", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "c1", "/bin/sleep", "300")
+	t.Cleanup(func() {
+		e.ctrErr(ns, "tasks", "kill", "-s", "SIGKILL", "c1")
+		waitStopped(e, ns, "c1")
+		e.ctrErr(ns, "tasks", "delete", "c1")
+		e.ctrErr(ns, "containers", "delete", "c1")
+	})
+	for _, kind := range []string{"packet", "raw4", "vsock"} {
+		out, err := e.ctrErr(ns, "tasks", "exec", "--exec-id", "x-"+kind, "c1", "/bin/probe", "socket", kind)
+		if err == nil || !strings.Contains(out, "operation not permitted") {
+			t.Fatalf("exec probe socket %s: %v, want EPERM\n%s", kind, err, out)
+		}
+	}
+	out, err := e.ctrErr(ns, "tasks", "exec", "--exec-id", "nnp", "c1", "/bin/sh", "-c", "grep NoNewPrivs /proc/self/status")
+	if err != nil || !strings.Contains(out, "NoNewPrivs:\t1") {
+		t.Fatalf("exec no_new_privs: %v\n%s", err, out)
+	}
+	if n := countKind(e.events("it-hostile", "c1"), spec.EventCapabilityRemoved, "CAP_NET_RAW"); n < 4 {
+		t.Fatalf("capability_removed events: %d, want one for the init and one per exec", n)
+	}
+}
+
+// TestHostileSockets: the families nftables cannot see are closed by
+// seccomp, with no profile and with containerd's default one.
+func TestHostileSockets(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	for _, flags := range [][]string{nil, {"--seccomp"}} {
+		for _, kind := range []string{"packet", "vsock", "xdp", "key", "bluetooth", "nfnetlink", "iouring"} {
+			out, code := e.run("it-hostile", "sock", flags, "/bin/probe", "socket", kind)
+			if code != 1 || !strings.Contains(out, "operation not permitted") {
+				t.Fatalf("%v socket %s: exit %d, want EPERM\n%s", flags, kind, code, out)
+			}
+		}
+		for _, kind := range []string{"inet", "unix", "rtnetlink"} {
+			if out, code := e.run("it-hostile", "sock", flags, "/bin/probe", "socket", kind); code != 0 {
+				t.Fatalf("%v socket %s: exit %d, want it to open\n%s", flags, kind, code, out)
+			}
+		}
+	}
+	m := e.manifest("it-hostile", "sock")
+	if m.Enforcement.Seccomp == nil || len(m.Enforcement.Seccomp.SocketFamiliesRefused) < 5 {
+		t.Fatalf("manifest seccomp enforcement: %+v", m.Enforcement.Seccomp)
+	}
+}
+
+// TestHostileMounts: writable kernel filesystems, runtime sockets and
+// mounts over the entrypoint are refused; through a read-only cgroup2
+// bind the process cannot leave its cgroup.
+func TestHostileMounts(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	h, err := cgroup.Find()
+	must(t, err)
+	cg := h.Mountpoint
+	e.refusedWith(t, "it-hostile", "cgrw", "writable_kernel_mount",
+		[]string{"--mount", "type=bind,src=" + cg + ",dst=/hostcg,options=rbind:rw"}, "/bin/probe", "cgmove", "/hostcg")
+	e.refusedWith(t, "it-hostile", "sysrw", "writable_kernel_mount",
+		[]string{"--mount", "type=bind,src=/sys,dst=/hostsys,options=rbind:rw"}, "/bin/true")
+	e.refusedWith(t, "it-hostile", "sock", "runtime_socket",
+		[]string{"--mount", "type=bind,src=" + filepath.Dir(e.sock) + ",dst=/run/ctrd,options=rbind:ro"}, "/bin/true")
+	out, code := e.run("it-hostile", "cgro", []string{"--mount", "type=bind,src=" + cg + ",dst=/hostcg,options=rbind:ro"}, "/bin/probe", "cgmove", "/hostcg")
+	if code != 1 || !strings.Contains(out, "read-only file system") {
+		t.Fatalf("cgroup move through a read-only bind: exit %d, want EROFS\n%s", code, out)
+	}
+	bin := filepath.Join(e.dir, "fakebin")
+	must(t, os.MkdirAll(bin, 0o755))
+	must(t, os.WriteFile(filepath.Join(bin, "probe"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	e.refusedWith(t, "it-hostile", "over", "entrypoint_mount",
+		[]string{"--mount", "type=bind,src=" + bin + ",dst=/bin,options=rbind:ro"}, "/bin/probe", "sleep", "1")
+	e.refusedWith(t, "it-hostile", "dev", "device", []string{"--device", "/dev/kmsg"}, "/bin/true")
+}
+
+// TestHostileSpecFields: fields only a full spec can carry (ctr --config):
+// caller hooks, emptied masked paths, non-network sysctls, a joined netns
+// owned by another user namespace.
+func TestHostileSpecFields(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	base := e.baseSpec(t)
+	for _, tc := range []struct {
+		name   string
+		rule   string
+		mutate func(s *specs.Spec)
+	}{
+		{"hook", "spec_hook", func(s *specs.Spec) {
+			s.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{Path: "/bin/true"}}}
+		}},
+		{"unmasked", "unmasked_proc", func(s *specs.Spec) { s.Linux.MaskedPaths = nil; s.Linux.ReadonlyPaths = nil }},
+		{"sysctl", "sysctl", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"kernel.msgmax": "65536"} }},
+		{"bpfsysctl", "sysctl", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.core.bpf_jit_enable": "1"} }},
+		{"foreignns", "netns_foreign_userns", func(s *specs.Spec) {
+			for i := range s.Linux.Namespaces {
+				if s.Linux.Namespaces[i].Type == specs.NetworkNamespace {
+					s.Linux.Namespaces[i].Path = e.foreignNetns(t)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.mutate(s)
+			out, err := e.runSpec(t, "it-hostile", "spec-"+tc.name, s)
+			if err == nil || !strings.Contains(out, "admission refused: "+tc.rule+":") {
+				t.Fatalf("want refusal %s: %v\n%s", tc.rule, err, out)
+			}
+		})
+	}
+	// The unmodified spec is admitted: the refusals above are the fields'.
+	if out, err := e.runSpec(t, "it-hostile", "spec-plain", base()); err != nil {
+		t.Fatalf("plain spec refused: %v\n%s", err, out)
+	}
+}
+
+// TestHostileCgroupEscape: a process moved out of its cgroup by the host
+// in a private netns is still denied (the table fails closed there); in
+// the host netns it fires policy_unbound with its pid and the manifest
+// says the escape happened instead of "enforced".
+func TestHostileCgroupEscape(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	ns := e.ns("it-hostile")
+	h, err := cgroup.Find()
+	must(t, err)
+	outside := filepath.Join(h.Mountpoint, fmt.Sprintf("gensee-it-outside-%d", os.Getpid()))
+	must(t, os.Mkdir(outside, 0o755))
+	t.Cleanup(func() {
+		if b, _ := os.ReadFile(filepath.Join(outside, "cgroup.procs")); len(b) > 0 {
+			os.WriteFile(filepath.Join(outside, "cgroup.kill"), []byte("1"), 0)
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := os.Remove(outside); err != nil {
+			t.Errorf("remove %s: %v", outside, err)
+		}
+	})
+	moveInit := func(id string) int {
+		pid := int(e.admissionRecord("it-hostile", id)["subject"].(map[string]any)["init_pid"].(float64))
+		must(t, os.WriteFile(filepath.Join(outside, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0))
+		return pid
+	}
+
+	// Private netns: the shell is moved out before it forks the probe.
+	logPath := filepath.Join(e.dir, "escape.log")
+	e.ctr(ns, "run", "-d", "--log-uri", "file://"+logPath, "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "esc",
+		"/bin/sh", "-c", "sleep 2; /bin/probe connect tcp 127.0.0.1:9; echo rc=$?")
+	moveInit("esc")
+	waitStopped(e, ns, "esc")
+	e.ctr(ns, "tasks", "delete", "esc")
+	e.ctr(ns, "containers", "delete", "esc")
+	log, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(log), "rc=1") || strings.Contains(string(log), "connection refused") {
+		t.Fatalf("escaped process in a private netns reached loopback (want a dropped SYN, not a reset):\n%s", log)
+	}
+	if m := e.manifest(ns, "esc"); len(m.Observation.Escapes) == 0 {
+		t.Fatalf("private netns: escape not recorded: %+v", m.Observation)
+	}
+
+	// Host netns: policy_unbound with the pid as target; manifest says so.
+	e.ctr(ns, "run", "-d", "--net-host", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "esch", "/bin/sleep", "300")
+	t.Cleanup(func() {
+		e.ctrErr(ns, "tasks", "kill", "-s", "SIGKILL", "esch")
+		e.ctrErr(ns, "tasks", "delete", "-f", "esch")
+		e.ctrErr(ns, "containers", "delete", "esch")
+	})
+	pid := moveInit("esch")
+	waitFor(t, 10*time.Second, "policy_unbound with the moved pid", func() bool {
+		for _, ev := range e.events("it-hostile", "esch") {
+			if ev.Kind == spec.EventPolicyUnbound && strings.Contains(ev.Target, strconv.Itoa(pid)) {
+				return true
+			}
+		}
+		return false
+	})
+	e.ctr(ns, "tasks", "kill", "-s", "SIGKILL", "esch")
+	waitStopped(e, ns, "esch")
+	e.ctr(ns, "tasks", "delete", "esch")
+	m := e.manifest(ns, "esch")
+	if m.Enforcement.Network.Status != spec.NetworkEscapeDetected || len(m.Observation.Escapes) == 0 || m.Observation.Escapes[0].PID != pid {
+		t.Fatalf("host netns escape: status %q escapes %+v", m.Enforcement.Network.Status, m.Observation.Escapes)
+	}
+}
+
+// TestHostileRestoredMtime: bytes rewritten with size and mtime restored
+// are still an unclaimed change.
+func TestHostileRestoredMtime(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	ns := e.ns("it-hgate")
+	run := func(id string, args ...string) spec.Manifest {
+		all := append([]string{"run", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, id}, args...)
+		e.ctrErr(ns, all...) // ctr run deletes the task when it exits
+		e.ctr(ns, "containers", "delete", id)
+		return e.manifest(ns, id)
+	}
+	plain := run("plain", "/bin/true")
+	hidden := run("hidden", "/bin/probe", "rewrite", "/etc/base.txt", "FROM THE IMAGE\n")
+	if hidden.Unclaimed.Count != plain.Unclaimed.Count+1 || hidden.Unclaimed.Digest == plain.Unclaimed.Digest {
+		t.Fatalf("rewrite with restored mtime: unclaimed %+v, without: %+v", hidden.Unclaimed, plain.Unclaimed)
+	}
+}
+
+// baseSpec returns a factory of ctr's own spec for the test image with
+// root.path pointing at an unpacked copy of it, for ctr run --config.
+func (e *env) baseSpec(t *testing.T) func() *specs.Spec {
+	t.Helper()
+	ns := e.ns("it-hostile")
+	e.ctr(ns, "containers", "create", "--runtime", runtimeName, e.image, "spec-template", "/bin/probe", "sleep", "0")
+	info := e.ctr(ns, "containers", "info", "spec-template")
+	e.ctr(ns, "containers", "delete", "spec-template")
+	var c struct{ Spec specs.Spec }
+	if i := strings.Index(info, "{"); i > 0 {
+		info = info[i:] // past the daemon's warnings on stderr
+	}
+	must(t, json.Unmarshal([]byte(info), &c))
+	root := filepath.Join(e.dir, "spec-rootfs")
+	must(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
+	for _, d := range []string{"etc", "tmp", "proc", "sys", "dev"} {
+		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	for src, dst := range map[string]string{"/bin/busybox": "bin/busybox", filepath.Join(e.dir, "probe"): "bin/probe"} {
+		b, err := os.ReadFile(src)
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(root, dst), b, 0o755))
+	}
+	return func() *specs.Spec {
+		var s specs.Spec
+		b, _ := json.Marshal(c.Spec)
+		must(t, json.Unmarshal(b, &s))
+		s.Root = &specs.Root{Path: root}
+		return &s
+	}
+}
+
+// runSpec runs a container from a full spec (ctr run --config).
+func (e *env) runSpec(t *testing.T, ns, id string, s *specs.Spec) (string, error) {
+	t.Helper()
+	p := filepath.Join(e.dir, id+".json")
+	b, err := json.Marshal(s)
+	must(t, err)
+	must(t, os.WriteFile(p, b, 0o644))
+	out, err := e.ctrErr(e.ns(ns), "run", "--rm", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, "--config", p, id)
+	e.ctrErr(e.ns(ns), "containers", "delete", id)
+	return out, err
+}
+
+// foreignNetns is a network namespace owned by a new user namespace, held
+// by a sleeping process the test kills at cleanup.
+func (e *env) foreignNetns(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}}
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+}
