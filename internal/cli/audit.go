@@ -39,9 +39,11 @@ deleted. It also reads /proc/self/mountinfo (cgroup2, including hybrid
 --json prints one object with sorted keys: schema "gensee.audit/v1",
 contract {id, version, digest}, grants {network {mode, allow[], loopback},
 workspace, deadline, products[]}, controls[] {name, granted, status,
-mechanism, requires[], detail} (order: network, capabilities, deadline,
-products), host {root, kernel, probes[] {name, result, detail}} with result
-ok | missing | unknown, verdict (enforceable | unverified | observed_only)
+mechanism, requires[], detail} (order: network, capabilities, spec, seccomp,
+deadline, products), not_enforced[] {name, status, netns[], detail} (ways out
+no control closes in the named network namespaces, e.g. abstract AF_UNIX
+sockets in a host or pod netns), host {root, kernel, probes[] {name, result,
+detail}} with result ok | missing | unknown, verdict (enforceable | unverified | observed_only)
 and exit_code.
 
 Exit 0 when every granted control is enforceable, 3 when some control is

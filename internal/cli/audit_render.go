@@ -47,6 +47,13 @@ func renderAudit(w io.Writer, rep AuditReport) {
 	}
 	tw.Flush()
 
+	fmt.Fprintf(w, "\nNOT ENFORCED\n")
+	tw = table(w)
+	for _, g := range rep.NotEnforced {
+		row(tw, "  "+g.Name, g.Status+" in "+strings.Join(g.Netns, ", ")+" netns", g.Detail)
+	}
+	tw.Flush()
+
 	fmt.Fprintf(w, "\nHOST PROBES\n")
 	tw = table(w)
 	for _, p := range rep.Host.Probes {

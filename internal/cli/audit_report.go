@@ -29,7 +29,10 @@ type AuditReport struct {
 	Grants   AuditGrants    `json:"grants"`
 	Controls []AuditControl `json:"controls"`
 	Host     AuditHost      `json:"host"`
-	Verdict  string         `json:"verdict"`
+	// NotEnforced names ways out that no control closes in some network
+	// namespaces, with the status they have there. Never hidden.
+	NotEnforced []AuditGap `json:"not_enforced"`
+	Verdict     string     `json:"verdict"`
 	ExitCode int            `json:"exit_code"`
 }
 
@@ -66,6 +69,15 @@ type AuditControl struct {
 	Detail    string   `json:"detail"`
 }
 
+// AuditGap is a path out of the container that is closed in some
+// network namespaces and not in others.
+type AuditGap struct {
+	Name   string   `json:"name"`
+	Status string   `json:"status"` // StatusObservedOnly in the namespaces listed
+	Netns  []string `json:"netns"`  // "host", "pod"
+	Detail string   `json:"detail"`
+}
+
 // AuditHost is what the probes found.
 type AuditHost struct {
 	Root   bool         `json:"root"`
@@ -97,9 +109,14 @@ func buildAudit(c *spec.Contract, digest string, h HostFacts) AuditReport {
 		control(h, "network", true, networkMechanism(rep.Grants.Network),
 			"the runtime installs and reads back this table before any image code runs, and refuses the task when it cannot",
 			probeCgroup2, probeNftSocket, probeNflog, probeTable),
-		control(h, "capabilities", true,
-			"the shim removes CAP_NET_RAW (AF_PACKET bypasses the IP hooks) and refuses CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF and privileged-like specs before runc creates the task",
-			"a rewrite of the OCI spec that runc applies; it needs no host feature"),
+		control(h, "capabilities", true, capabilitiesMechanism(c),
+			"a rewrite of the OCI spec that runc applies, for the init and every exec; it needs no host feature"),
+		control(h, "spec", true,
+			"the spec is admitted against an allowlist anchored on Kubernetes Pod Security Standards baseline: no caller hooks off the operator's list, no extra devices, no writable cgroupfs/sysfs/procfs/bpffs/debugfs/tracefs/securityfs, no runtime sockets, masked /proc, no host pid/ipc namespace, only network sysctls, no mount over the entrypoint, no joined netns owned by another user namespace",
+			"checked by the shim before runc creates the task; it needs no host feature"),
+		control(h, "seccomp", true,
+			"EPERM for socket(2) of AF_PACKET, AF_VSOCK, AF_XDP, AF_KEY, AF_BLUETOOTH and NETLINK_NETFILTER, and for io_uring and socketcall, merged into the container's seccomp profile for the init and every exec: families no nftables hook sees",
+			"a runc built without seccomp is refused, never run without it", probeSeccomp),
 		control(h, "deadline", c.Deadline != "",
 			fmt.Sprintf("the shim kills every process in the task's cgroup %s after start (cgroup.kill, else freeze and SIGKILL)", orNone(c.Deadline)),
 			"", probeCgroup2),
@@ -108,6 +125,10 @@ func buildAudit(c *spec.Contract, digest string, h HostFacts) AuditReport {
 			"needs containerd's overlayfs snapshotter (a single-layer image is a bind mount, not an overlay); this audit cannot see the snapshotter configuration",
 			probeCgroup2, probeOverlay),
 	}
+	rep.NotEnforced = []AuditGap{{
+		Name: "abstract_unix", Status: StatusObservedOnly, Netns: []string{"host", "pod"},
+		Detail: "abstract AF_UNIX sockets (@name) belong to the network namespace and no nftables hook sees them: in the container's own netns (ctr without --net-host) they are isolated; in the host netns or a pod's shared netns a process listening on one is reachable from the container",
+	}}
 	rep.Verdict = StatusEnforceable
 	for _, ctl := range rep.Controls {
 		if ctl.Granted && rank(ctl.Status) > rank(rep.Verdict) {
@@ -138,11 +159,19 @@ func grantsOf(c *spec.Contract) AuditGrants {
 }
 
 func networkMechanism(n AuditNetwork) string {
-	what := "every packet the container's cgroup sends is counted, logged (rate-limited, NFLOG) and dropped"
+	what := "every packet is counted, logged (rate-limited, NFLOG) and dropped"
 	if n.Mode == spec.NetworkAllowExact {
-		what = fmt.Sprintf("%d exact address/protocol/port tuple(s) are accepted, everything else the cgroup sends is counted, logged (rate-limited, NFLOG) and dropped", len(n.Allow))
+		what = fmt.Sprintf("%d exact address/protocol/port tuple(s) are accepted, everything else is counted, logged (rate-limited, NFLOG) and dropped", len(n.Allow))
 	}
-	return fmt.Sprintf("one nftables inet table in the container's network namespace, scoped to its cgroup by `socket cgroupv2`: %s; loopback %s", what, loopbackWord(n.Loopback))
+	return fmt.Sprintf("one nftables inet table in the container's network namespace: %s; loopback %s. In the container's own netns the table covers every packet of the netns (fail closed: leaving the cgroup gains nothing); in a shared netns (host, pod) it matches the container's cgroup by `socket cgroupv2`, and a process found outside that cgroup is a policy_unbound finding, never reported as enforced", what, loopbackWord(n.Loopback))
+}
+
+func capabilitiesMechanism(c *spec.Contract) string {
+	extra := "none"
+	if len(c.Capabilities) > 0 {
+		extra = strings.Join(c.Capabilities, ", ")
+	}
+	return "containerd's default capability set minus CAP_NET_RAW (removed from every set, every occurrence) plus what the contract grants (" + extra + "); anything else refused, and never " + strings.Join(spec.NeverGranted, ", ") + "; every exec runs with no_new_privs"
 }
 
 func loopbackWord(l string) string {

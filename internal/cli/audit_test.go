@@ -18,6 +18,7 @@ func allOK() HostFacts {
 		probeNftSocket: {ProbeOK, "ok"},
 		probeNflog:     {ProbeOK, "ok"},
 		probeTable:     {ProbeOK, "ok"},
+		probeSeccomp:   {ProbeOK, "runc applies seccomp profiles"},
 	}}
 }
 
@@ -72,12 +73,17 @@ func TestBuildAudit(t *testing.T) {
 			map[string]string{"network": StatusUnverified, "products": StatusEnforceable}},
 		{"missing beats unknown", full, with(notRoot, map[string]ProbeResult{probeOverlay: missing}), StatusObservedOnly, ExitObserved,
 			map[string]string{"network": StatusUnverified, "products": StatusObservedOnly}},
+		{"runc without seccomp", full, with(allOK(), map[string]ProbeResult{probeSeccomp: missing}), StatusObservedOnly, ExitObserved,
+			map[string]string{"seccomp": StatusObservedOnly, "network": StatusEnforceable, "spec": StatusEnforceable}},
 		{"probe absent from facts", full, HostFacts{Root: true, Probes: map[string]ProbeResult{}}, StatusUnverified, ExitObserved,
 			map[string]string{"network": StatusUnverified}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := buildAudit(tc.c, "sha256:x", tc.host)
+			if len(rep.NotEnforced) != 1 || rep.NotEnforced[0].Name != "abstract_unix" || rep.NotEnforced[0].Status != StatusObservedOnly {
+				t.Errorf("not_enforced %+v: abstract AF_UNIX sockets of shared netns must be declared", rep.NotEnforced)
+			}
 			if rep.Verdict != tc.verdict || rep.ExitCode != tc.exit {
 				t.Errorf("verdict %s exit %d, want %s exit %d", rep.Verdict, rep.ExitCode, tc.verdict, tc.exit)
 			}

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/runcinfo"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
@@ -46,6 +49,7 @@ const (
 	probeNftSocket = "nft_socket_cgroupv2"
 	probeNflog     = "nflog"
 	probeTable     = "contract_table"
+	probeSeccomp   = "runc_seccomp"
 )
 
 // needsRoot is the answer for kernel probes run without root.
@@ -62,6 +66,7 @@ func probeHost(ctx context.Context, n spec.Network) HostFacts {
 		dep, _ = os.ReadFile(filepath.Join("/lib/modules", f.Kernel, "modules.dep"))
 	}
 	f.Probes[probeOverlay] = overlayResult(fsys, err, dep)
+	f.Probes[probeSeccomp] = probeRuncSeccomp(ctx)
 	if !f.Root {
 		f.Probes[probeNftSocket], f.Probes[probeNflog], f.Probes[probeTable] = needsRoot(), needsRoot(), needsRoot()
 		return f
@@ -69,6 +74,29 @@ func probeHost(ctx context.Context, n spec.Network) HostFacts {
 	nf := probeNetfilter(ctx, n)
 	f.Probes[probeNftSocket], f.Probes[probeNflog], f.Probes[probeTable] = nf.socket, nf.log, nf.table
 	return f
+}
+
+// probeRuncSeccomp asks the runc on PATH (`runc features`) whether it
+// applies seccomp profiles: the shim refuses tasks when it does not.
+func probeRuncSeccomp(ctx context.Context) ProbeResult {
+	path, err := exec.LookPath("runc")
+	if err != nil {
+		return ProbeResult{ProbeUnknown, "no runc on PATH to ask (the shim asks the runc of its runc options)"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "features").Output()
+	if err != nil {
+		return ProbeResult{ProbeUnknown, path + " features: " + err.Error()}
+	}
+	ok, err := runcinfo.SeccompEnabled(out)
+	if err != nil {
+		return ProbeResult{ProbeUnknown, path + ": " + err.Error()}
+	}
+	if !ok {
+		return ProbeResult{ProbeMissing, path + " was built without seccomp: build runc with -tags seccomp (libseccomp); the runtime refuses tasks otherwise"}
+	}
+	return ProbeResult{ProbeOK, path + " applies seccomp profiles"}
 }
 
 func kernelRelease() string {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/runcinfo"
 )
 
 // seccompProbe answers whether a runc binary applies seccomp profiles.
@@ -23,15 +24,6 @@ import (
 type seccompProbe struct {
 	mu    sync.Mutex
 	known map[string]bool // by binary identity; guarded by mu
-}
-
-// runcFeatures is the part of `runc features` (OCI features.json) read here.
-type runcFeatures struct {
-	Linux struct {
-		Seccomp struct {
-			Enabled *bool `json:"enabled"`
-		} `json:"seccomp"`
-	} `json:"linux"`
 }
 
 // check returns nil when the runc binary named by the runc options
@@ -83,9 +75,5 @@ func probeSeccomp(path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("run %s features: %w", path, err)
 	}
-	var f runcFeatures
-	if err := json.Unmarshal(out, &f); err != nil {
-		return false, fmt.Errorf("read %s features: %w", path, err)
-	}
-	return f.Linux.Seccomp.Enabled != nil && *f.Linux.Seccomp.Enabled, nil
+	return runcinfo.SeccompEnabled(out)
 }

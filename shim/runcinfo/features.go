@@ -1,0 +1,30 @@
+// Package runcinfo reads what a runc binary says about itself (`runc
+// features`, the OCI features document). It parses only; running the
+// binary is the caller's (the shim runs children through its reaper, the
+// CLI directly).
+package runcinfo
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// features is the part of the OCI features document read here.
+type features struct {
+	Linux struct {
+		Seccomp struct {
+			Enabled *bool `json:"enabled"`
+		} `json:"seccomp"`
+	} `json:"linux"`
+}
+
+// SeccompEnabled reports whether the `runc features` output b says runc
+// applies seccomp profiles. Absent means no: a runc that does not say so
+// would silently ignore linux.seccomp.
+func SeccompEnabled(b []byte) (bool, error) {
+	var f features
+	if err := json.Unmarshal(b, &f); err != nil {
+		return false, fmt.Errorf("read runc features: %w", err)
+	}
+	return f.Linux.Seccomp.Enabled != nil && *f.Linux.Seccomp.Enabled, nil
+}
