@@ -14,13 +14,17 @@ import (
 // open host files by handle (DAC_READ_SEARCH), reboot or kexec (SYS_BOOT),
 // change or bypass the LSM (MAC_ADMIN, MAC_OVERRIDE), open packet sockets
 // that no inet hook sees (NET_RAW), read kernel addresses and the log
-// (SYSLOG), or restore a process into another's namespaces
-// (CHECKPOINT_RESTORE). The list is part of the contract's rules.
+// (SYSLOG), choose pids so the watchdog's process identity is reused
+// (CHECKPOINT_RESTORE), or switch off or stream the host-global audit log
+// (AUDIT_CONTROL, AUDIT_READ). Resource and scheduling capabilities
+// (SYS_RESOURCE, SYS_NICE, IPC_LOCK, ...) act inside the container's own
+// cgroup and namespaces and may be granted. The list is part of the
+// contract's rules; the runtime's spec admission uses the same list.
 var NeverGranted = []string{
 	"CAP_NET_ADMIN", "CAP_SYS_ADMIN", "CAP_BPF", "CAP_SYS_MODULE", "CAP_SYS_RAWIO",
 	"CAP_SYS_PTRACE", "CAP_SYS_TIME", "CAP_DAC_READ_SEARCH", "CAP_SYS_BOOT",
 	"CAP_MAC_ADMIN", "CAP_MAC_OVERRIDE", "CAP_PERFMON", "CAP_NET_RAW",
-	"CAP_SYSLOG", "CAP_CHECKPOINT_RESTORE",
+	"CAP_SYSLOG", "CAP_CHECKPOINT_RESTORE", "CAP_AUDIT_CONTROL", "CAP_AUDIT_READ",
 }
 
 // capName is the canonical spelling of a Linux capability.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/spec"
 )
 
 const capNetRaw = "CAP_NET_RAW"
@@ -28,53 +30,10 @@ var Default = []string{
 	"CAP_AUDIT_WRITE",
 }
 
-// Never is the list of capabilities no contract can grant: each lets the workload defeat
-// its network boundary, the seccomp/LSM confinement around it, or the records of it.
-// The first twelve are DESIGN.md §5's list; the rest are of the same class:
-//   - CAP_MAC_OVERRIDE: overrides the MAC policy (AppArmor/SELinux/Smack) confining it.
-//   - CAP_SYSLOG: reads and clears the host-global kernel log and unhides kernel
-//     addresses (kptr_restrict), the first step of a kernel exploit.
-//   - CAP_CHECKPOINT_RESTORE: chooses pids (ns_last_pid, clone3 set_tid) and opens
-//     /proc/pid/map_files; pid reuse defeats the watchdog's process identity.
-//   - CAP_AUDIT_CONTROL, CAP_AUDIT_READ: the audit subsystem is host-global (not
-//     namespaced); control disables host audit rules, read streams every host event.
-//
-// CAP_SYS_RESOURCE, CAP_SYS_NICE, CAP_IPC_LOCK and similar only move resource limits or
-// scheduling inside the container's own cgroup and namespaces: grantable by contract.
-var Never = []string{
-	"CAP_NET_ADMIN",
-	"CAP_SYS_ADMIN",
-	"CAP_BPF",
-	"CAP_SYS_MODULE",
-	"CAP_SYS_RAWIO",
-	"CAP_SYS_PTRACE",
-	"CAP_SYS_TIME",
-	"CAP_DAC_READ_SEARCH",
-	"CAP_SYS_BOOT",
-	"CAP_MAC_ADMIN",
-	"CAP_PERFMON",
-	"CAP_NET_RAW",
-	"CAP_MAC_OVERRIDE",
-	"CAP_SYSLOG",
-	"CAP_CHECKPOINT_RESTORE",
-	"CAP_AUDIT_CONTROL",
-	"CAP_AUDIT_READ",
-}
-
-// known is every capability Linux defines (include/uapi/linux/capability.h, up to
-// CAP_LAST_CAP = CAP_CHECKPOINT_RESTORE). A name outside it is refused: runc would
-// ignore or reject it, and we cannot say what it grants.
-var known = []string{
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
-	"CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
-	"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW",
-	"CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT",
-	"CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
-	"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE",
-	"CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE",
-	"CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ",
-	"CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
-}
+// Never is the list of capabilities no contract can grant (spec.NeverGranted
+// says why each is there): each lets the workload defeat its network boundary,
+// the seccomp/LSM confinement around it, or the records of it.
+var Never = spec.NeverGranted
 
 // CheckGrants validates a contract's capability grants: canonical known names, none in
 // Never. Granting a Default capability is harmless and accepted.
@@ -93,13 +52,13 @@ func CheckGrants(caps []string) error {
 }
 
 func checkName(c, field, who string) *Refusal {
-	if slices.Contains(known, c) {
+	if spec.KnownCapability(c) {
 		return nil
 	}
 	hint := "use a canonical upper-case CAP_ name"
-	if u := strings.ToUpper(c); slices.Contains(known, u) {
+	if u := strings.ToUpper(c); spec.KnownCapability(u) {
 		hint = "write it as " + u
-	} else if slices.Contains(known, "CAP_"+u) {
+	} else if spec.KnownCapability("CAP_"+u) {
 		hint = "write it as CAP_" + u
 	}
 	return refuse(RuleUnknownCapability, field,
