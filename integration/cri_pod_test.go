@@ -37,6 +37,24 @@ func (e *criEnv) podConfig(name, ns string, annotations map[string]string) strin
 	return e.writeJSON("pod-"+name+".json", cfg)
 }
 
+// containerConfigWith writes a CRI ContainerConfig with the given linux
+// section (nil: the kubelet's defaults) and mounts.
+func (e *criEnv) containerConfigWith(name string, args []string, linux map[string]any, mounts []map[string]any) string {
+	e.t.Helper()
+	p := e.containerConfig(name, args, nil)
+	var cfg map[string]any
+	b, err := os.ReadFile(p)
+	must(e.t, err)
+	must(e.t, json.Unmarshal(b, &cfg))
+	if linux != nil {
+		cfg["linux"] = linux
+	}
+	if mounts != nil {
+		cfg["mounts"] = mounts
+	}
+	return e.writeJSON("ctr-"+name+"-"+time.Now().Format("150405.000000000")+".json", cfg)
+}
+
 // containerConfig writes a CRI ContainerConfig running args in the test
 // image and returns its path.
 func (e *criEnv) containerConfig(name string, args []string, annotations map[string]string) string {

@@ -51,6 +51,7 @@ func TestCRI(t *testing.T) {
 	t.Run("Pod", func(t *testing.T) { e.with(t).podLifecycle(probe, l) })
 	t.Run("AdmissionErrors", func(t *testing.T) { e.with(t).admissionErrors(probe, l) })
 	t.Run("TwoContractsOnePod", func(t *testing.T) { e.with(t).twoContracts(probe, l) })
+	t.Run("HostileSpec", func(t *testing.T) { e.with(t).hostile() })
 }
 
 // with returns e reporting to t (a subtest); the daemon is shared.

@@ -45,6 +45,7 @@ type monitor struct {
 	mu       sync.Mutex
 	attempts []spec.DeniedAttempt // guarded by mu
 	seen     uint64               // attempts read, listed or not; guarded by mu
+	outside  uint64               // of seen, from outside the bound cgroup (netns scope); guarded by mu
 }
 
 // openMonitor opens the events log and the watchdog of op. It runs at
@@ -117,7 +118,16 @@ func (m *monitor) start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 		go func() {
 			defer close(m.rdDone)
 			for a := range ch {
-				if a.Prefix != plan.LogPrefix {
+				switch {
+				case a.Prefix == plan.LogPrefix:
+				case plan.LogPrefixOutside != "" && a.Prefix == plan.LogPrefixOutside && a.HasUID:
+					// A process of the container's own netns outside the
+					// bound cgroup (an escape, or its children); kernel
+					// packets of the netns carry no uid and are only counted.
+					m.mu.Lock()
+					m.outside++
+					m.mu.Unlock()
+				default:
 					continue
 				}
 				m.attempt(a)
@@ -266,7 +276,9 @@ func (m *monitor) finish(denied uint64, counted bool) spec.DeniedAttempts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	da := spec.DeniedAttempts{Items: m.attempts}
-	da.Complete = counted && m.rd != nil && m.seen == denied && m.rd.Lost() == 0 &&
+	// Attempts from outside the cgroup (netns scope) share the deny log
+	// but not its counter: with any of them, completeness is unprovable.
+	da.Complete = counted && m.rd != nil && m.outside == 0 && m.seen == denied && m.rd.Lost() == 0 &&
 		uint64(len(m.attempts)) == m.seen && m.log.Dropped() == 0
 	return da
 }
