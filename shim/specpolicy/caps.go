@@ -58,7 +58,7 @@ func checkName(c, field, who string) *Refusal {
 	hint := "use a canonical upper-case CAP_ name"
 	if u := strings.ToUpper(c); spec.KnownCapability(u) {
 		hint = "write it as " + u
-	} else if spec.KnownCapability("CAP_"+u) {
+	} else if spec.KnownCapability("CAP_" + u) {
 		hint = "write it as CAP_" + u
 	}
 	return refuse(RuleUnknownCapability, field,
