@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -154,6 +155,12 @@ func TestHostileSpecFields(t *testing.T) {
 		{"unmasked", "unmasked_proc", func(s *specs.Spec) { s.Linux.MaskedPaths = nil; s.Linux.ReadonlyPaths = nil }},
 		{"sysctl", "sysctl", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"kernel.msgmax": "65536"} }},
 		{"bpfsysctl", "sysctl", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.core.bpf_jit_enable": "1"} }},
+		{"hostpidpath", "host_pid", func(s *specs.Spec) { setNamespacePath(s, specs.PIDNamespace, "/proc/1/ns/pid") }},
+		{"hostipcpath", "host_ipc", func(s *specs.Spec) { setNamespacePath(s, specs.IPCNamespace, "/proc/1/ns/ipc") }},
+		{"mountnspath", "mount_ns_path", func(s *specs.Spec) { setNamespacePath(s, specs.MountNamespace, "/proc/1/ns/mnt") }},
+		{"hostpid", "host_pid", func(s *specs.Spec) {
+			s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.PIDNamespace })
+		}},
 		{"foreignns", "netns_foreign_userns", func(s *specs.Spec) {
 			for i := range s.Linux.Namespaces {
 				if s.Linux.Namespaces[i].Type == specs.NetworkNamespace {
@@ -291,6 +298,14 @@ func (e *env) baseSpec(t *testing.T) func() *specs.Spec {
 		must(t, json.Unmarshal(b, &s))
 		s.Root = &specs.Root{Path: root}
 		return &s
+	}
+}
+
+func setNamespacePath(s *specs.Spec, t specs.LinuxNamespaceType, path string) {
+	for i := range s.Linux.Namespaces {
+		if s.Linux.Namespaces[i].Type == t {
+			s.Linux.Namespaces[i].Path = path
+		}
 	}
 }
 

@@ -50,6 +50,12 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
 	}
+	if r.Checkpoint != "" || r.ParentCheckpoint != "" {
+		// runc would restore processes from a CRIU image with whatever
+		// capabilities, seccomp state and sockets were dumped: nothing of
+		// it would have been admitted.
+		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("checkpoint_restore", "the task is to be restored from checkpoint %q, whose processes were never admitted; start it from its image instead", r.Checkpoint+r.ParentCheckpoint).(*refusedError))
+	}
 	kind, nsPath, err := namespacesOf(oci)
 	if err != nil {
 		var sr *specRefusal
@@ -70,7 +76,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 		}
 	}
-	if err := refuseHostCgroupns(oci); err != nil {
+	if err := refuseJoinedNamespaces(oci); err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 	}
 	if err := s.seccomp.check(runc.BinaryName, cfg.StateDir); err != nil {

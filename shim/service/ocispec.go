@@ -65,7 +65,7 @@ func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, err error) {
 // at its cgroup, so the mount shows only the container's subtree. ctr's
 // default spec on a hybrid host is such a spec. It returns a note for the
 // records, or "" when nothing changed. A cgroup namespace joined by path
-// is left to refuseHostCgroupns.
+// is left to refuseJoinedNamespaces.
 func privateCgroupns(s *specs.Spec) string {
 	if s.Linux == nil || !mountsCgroupfs(s) {
 		return ""
@@ -101,33 +101,56 @@ func mountsCgroupfs(s *specs.Spec) bool {
 	return false
 }
 
-// refuseHostCgroupns refuses a cgroup namespace joined by path that is
-// the host's own (the shim's), together with a cgroup mount.
-func refuseHostCgroupns(s *specs.Spec) error {
-	if s.Linux == nil || !mountsCgroupfs(s) {
+// hostNamespaces are the namespace types a spec may not join by a path
+// that turns out to be the host's own (this shim's): the rule that refuses
+// sharing them without a path (specpolicy: host_pid, host_ipc) must not be
+// side-stepped by naming /proc/1/ns/pid. The host's cgroup namespace is
+// refused only together with a cgroup mount, as without a path.
+var hostNamespaces = map[specs.LinuxNamespaceType]struct {
+	file, rule string
+	nstype     int
+}{
+	specs.PIDNamespace:    {"pid", "host_pid", unix.CLONE_NEWPID},
+	specs.IPCNamespace:    {"ipc", "host_ipc", unix.CLONE_NEWIPC},
+	specs.CgroupNamespace: {"cgroup", "host_cgroupns", unix.CLONE_NEWCGROUP},
+}
+
+// refuseJoinedNamespaces checks every namespace the spec joins by path:
+// a mount namespace never (runc would build the container inside another
+// tree than the one observed), and a pid, ipc or (with a cgroup mount)
+// cgroup namespace only when it is not the host's.
+func refuseJoinedNamespaces(s *specs.Spec) error {
+	if s.Linux == nil {
 		return nil
 	}
 	for _, ns := range s.Linux.Namespaces {
-		if ns.Type != specs.CgroupNamespace || ns.Path == "" {
+		if ns.Path == "" {
 			continue
 		}
-		f, err := openNamespace(ns.Path, unix.CLONE_NEWCGROUP)
+		if ns.Type == specs.MountNamespace {
+			return refuse("mount_ns_path", "linux.namespaces mount path %q: the container would be set up in another mount namespace than the one its rootfs was observed in; drop the path", ns.Path)
+		}
+		h, ok := hostNamespaces[ns.Type]
+		if !ok || (ns.Type == specs.CgroupNamespace && !mountsCgroupfs(s)) {
+			continue
+		}
+		f, err := openNamespace(ns.Path, h.nstype)
 		if err != nil {
-			return refuse("host_cgroupns", "linux.namespaces cgroup path %q: %v", ns.Path, err)
+			return refuse(h.rule, "linux.namespaces %s path %q: %v", ns.Type, ns.Path, err)
 		}
 		got, err := nsIDOf(f)
 		f.Close()
 		if err != nil {
-			return refuse("host_cgroupns", "linux.namespaces cgroup path %q: %v", ns.Path, err)
+			return refuse(h.rule, "linux.namespaces %s path %q: %v", ns.Type, ns.Path, err)
 		}
-		self, err := os.Open("/proc/self/ns/cgroup")
+		self, err := os.Open("/proc/self/ns/" + h.file)
 		if err != nil {
-			return refuse("host_cgroupns", "read own cgroup namespace: %v", err)
+			return refuse(h.rule, "read own %s namespace: %v", h.file, err)
 		}
 		want, err := nsIDOf(self)
 		self.Close()
 		if err != nil || got == want {
-			return refuse("host_cgroupns", "linux.namespaces cgroup path %q is the host's cgroup namespace and the spec mounts cgroupfs: the workload would see every host cgroup; drop the cgroup namespace path", ns.Path)
+			return refuse(h.rule, "linux.namespaces %s path %q is the host's own %s namespace; join the pod's or another container's, or drop the path", ns.Type, ns.Path, h.file)
 		}
 	}
 	return nil

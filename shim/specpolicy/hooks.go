@@ -19,7 +19,7 @@ func checkHooks(h *specs.Hooks, op Operator) error {
 		name  string
 		hooks []specs.Hook
 	}{
-		{"prestart", h.Prestart}, //nolint:staticcheck // deprecated but runc still runs it
+		{"prestart", h.Prestart}, //lint:ignore SA1019 deprecated, but runc still runs it
 		{"createRuntime", h.CreateRuntime},
 		{"createContainer", h.CreateContainer},
 		{"startContainer", h.StartContainer},

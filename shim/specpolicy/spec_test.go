@@ -1,6 +1,7 @@
 package specpolicy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -75,7 +76,7 @@ func TestCheckSpecRefusals(t *testing.T) {
 		field  string
 	}{
 		{"privileged", func(s *specs.Spec) {
-			_ = oci.WithPrivileged(nil, nil, nil, s)
+			_ = oci.WithPrivileged(context.TODO(), nil, nil, s)
 		}, Grants{}, Operator{}, RuleRefusedCapability, "process.capabilities.bounding[2]"},
 		{"cap_add_sys_ptrace", func(s *specs.Spec) { addCaps(s.Process.Capabilities, "CAP_SYS_PTRACE") },
 			Grants{}, Operator{}, RuleRefusedCapability, "process.capabilities.bounding[14]"},
@@ -104,7 +105,7 @@ func TestCheckSpecRefusals(t *testing.T) {
 			s.Linux.Devices = []specs.LinuxDevice{{Path: "/dev/null", Type: "b", Major: 8, Minor: 0}}
 		}, Grants{}, Operator{}, RuleDevice, "linux.devices[0]"},
 		{"device_cgroup_all", func(s *specs.Spec) {
-			_ = oci.WithAllDevicesAllowed(nil, nil, nil, s)
+			_ = oci.WithAllDevicesAllowed(context.TODO(), nil, nil, s)
 		}, Grants{}, Operator{}, RuleDevice, "linux.resources.devices[0]"},
 		{"device_cgroup_block", func(s *specs.Spec) {
 			s.Linux.Resources.Devices = append(s.Linux.Resources.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: "b", Major: u(8), Minor: u(0), Access: "rw"})
@@ -112,7 +113,7 @@ func TestCheckSpecRefusals(t *testing.T) {
 		{"device_cgroup_wildcard_minor", func(s *specs.Spec) {
 			s.Linux.Resources.Devices = append(s.Linux.Resources.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: "c", Major: u(1), Access: "rwm"})
 		}, Grants{}, Operator{}, RuleDevice, "linux.resources.devices[10]"},
-		{"sysfs_rw", func(s *specs.Spec) { _ = oci.WithWriteableSysfs(nil, nil, nil, s) },
+		{"sysfs_rw", func(s *specs.Spec) { _ = oci.WithWriteableSysfs(context.TODO(), nil, nil, s) },
 			Grants{}, Operator{}, RuleWritableKernelMount, "mounts[5]"},
 		{"cgroup_rw", func(s *specs.Spec) {
 			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
