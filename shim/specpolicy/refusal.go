@@ -29,4 +29,5 @@ const (
 	RuleSysctl              = "sysctl"
 	RuleSeccompProfile      = "seccomp_profile"
 	RuleNoSpec              = "no_spec"
+	RuleCgroupUnified       = "cgroup_unified"
 )

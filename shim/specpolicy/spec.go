@@ -36,6 +36,11 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 	if err := checkSysctls(s); err != nil {
 		return res, err
 	}
+	if s.Linux != nil {
+		if err := CheckResources(s.Linux.Resources, "linux.resources"); err != nil {
+			return res, err
+		}
+	}
 	var old *specs.LinuxSeccomp
 	if s.Linux != nil {
 		old = s.Linux.Seccomp

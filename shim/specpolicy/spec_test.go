@@ -364,3 +364,21 @@ func TestRecursiveBindSubmounts(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckResourcesUnified(t *testing.T) {
+	for _, tc := range []struct {
+		key     string
+		refused bool
+	}{
+		{"memory.max", false}, {"pids.max", false}, {"cgroup.type", true}, {"cgroup.subtree_control", true},
+		{"cgroup.procs", true}, {"cgroup.kill", true}, {"nodot", true}, {"../memory.max", true},
+	} {
+		s := ctrDefaultSpec(t)
+		s.Linux.Resources.Unified = map[string]string{tc.key: "1"}
+		_, err := CheckSpec(s, Grants{}, Operator{})
+		var r *Refusal
+		if got := errors.As(err, &r) && r.Rule == RuleCgroupUnified; got != tc.refused {
+			t.Errorf("unified %q: refused %v (%v), want %v", tc.key, got, err, tc.refused)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/gensee/gensee/shim/specpolicy"
+)
+
+// Update admits a resource update (ctr task update, CRI
+// UpdateContainerResources) under the rules Create applied to
+// linux.resources, and passes on exactly what was checked.
+func (s *service) Update(ctx context.Context, r *taskAPI.UpdateTaskRequest) (*emptypb.Empty, error) {
+	op := s.get(r.ID)
+	if op == nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: update refused: container %s has no admitted operation in this shim", r.ID)
+	}
+	if r.Resources == nil || len(r.Resources.GetValue()) > maxExecSpec {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: update refused: resources missing or larger than %d bytes", maxExecSpec)
+	}
+	var res specs.LinuxResources
+	if err := json.Unmarshal(r.Resources.GetValue(), &res); err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: update refused: decode resources: %v", err)
+	}
+	if err := specpolicy.CheckResources(&res, "resources"); err != nil {
+		var rf *specpolicy.Refusal
+		if errors.As(err, &rf) {
+			op.logger(ctx).WithField("reason", rf.Rule).Warn(rf.Error())
+			return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: update refused: %s", rf.Error())
+		}
+		return nil, errgrpc.ToGRPC(err)
+	}
+	b, err := json.Marshal(&res)
+	if err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: update refused: encode resources: %v", err)
+	}
+	r.Resources.Value = b
+	return s.TTRPCTaskService.Update(ctx, r)
+}
