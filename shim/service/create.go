@@ -191,7 +191,7 @@ func (s *service) rollback(ctx context.Context, op *operation) {
 	}
 	op.removeTable(ctx)
 	if op.mon != nil {
-		op.mon.close()
+		op.mon.Close()
 	}
 	s.drop(op.containerID)
 }

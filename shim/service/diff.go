@@ -121,6 +121,6 @@ func (op *operation) noteGate(g gateOutcome) {
 		if i == maxGateEvents {
 			break
 		}
-		op.mon.note(spec.Event{Kind: spec.EventGateRejected, Control: "product_gate", Rule: v.Rule, Target: v.Path, Detail: v.Detail})
+		op.mon.Note(spec.Event{Kind: spec.EventGateRejected, Control: "product_gate", Rule: v.Rule, Target: v.Path, Detail: v.Detail})
 	}
 }

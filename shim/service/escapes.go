@@ -26,8 +26,9 @@ type killSteps struct {
 // steps wires the kill step to the operation's monitor and the kernel.
 func (op *operation) killSteps() killSteps {
 	k := killSteps{drain: cgroup.Drain, kill: cgroup.KillTrees, now: time.Now}
-	if m := op.mon; m != nil && m.bind != nil {
-		k.look, k.listed, k.escaped, k.report = m.bind.Check, m.bind.Escapes, m.bind.Escaped, m.unbound
+	if m := op.mon; m != nil && m.Binding() != nil {
+		b := m.Binding()
+		k.look, k.listed, k.escaped, k.report = b.Check, b.Escapes, b.Escaped, m.Unbound
 	}
 	return k
 }

@@ -46,7 +46,7 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 		}
 		re := &refusedError{Reason: rf.Rule, Message: rf.Error()}
 		if op.mon != nil {
-			op.mon.note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Rule,
+			op.mon.Note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Rule,
 				Detail: "exec " + r.ExecID + ": " + rf.Msg, Target: r.ExecID})
 		}
 		op.logger(ctx).WithField("exec_id", r.ExecID).WithField("reason", rf.Rule).Warn(re.Message)
@@ -61,7 +61,7 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	}
 	r.Spec.Value = b
 	if len(removed) > 0 && op.mon != nil {
-		op.mon.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
+		op.mon.Note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
 			Detail: "removed from exec " + r.ExecID + " (" + strings.Join(removed, ", ") + "): AF_PACKET sockets would bypass the network table",
 			Target: r.ExecID,
 			Hint:   "the exec'd process cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})

@@ -39,7 +39,7 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	}
 	if op.mon != nil {
 		sub := op.admission.Subject
-		op.mon.start(int(op.netns.Fd()), op.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
+		op.mon.Start(int(op.netns.Fd()), op.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 	if op.diff.Problem == "" { // otherwise the exit path has no diff to hand it
 		h, err := spawnGateHelper()
@@ -67,7 +67,7 @@ func (s *service) startDeadline(op *operation) {
 		ctx := s.ctx
 		op.logger(ctx).WithField("deadline", op.contract.Deadline).Warn("contract deadline exceeded; killing the task")
 		if op.mon != nil {
-			op.mon.note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.contract.Deadline,
+			op.mon.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.contract.Deadline,
 				Detail: "the contract deadline " + op.contract.Deadline + " passed; the task was killed"})
 		}
 		if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true}); err != nil {

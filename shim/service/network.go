@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -51,12 +52,13 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	if op.cfg.LogGroup != 0 {
 		plan.LogGroup = op.cfg.LogGroup
 	}
-	mon, err := openMonitor(op, op.pub, plan)
+	mon, err := monitor.Open(monitor.Config{OperationID: op.id, Store: op.store, DenyRule: op.contract.Network.Mode,
+		Ctx: op.ctx, Pub: op.pub, Logger: op.logger(op.ctx), Notify: func(f spec.Finding) { notify(op, f) }}, plan)
 	if err != nil {
 		f.Close()
 		return err
 	}
-	mon.openReader(int(f.Fd()), plan, netnsKind(op.admission.Netns) != netnsPrivate)
+	mon.OpenReader(int(f.Fd()), plan, netnsKind(op.admission.Netns) != netnsPrivate)
 	op.mu.Lock()
 	op.netns, op.plan, op.mon = f, plan, mon
 	op.mu.Unlock()
@@ -69,7 +71,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		return fmt.Errorf("write bundle marker: %w", err)
 	}
 	if len(op.admission.CapabilitiesRemoved) > 0 {
-		mon.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
+		mon.Note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
 			Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
 			Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 	}
@@ -156,7 +158,7 @@ func (op *operation) readCounters(ctx context.Context, x *exitFacts) {
 // denied attempts and removes the table, recording all of it in x.
 func (op *operation) finalizeNetwork(ctx context.Context, x *exitFacts) {
 	if op.mon != nil {
-		op.mon.stopSensors()
+		op.mon.StopSensors()
 	}
 	op.readCounters(ctx, x)
 	if op.mon != nil {
@@ -164,11 +166,11 @@ func (op *operation) finalizeNetwork(ctx context.Context, x *exitFacts) {
 		if x.counters != nil {
 			denied = x.counters.Denied.Packets
 		}
-		x.attempts = op.mon.finish(denied, x.counters != nil)
+		x.attempts = op.mon.Finish(denied, x.counters != nil)
 	}
 	x.removal = op.removeTable(ctx)
 	if op.mon != nil {
-		op.mon.close()
+		op.mon.Close()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/events"
+	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -58,7 +59,7 @@ type operation struct {
 	admission   *admissionRecord
 	ctx         context.Context  // the shim's namespaced context, for publishing
 	pub         events.Publisher // where boundary events go besides events.jsonl
-	mon         *monitor         // set by bind; nil before
+	mon         *monitor.Monitor // set by bind; nil before
 	wantNetns   nsID             // a joined netns as checked at admission; zero otherwise
 
 	mu          sync.Mutex

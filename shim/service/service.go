@@ -75,7 +75,7 @@ func (s *service) shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	for _, op := range ops {
 		if op.mon != nil {
-			op.mon.close()
+			op.mon.Close()
 		}
 		op.removeTable(ctx)
 	}

@@ -1,14 +1,15 @@
-package service
+package monitor
 
 import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/events"
@@ -24,12 +25,29 @@ import (
 // says it is incomplete.
 const maxAttempts = 256
 
-// monitor is one operation's boundary telemetry: the events log, the NFLOG
+// Config names the operation a Monitor reports for and where it reports.
+type Config struct {
+	OperationID string
+	Store       record.Store // the state dir holding the operation's records
+	// DenyRule is the rule denied packets are reported under (the
+	// contract's network mode).
+	DenyRule string
+	// Ctx and Pub are where events and findings are published besides
+	// events.jsonl (the shim: its namespaced context and publisher).
+	Ctx context.Context
+	Pub events.Publisher
+	// Logger carries the front door's fields (container_id, operation_id).
+	Logger *log.Entry
+	// Notify, when set, runs the operator's notify command for a finding;
+	// it must not block.
+	Notify func(spec.Finding)
+}
+
+// Monitor is one operation's boundary telemetry: the events log, the NFLOG
 // reader of denied packets, the watchdog and its sensors. It reports; it
 // never decides anything and never stops the task.
-type monitor struct {
-	op  *operation
-	pub events.Publisher
+type Monitor struct {
+	cfg Config
 	log *events.Log
 	wd  *watchdog.Watchdog
 	rd  *nflog.Reader // nil when NFLOG could not be opened: attempts then incomplete
@@ -48,11 +66,12 @@ type monitor struct {
 	outside  uint64               // of seen, from outside the bound cgroup (netns scope); guarded by mu
 }
 
-// openMonitor opens the events log and the watchdog of op. It runs at
-// Create; the NFLOG reader is attached by openReader before the table is
-// installed, so the workload's first packet is already heard.
-func openMonitor(op *operation, pub events.Publisher, plan *netpolicy.Plan) (*monitor, error) {
-	dir, err := op.store.OperationDir(op.id)
+// Open opens the events log and the watchdog of the operation. It runs
+// before the table is installed; the NFLOG reader is attached by
+// OpenReader before the table is installed too, so the workload's first
+// packet is already heard.
+func Open(c Config, plan *netpolicy.Plan) (*Monitor, error) {
+	dir, err := c.Store.OperationDir(c.OperationID)
 	if err != nil {
 		return nil, err
 	}
@@ -60,10 +79,14 @@ func openMonitor(op *operation, pub events.Publisher, plan *netpolicy.Plan) (*mo
 	if err != nil {
 		return nil, fmt.Errorf("open events log: %w", err)
 	}
-	return &monitor{op: op, pub: pub, log: l, rdDone: make(chan struct{}), wd: watchdog.New(watchdog.Config{
-		OperationID: op.id, Table: plan.Table, DenyRule: op.contract.Network.Mode, Allowed: allowedWords(plan),
+	return &Monitor{cfg: c, log: l, rdDone: make(chan struct{}), wd: watchdog.New(watchdog.Config{
+		OperationID: c.OperationID, Table: plan.Table, DenyRule: c.DenyRule, Allowed: allowedWords(plan),
 	})}, nil
 }
+
+// Binding is the binding sensor (nil before Start, or without a cgroup2
+// mount).
+func (m *Monitor) Binding() *evidence.BindingPoller { return m.bind }
 
 // allowedWords says what the plan allows, for the denial-loop hint.
 func allowedWords(p *netpolicy.Plan) string {
@@ -77,14 +100,14 @@ func allowedWords(p *netpolicy.Plan) string {
 	return strings.Join(parts, ", ")
 }
 
-// openReader binds an NFLOG group for the plan in the netns. In a netns the
+// OpenReader binds an NFLOG group for the plan in the netns. In a netns the
 // container shares (host, pod), other operations log there too: each takes
 // its own group, derived from its id, probing a few if one is taken.
-func (m *monitor) openReader(netnsFD int, plan *netpolicy.Plan, shared bool) {
+func (m *Monitor) OpenReader(netnsFD int, plan *netpolicy.Plan, shared bool) {
 	tries := 1
 	if shared {
 		tries = 16
-		plan.LogGroup = sharedLogGroup(m.op.id)
+		plan.LogGroup = sharedLogGroup(m.cfg.OperationID)
 	}
 	var err error
 	for i := 0; i < tries; i++ {
@@ -94,7 +117,7 @@ func (m *monitor) openReader(netnsFD int, plan *netpolicy.Plan, shared bool) {
 		plan.LogGroup++
 	}
 	m.rd = nil
-	m.op.logger(context.Background()).WithError(err).Warn("NFLOG unavailable: denied attempts will be counted, not listed")
+	m.cfg.Logger.WithError(err).Warn("NFLOG unavailable: denied attempts will be counted, not listed")
 }
 
 // sharedLogGroup spreads operations over groups 10000..59999.
@@ -106,9 +129,9 @@ func sharedLogGroup(opID string) uint16 {
 	return uint16(10000 + h%50000)
 }
 
-// start runs the reader and the sensors until stop. init is the task's
+// Start runs the reader and the sensors until stop. init is the task's
 // init, just started.
-func (m *monitor) start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
+func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	if m.rd != nil {
@@ -156,30 +179,30 @@ func (m *monitor) start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	})
 	if h, err := cgroup.Find(); err == nil {
 		m.bind = evidence.NewBindingPoller(h, plan.Cgroup, init)
-		m.op.logger(ctx).WithField("scope", m.bind.Scope()).Debug("binding sensor follows the container's processes")
-		m.run(func() error { return m.bind.Run(ctx, m.unbound) })
+		m.cfg.Logger.WithField("scope", m.bind.Scope()).Debug("binding sensor follows the container's processes")
+		m.run(func() error { return m.bind.Run(ctx, m.Unbound) })
 	} else {
-		m.op.logger(ctx).WithError(err).Warn("no cgroup2 mount: processes leaving the bound cgroup are not seen")
+		m.cfg.Logger.WithError(err).Warn("no cgroup2 mount: processes leaving the bound cgroup are not seen")
 	}
 }
 
-// unbound records a binding finding: a policy_unbound event whose target,
+// Unbound records a binding finding: a policy_unbound event whose target,
 // for an escaped process, joins the deny-then-reach watch.
-func (m *monitor) unbound(u evidence.Unbound) {
+func (m *Monitor) Unbound(u evidence.Unbound) {
 	m.emit(m.wd.CgroupChanged(u.Target, u.Detail, u.At, time.Now()))
 }
 
-func (m *monitor) run(fn func() error) {
+func (m *Monitor) run(fn func() error) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		if err := fn(); err != nil {
-			m.op.logger(context.Background()).WithError(err).Warn("boundary sensor stopped")
+			m.cfg.Logger.WithError(err).Warn("boundary sensor stopped")
 		}
 	}()
 }
 
-func (m *monitor) attempt(a nflog.Attempt) {
+func (m *Monitor) attempt(a nflog.Attempt) {
 	target := a.Addr.String()
 	if a.Port != 0 {
 		target = netip.AddrPortFrom(a.Addr, a.Port).String()
@@ -193,52 +216,54 @@ func (m *monitor) attempt(a nflog.Attempt) {
 	}
 }
 
-// record appends ev to the events log, publishes it and logs it. Findings
-// raise the operation's attention, publish on the attention topic, log an
-// error line naming the signature and run the operator's notify command.
-func (m *monitor) emit(r watchdog.Result) {
-	ctx := context.Background()
+// emit records r's events (appended to the events log, published,
+// logged). Findings raise the operation's attention, publish on the
+// attention topic, log an error line naming the signature and run the
+// operator's notify command.
+func (m *Monitor) emit(r watchdog.Result) {
 	for _, ev := range r.Events {
 		m.record(ev)
 	}
 	for _, f := range r.Findings {
-		if _, err := events.RaiseAttention(m.op.store, m.op.id, f); err != nil {
-			m.op.logger(ctx).WithError(err).Error("raise attention")
+		if _, err := events.RaiseAttention(m.cfg.Store, m.cfg.OperationID, f); err != nil {
+			m.cfg.Logger.WithError(err).Error("raise attention")
 		}
-		if err := events.PublishFinding(m.op.ctx, m.pub, m.op.id, f); err != nil {
-			m.op.logger(ctx).WithError(err).Warn("publish attention")
+		if err := events.PublishFinding(m.cfg.Ctx, m.cfg.Pub, m.cfg.OperationID, f); err != nil {
+			m.cfg.Logger.WithError(err).Warn("publish attention")
 		}
-		m.op.logger(ctx).WithField("signature", f.Signature).WithField("detail", f.Detail).
+		m.cfg.Logger.WithField("signature", f.Signature).WithField("detail", f.Detail).
 			Error("control_defeat: a boundary control failed; the task keeps running, attention is set")
-		notify(m.op, f)
+		if m.cfg.Notify != nil {
+			m.cfg.Notify(f)
+		}
 	}
 }
 
-// note records an event from a source outside the watchdog's sensors and
+// Note records an event from a source outside the watchdog's sensors and
 // folds it into the trail.
-func (m *monitor) note(ev spec.Event) {
+func (m *Monitor) Note(ev spec.Event) {
 	if ev.At.IsZero() {
 		ev.At = time.Now().UTC()
 	}
-	ev.OperationID = m.op.id
+	ev.OperationID = m.cfg.OperationID
 	m.record(ev)
 	m.emit(m.wd.Note(ev, time.Now()))
 }
 
-func (m *monitor) record(ev spec.Event) {
+func (m *Monitor) record(ev spec.Event) {
 	ev = events.Sanitize(ev)
 	if err := m.log.Append(ev); err != nil {
-		m.op.logger(context.Background()).WithError(err).Warn("append event")
+		m.cfg.Logger.WithError(err).Warn("append event")
 	}
-	if err := events.Publish(m.op.ctx, m.pub, ev); err != nil {
-		m.op.logger(context.Background()).WithError(err).Warn("publish event")
+	if err := events.Publish(m.cfg.Ctx, m.cfg.Pub, ev); err != nil {
+		m.cfg.Logger.WithError(err).Warn("publish event")
 	}
-	m.op.logger(context.Background()).WithField("kind", ev.Kind).WithField("target", ev.Target).Debug(ev.Detail)
+	m.cfg.Logger.WithField("kind", ev.Kind).WithField("target", ev.Target).Debug(ev.Detail)
 }
 
-// stopSensors stops everything but the NFLOG reader: the table may now be
+// StopSensors stops everything but the NFLOG reader: the table may now be
 // read and removed by the shim without it looking like tampering.
-func (m *monitor) stopSensors() {
+func (m *Monitor) StopSensors() {
 	if m.cancel == nil {
 		return
 	}
@@ -246,11 +271,11 @@ func (m *monitor) stopSensors() {
 	m.wg.Wait()
 }
 
-// finish waits (bounded) until the reader has heard as many denied packets
+// Finish waits (bounded) until the reader has heard as many denied packets
 // as the table counted, closes it, and returns the attempts for the
 // manifest. complete is true only when every denied packet was heard and
 // listed and no event was dropped.
-func (m *monitor) finish(denied uint64, counted bool) spec.DeniedAttempts {
+func (m *Monitor) Finish(denied uint64, counted bool) spec.DeniedAttempts {
 	if m.rd != nil {
 		// Wait for the reader to catch up with the counter, but only while
 		// it makes progress: a rate-limited log never catches up.
@@ -270,8 +295,8 @@ func (m *monitor) finish(denied uint64, counted bool) spec.DeniedAttempts {
 		<-m.rdDone
 	}
 	m.wd.End()
-	if _, err := events.ClearAttention(m.op.store, m.op.id); err != nil {
-		m.op.logger(context.Background()).WithError(err).Warn("clear attention at task end")
+	if _, err := events.ClearAttention(m.cfg.Store, m.cfg.OperationID); err != nil {
+		m.cfg.Logger.WithError(err).Warn("clear attention at task end")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -283,25 +308,13 @@ func (m *monitor) finish(denied uint64, counted bool) spec.DeniedAttempts {
 	return da
 }
 
-// close stops everything and closes the log; idempotent.
-func (m *monitor) close() {
+// Close stops everything and closes the log; idempotent.
+func (m *Monitor) Close() {
 	m.closeOnce.Do(func() {
-		m.stopSensors()
+		m.StopSensors()
 		if m.rd != nil {
 			m.rd.Close()
 		}
 		m.log.Close()
 	})
-}
-
-// notify runs the operator's notify command for a finding, bounded, with
-// the finding in its environment.
-func notify(op *operation, f spec.Finding) {
-	argv := op.cfg.NotifyCommand
-	if len(argv) == 0 {
-		return
-	}
-	env := append(os.Environ(), "GENSEE_OPERATION_ID="+op.id, "GENSEE_CONTAINER_ID="+op.containerID,
-		"GENSEE_SIGNATURE="+f.Signature, "GENSEE_DETAIL="+f.Detail)
-	go runBounded(op, argv, env, 10*time.Second)
 }
