@@ -9,9 +9,9 @@ import (
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/gensee/gensee/shim/effect"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
-	"github.com/gensee/gensee/spec"
 )
 
 // diffSource is where the gate reads what the task changed: the overlay
@@ -93,34 +93,12 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 	return gateOutcome{res: res, err: err}
 }
 
-// maxGateEvents bounds the gate_rejected events one exit emits; the
-// manifest lists every violation.
-const maxGateEvents = 20
-
 // noteGate emits gate_rejected events for the gate's violations.
 func (op *operation) noteGate(g gateOutcome) {
 	if op.mon == nil {
 		return
 	}
-	var vs []gate.Violation
-	switch {
-	case g.err != nil:
-		vs = []gate.Violation{{Rule: "gate_error", Detail: g.err.Error()}}
-	case g.res != nil:
-		vs = append(vs, g.res.Anomalies...)
-		for _, p := range g.res.Products {
-			for _, v := range p.Violations {
-				if v.Path == "" {
-					v.Path = p.Slot
-				}
-				vs = append(vs, v)
-			}
-		}
-	}
-	for i, v := range vs {
-		if i == maxGateEvents {
-			break
-		}
-		op.mon.Note(spec.Event{Kind: spec.EventGateRejected, Control: "product_gate", Rule: v.Rule, Target: v.Path, Detail: v.Detail})
+	for _, ev := range effect.GateEvents(g.res, g.err) {
+		op.mon.Note(ev)
 	}
 }

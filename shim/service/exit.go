@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
@@ -79,7 +80,7 @@ func (s *service) startDeadline(op *operation) {
 
 // watchExit waits for the init to exit (execs drained by the inner
 // service), then runs the exit path — drain (the cgroup and every escaped
-// process, see killAll), gate, counters, table removal, manifest — and releases Wait, Delete and the held TaskExit by closing done.
+// process, see drain.All), gate, counters, table removal, manifest — and releases Wait, Delete and the held TaskExit by closing done.
 // The rootfs stays mounted and the cgroup present until the inner Delete,
 // which waits for done.
 func (s *service) watchExit(op *operation) {
@@ -101,7 +102,8 @@ func (s *service) watchExit(op *operation) {
 	op.transition(opExited)
 	t0 := time.Now()
 	if sub := op.admission.Subject; sub != nil {
-		killAll(ctx, &x, sub, op.killSteps())
+		k := drain.All(ctx, sub.CgroupPath, drain.StepsFor(op.mon))
+		x.drained, x.drainErr, x.escapes = k.Drained, k.Err, k.Escapes
 		if len(x.escapes) > 0 {
 			op.logger(ctx).WithField("escapes", len(x.escapes)).Warn("processes of the container were outside the bound cgroup; the exit drain killed those still alive")
 		}

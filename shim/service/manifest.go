@@ -2,11 +2,9 @@ package service
 
 import (
 	"fmt"
-	"path"
 	"time"
 
-	"github.com/gensee/gensee/shim/gate"
-	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/effect"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -106,57 +104,12 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		// process outside it was not confined by this table.
 		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
 	}
-	op.gateManifest(m, x)
+	effect.Gate(m, x.gateRan, x.gate.res, x.gate.err, x.drainErr)
 	return m
-}
-
-// gateManifest fills products, verdict, violations, unclaimed and excluded.
-func (op *operation) gateManifest(m *spec.Manifest, x exitFacts) {
-	switch {
-	case !x.gateRan:
-		m.Gate = spec.GateResult{Verdict: spec.VerdictNotRun}
-		return
-	case x.gate.err != nil:
-		m.Gate = spec.GateResult{Verdict: spec.VerdictFail, Violations: []spec.Violation{{Rule: "gate_error", Detail: x.gate.err.Error()}}}
-		return
-	case x.gate.res == nil:
-		m.Gate = spec.GateResult{Verdict: spec.VerdictPass}
-		return
-	}
-	r := x.gate.res
-	m.Gate.Verdict = string(r.Verdict)
-	if x.drainErr != nil {
-		m.Gate.Verdict = spec.VerdictFail
-		m.Gate.Violations = append(m.Gate.Violations, spec.Violation{Rule: "drain", Detail: x.drainErr.Error()})
-	}
-	for _, a := range r.Anomalies {
-		m.Gate.Violations = append(m.Gate.Violations, spec.Violation{Path: a.Path, Rule: a.Rule, Detail: a.Detail})
-	}
-	for _, p := range r.Products {
-		pr := spec.ProductRecord{Class: p.Class, Slot: p.Slot, Verdict: string(p.Verdict), Bytes: p.Bytes,
-			SHA256: p.SHA256, TreeDigest: p.TreeDigest}
-		if p.Staged != "" {
-			// Recorded relative to the operation directory, which moves with it.
-			pr.Staged = path.Join(record.StagedDir, p.Slot)
-		}
-		for _, e := range p.Entries {
-			pr.Entries = append(pr.Entries, entryRecord(e))
-		}
-		for _, v := range p.Violations {
-			m.Gate.Violations = append(m.Gate.Violations, spec.Violation{Slot: p.Slot, Path: v.Path, Rule: v.Rule, Detail: v.Detail})
-		}
-		m.Products = append(m.Products, pr)
-	}
-	m.Unclaimed = spec.Unclaimed{Count: r.Unclaimed.Count, Digest: r.Unclaimed.Digest}
-	m.Excluded = spec.Excluded{Count: r.Excluded.Entries + r.Excluded.MountStubs}
 }
 
 // notEnforcedAbstractUnix says, for a shared netns, what abstract AF_UNIX
 // sockets leave open.
 func notEnforcedAbstractUnix(netns string) string {
 	return "abstract AF_UNIX sockets: the container shares the " + netns + " network namespace, whose abstract socket names (@name) nftables cannot see; a process there listening on one is reachable from the container"
-}
-
-func entryRecord(e gate.Entry) spec.EntryRecord {
-	return spec.EntryRecord{Op: e.Op, Path: e.Path, Type: e.Type, Mode: e.Mode, Size: e.Size, SHA256: e.SHA256, Target: e.Target}
 }

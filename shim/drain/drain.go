@@ -1,4 +1,4 @@
-package service
+package drain
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/watchdog/evidence"
 	"github.com/gensee/gensee/spec"
 )
 
-// killSteps are the exit path's kill step's seams: the binding sensor (nil
+// Steps are the exit path's kill step's seams: the binding sensor (nil
 // funcs when there is none), the cgroup drain and the escaped-process kill.
-type killSteps struct {
+type Steps struct {
 	look    func() []evidence.Unbound // one binding poll now
 	listed  func() []evidence.Escape  // escapes listed so far
 	escaped func() []cgroup.Proc      // escaped processes alive, listed or not
@@ -23,17 +24,30 @@ type killSteps struct {
 	now     func() time.Time
 }
 
-// steps wires the kill step to the operation's monitor and the kernel.
-func (op *operation) killSteps() killSteps {
-	k := killSteps{drain: cgroup.Drain, kill: cgroup.KillTrees, now: time.Now}
-	if m := op.mon; m != nil && m.Binding() != nil {
+// StepsFor wires the kill step to an operation's monitor (nil: none) and
+// the kernel.
+func StepsFor(m *monitor.Monitor) Steps {
+	k := Steps{drain: cgroup.Drain, kill: cgroup.KillTrees, now: time.Now}
+	if m != nil && m.Binding() != nil {
 		b := m.Binding()
 		k.look, k.listed, k.escaped, k.report = b.Check, b.Escapes, b.Escaped, m.Unbound
 	}
 	return k
 }
 
-// killAll is the exit path's kill step (DESIGN §6). Ordering:
+// Result is what the kill step did.
+type Result struct {
+	// Drained counts every process the step killed.
+	Drained int
+	// Err is the cgroup drain's failure, if any.
+	Err error
+	// Escapes are processes found outside the bound cgroup
+	// (policy_unbound findings), each marked whether the drain killed it.
+	Escapes []spec.Escape
+}
+
+// All is the exit path's kill step (DESIGN §6) for the operation bound to
+// cgroup path bound. Ordering:
 //
 //  1. a last binding poll, while the cgroup's processes still live: a child
 //     that left the cgroup since the last poll is found through its parent
@@ -45,11 +59,11 @@ func (op *operation) killSteps() killSteps {
 //     stopped and killed through pidfds re-checked against their start time
 //     (cgroup.KillTrees).
 //
-// x.drained counts every process this step killed: the cgroup's, plus the
+// Drained counts every process this step killed: the cgroup's, plus the
 // escaped ones whose SIGKILL ended them (not those already dead, e.g. gone
-// with their pid namespace's init). x.escapes lists every escape, each
+// with their pid namespace's init). Escapes lists every escape, each
 // marked whether the drain killed it.
-func killAll(ctx context.Context, x *exitFacts, sub *subject, k killSteps) {
+func All(ctx context.Context, bound string, k Steps) (x Result) {
 	look := func() {
 		if k.look == nil {
 			return
@@ -59,21 +73,22 @@ func killAll(ctx context.Context, x *exitFacts, sub *subject, k killSteps) {
 		}
 	}
 	look()
-	x.drained, x.drainErr = k.drain(ctx, sub.CgroupPath)
+	x.Drained, x.Err = k.drain(ctx, bound)
 	if k.look == nil {
-		return
+		return x
 	}
 	look()
 	var killed []cgroup.Killed
 	if procs := k.escaped(); len(procs) > 0 {
 		killed = k.kill(ctx, procs)
 	}
-	recs, found, n := escapeRecords(k.listed(), killed, sub.CgroupPath, k.now())
+	recs, found, n := escapeRecords(k.listed(), killed, bound, k.now())
 	for _, u := range found {
 		k.report(u)
 	}
-	x.escapes = recs
-	x.drained += n
+	x.Escapes = recs
+	x.Drained += n
+	return x
 }
 
 // escapeRecords merges the escapes the sensor listed with what the kill

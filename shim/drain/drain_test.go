@@ -1,4 +1,4 @@
-package service
+package drain
 
 import (
 	"context"
@@ -12,18 +12,18 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// TestKillAll runs the kill step with fakes: two looks around the drain,
+// TestAll runs the kill step with fakes: two looks around the drain,
 // then the escaped processes killed; the manifest's escapes are the listed
 // ones marked killed, plus a descendant the kill found (reported too);
 // drained counts the cgroup's and the escapes the kill ended.
-func TestKillAll(t *testing.T) {
+func TestAll(t *testing.T) {
 	at := time.Unix(1700000000, 0)
 	p1, p2, p3 := cgroup.Proc{PID: 101, Start: 1}, cgroup.Proc{PID: 102, Start: 2}, cgroup.Proc{PID: 103, Start: 3}
 	var order []string
 	var reported []string
 	listed := []evidence.Escape{{Proc: p1, Cgroup: "/other", At: at}}
 	looks := 0
-	k := killSteps{
+	k := Steps{
 		look: func() []evidence.Unbound {
 			looks++
 			order = append(order, fmt.Sprintf("look%d", looks))
@@ -52,8 +52,7 @@ func TestKillAll(t *testing.T) {
 		},
 		now: func() time.Time { return at.Add(time.Second) },
 	}
-	var x exitFacts
-	killAll(context.Background(), &x, &subject{CgroupPath: "/k/c1"}, k)
+	x := All(context.Background(), "/k/c1", k)
 	if want := []string{"look1", "drain /k/c1", "look2", "kill 2"}; !slices.Equal(order, want) {
 		t.Errorf("order %q, want %q", order, want)
 	}
@@ -65,22 +64,21 @@ func TestKillAll(t *testing.T) {
 		{PID: 102, Cgroup: "/other2", At: at.UTC()},
 		{PID: 103, Cgroup: "/other/sub", At: at.Add(time.Second).UTC(), Killed: true},
 	}
-	if !slices.Equal(x.escapes, want) {
-		t.Errorf("escapes %+v\nwant %+v", x.escapes, want)
+	if !slices.Equal(x.Escapes, want) {
+		t.Errorf("escapes %+v\nwant %+v", x.Escapes, want)
 	}
-	if x.drained != 3+3 {
-		t.Errorf("drained %d, want 6 (3 in the cgroup, 3 ended by the kill)", x.drained)
+	if x.Drained != 3+3 {
+		t.Errorf("drained %d, want 6 (3 in the cgroup, 3 ended by the kill)", x.Drained)
 	}
 }
 
-// TestKillAllWithoutSensor: no binding sensor, the cgroup drain only.
-func TestKillAllWithoutSensor(t *testing.T) {
-	var x exitFacts
-	killAll(context.Background(), &x, &subject{CgroupPath: "/c"}, killSteps{
+// TestAllWithoutSensor: no binding sensor, the cgroup drain only.
+func TestAllWithoutSensor(t *testing.T) {
+	x := All(context.Background(), "/c", Steps{
 		drain: func(context.Context, string) (int, error) { return 2, nil },
 		kill:  func(context.Context, []cgroup.Proc) []cgroup.Killed { t.Fatal("kill without a sensor"); return nil },
 	})
-	if x.drained != 2 || x.escapes != nil {
-		t.Fatalf("drained %d, escapes %v", x.drained, x.escapes)
+	if x.Drained != 2 || x.Escapes != nil {
+		t.Fatalf("drained %d, escapes %v", x.Drained, x.Escapes)
 	}
 }
