@@ -55,6 +55,11 @@ type SelectorMatch struct {
 	ContainerdNamespace string `json:"containerd_namespace,omitempty"`
 	Runtime             string `json:"runtime,omitempty"`
 	K8sNamespace        string `json:"k8s_namespace,omitempty"`
+	// User is the invoking user of a host command (`gensee boundary run`):
+	// a login name or a decimal uid (see ValidUser). It matches the user
+	// the runtime found, by name or by uid; container callers have no user
+	// fact, so a selector that sets it matches no container.
+	User string `json:"user,omitempty"`
 }
 
 // Inference is an analyzer's signed classification of one observation.

@@ -117,7 +117,7 @@ func (m SelectorMatch) check(p problems) bool {
 	ok := true
 	set := false
 	for _, f := range []struct{ name, v string }{
-		{"containerd_namespace", m.ContainerdNamespace}, {"runtime", m.Runtime}, {"k8s_namespace", m.K8sNamespace},
+		{"containerd_namespace", m.ContainerdNamespace}, {"runtime", m.Runtime}, {"k8s_namespace", m.K8sNamespace}, {"user", m.User},
 	} {
 		if f.v == "" {
 			continue
@@ -128,8 +128,12 @@ func (m SelectorMatch) check(p problems) bool {
 			ok = false
 		}
 	}
+	if m.User != "" && !ValidUser(m.User) {
+		p.addf("user", "%q must be a login name (lower case letters, digits, '_', '-', up to 32, not starting with a digit or '-') or a decimal uid below 4294967295", truncate(m.User, 80))
+		ok = false
+	}
 	if !set {
-		p.add("", "at least one of containerd_namespace, runtime, k8s_namespace is required; selectors have no wildcards")
+		p.add("", "at least one of containerd_namespace, runtime, k8s_namespace, user is required; selectors have no wildcards")
 	}
 	return ok && set
 }

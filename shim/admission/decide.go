@@ -19,6 +19,17 @@ type Facts struct {
 	ContainerdNamespace string
 	Runtime             string // runtime handler, e.g. io.containerd.gensee.v2
 	K8sNamespace        string // set by CRI for pods; empty otherwise
+	// User is the invoking user of a host command (gensee boundary run);
+	// nil for containers, so a selector's user key matches none of them.
+	User *User
+}
+
+// User is the invoking user as the runtime found it: the real uid (or
+// sudo's SUDO_UID when that is 0) and its login name, "" when the password
+// database has none.
+type User struct {
+	UID  uint32
+	Name string
 }
 
 // Input is everything a decision depends on.

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gensee/gensee/spec"
@@ -46,13 +47,34 @@ func matches(m spec.SelectorMatch, f Facts) bool {
 		}
 		set = true
 	}
+	if m.User != "" {
+		if !matchUser(m.User, f.User) {
+			return false
+		}
+		set = true
+	}
 	return set
+}
+
+// matchUser: a selector's user names the invoking user by login name or by
+// decimal uid.
+func matchUser(want string, u *User) bool {
+	if u == nil {
+		return false
+	}
+	return want == strconv.FormatUint(uint64(u.UID), 10) || (u.Name != "" && want == u.Name)
 }
 
 func describeFacts(f Facts) string {
 	s := fmt.Sprintf("containerd namespace %q, runtime %q", f.ContainerdNamespace, f.Runtime)
+	if f.User != nil && f.ContainerdNamespace == "" {
+		s = fmt.Sprintf("runtime %q", f.Runtime) // a host command has no containerd namespace
+	}
 	if f.K8sNamespace != "" {
 		s += fmt.Sprintf(", k8s namespace %q", f.K8sNamespace)
+	}
+	if f.User != nil {
+		s += fmt.Sprintf(", user %q (uid %d)", f.User.Name, f.User.UID)
 	}
 	return s
 }
