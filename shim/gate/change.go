@@ -21,48 +21,58 @@ func (c change) String() string { return changeNames[c] }
 // workspace, slots and mounts) are never changes unless they replaced an
 // image directory.
 //
-// Overlay layout: a non-directory whose mode, owner, size and mtime equal the
-// image's and whose mtime predates the task is a copy-up, not a change
-// (chmod back and forth, open for write without writing). Bind layout: the
-// image and the changes share one directory, so anything with ctime after
-// the start is an add and deletions are invisible.
-func (g *gater) changeOf(e *walk.Entry, structural bool) change {
+// Overlay layout: a non-directory whose mode, owner, size, mtime (and rdev)
+// equal the image's, whose mtime predates the task, and whose content (a
+// symlink's target) compares equal to the image's is a copy-up, not a
+// change (chmod back and forth, chown to the same owner, open for write
+// without writing). Metadata alone is not enough: a workload can write new
+// bytes and set size and mtime back. The content is read only for entries
+// that pass every metadata test (sameAsImage), so fresh files cost nothing.
+// Bind layout: the image and the changes share one directory, so anything
+// with ctime after the start is an add and deletions are invisible.
+//
+// bad is set when the content could not be compared (the entry is then a
+// modify); the caller records it.
+func (g *gater) changeOf(e *walk.Entry, structural bool) (ch change, bad *Violation) {
 	if e.Err != nil {
-		return chModify // unknown: count it rather than lose it
+		return chModify, nil // unknown: count it rather than lose it
 	}
 	if !g.overlay {
 		if (e.Kind == walk.KindDir && structural) || e.Stat.Ctime.Before(g.fresh) {
-			return chNone
+			return chNone, nil
 		}
-		return chAdd
+		return chAdd, nil
 	}
 	img := e.Image
 	switch {
 	case e.Kind == walk.KindWhiteout:
 		if img == nil {
-			return chNone
+			return chNone, nil
 		}
-		return chDelete
+		return chDelete, nil
 	case img == nil:
 		if e.Kind == walk.KindDir && structural {
-			return chNone
+			return chNone, nil
 		}
-		return chAdd
+		return chAdd, nil
 	case img.Kind != e.Kind || (e.Kind == walk.KindDir && e.Opaque):
-		return chReplace
+		return chReplace, nil
 	case structural:
-		return chNone
+		return chNone, nil
 	}
 	s, i := e.Stat, img.Stat
 	same := s.Perm() == i.Perm() && s.Uid == i.Uid && s.Gid == i.Gid
 	if e.Kind == walk.KindDir {
 		if same {
-			return chNone
+			return chNone, nil
 		}
-		return chModify
+		return chModify, nil
 	}
-	if same && s.Size == i.Size && s.Mtime.Equal(i.Mtime) && s.Mtime.Before(g.fresh) {
-		return chNone
+	if !same || s.Size != i.Size || s.Rdev != i.Rdev || !s.Mtime.Equal(i.Mtime) || !s.Mtime.Before(g.fresh) {
+		return chModify, nil
 	}
-	return chModify
+	if ok, bad := g.sameAsImage(e); !ok {
+		return chModify, bad
+	}
+	return chNone, nil
 }

@@ -28,13 +28,26 @@ func (f *fileProduct) root(g *gater, v *visit) (bool, error) {
 	}
 	f.fileOK(e, v.path)
 	if g.overlay && e.Image != nil && e.Stat.Mtime.Before(g.fresh) {
-		f.violate(RulePartial, v.path, "the image has this file and its upper copy was not written after the task started (copy-up only)")
+		f.violate(RulePartial, v.path, partialDetail(v.ch))
 	}
 	f.freshOK(g, e, v.path)
 	if f.failed {
 		return false, nil
 	}
 	return false, f.stage(g, v)
+}
+
+// partialDetail explains a file slot refused by the fresh-slot rule. The
+// rule stays on mtime even when the content differs from the image's (ch is
+// then modify): different bytes prove only that someone wrote the file
+// since the snapshot was prepared (a hook between create and start, an
+// earlier task on the same snapshot), not that this task wrote it, and a
+// task that sets its product's mtime back has said it did not.
+func partialDetail(ch change) string {
+	if ch == chNone {
+		return "the image has this file and its upper copy holds the image's bytes and metadata (copy-up only); write the product during the task"
+	}
+	return "the image has this file and its upper copy's mtime predates the task start: a copy-up (chmod, chown, open for write) or a write whose mtime was set back (touch -d, cp -p, tar); write the product during the task, keeping the current time as its mtime"
 }
 
 func (f *fileProduct) stage(g *gater, v *visit) error {

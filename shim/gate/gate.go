@@ -14,6 +14,7 @@ type runEnv struct {
 	tree  *walk.Tree
 	stage *stager
 	buf   []byte // copy buffer for small files; the walk is single-threaded
+	cmp   []byte // copy-up compare buffers (two halves), see compareBufs
 }
 
 // Run gates one task's rootfs diff. It returns an error only when the gate

@@ -19,6 +19,11 @@ const (
 	MaxDepthCeiling    = 256
 	DefaultScanEntries = 1_000_000
 	DefaultScanDepth   = 512
+	// DefaultCompareBytes caps, per run, the bytes of copied-up files that
+	// are compared with the image (each side; see the package comment):
+	// 2 GiB of reads, seconds even from disk, well inside the default
+	// gate_timeout.
+	DefaultCompareBytes = 1 << 30
 	// FreshSlack absorbs the coarse kernel clock that stamps mtime/ctime,
 	// which may lag time.Now() by a tick.
 	FreshSlack = 20 * time.Millisecond
@@ -64,6 +69,10 @@ type Input struct {
 	// Reaching either fails the gate.
 	ScanEntries int64
 	ScanDepth   int
+	// CompareBytes caps the bytes of copied-up files compared with the
+	// image's over the whole run; 0 means DefaultCompareBytes. Reaching it
+	// fails the gate (the files past it count as modified).
+	CompareBytes int64
 }
 
 // layout returns the root directory, walk options and layout name.

@@ -29,6 +29,12 @@ type gater struct {
 	patches     int       // valid workspace_patch products: they claim the workspace
 	stagingDir  string
 
+	// compareBytes caps the bytes of each side read to compare copy-ups
+	// with the image over the whole run; compareLeft is what remains and
+	// compareCut records that the cap was reported.
+	compareBytes, compareLeft int64
+	compareCut                bool
+
 	env       *runEnv // kernel-facing state, set by Run
 	res       *Result
 	unclaimed []string // UnclaimedDigest lines
@@ -58,12 +64,14 @@ func newGater(in Input) (*gater, error) {
 	g := &gater{
 		root: root, walkOpts: opts, layout: layout, overlay: layout == LayoutOverlay, ws: ws,
 		excl: map[string]bool{}, mounts: map[string]bool{}, structural: map[string]bool{},
-		fresh:       in.StartTime.Add(-FreshSlack),
-		scanEntries: orDefault(in.ScanEntries, DefaultScanEntries),
-		scanDepth:   int(orDefault(int64(in.ScanDepth), DefaultScanDepth)),
-		stagingDir:  filepath.Clean(in.StagingDir),
-		res:         &Result{Layout: layout, Workspace: wsPath, Excluded: Excluded{Names: []string{}}},
+		fresh:        in.StartTime.Add(-FreshSlack),
+		scanEntries:  orDefault(in.ScanEntries, DefaultScanEntries),
+		scanDepth:    int(orDefault(int64(in.ScanDepth), DefaultScanDepth)),
+		compareBytes: orDefault(in.CompareBytes, DefaultCompareBytes),
+		stagingDir:   filepath.Clean(in.StagingDir),
+		res:          &Result{Layout: layout, Workspace: wsPath, Excluded: Excluded{Names: []string{}}},
 	}
+	g.compareLeft = g.compareBytes
 	if g.overlay {
 		g.res.XattrNS = opts.XattrNS
 	}

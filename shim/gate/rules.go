@@ -7,7 +7,7 @@ const (
 	RuleSymlink         = "symlink"          // a symlink where none is allowed (never followed)
 	RuleSpecialFile     = "special_file"     // fifo, socket, char or block device
 	RuleHardlink        = "hardlink"         // regular file with nlink > 1
-	RuleOverMaxBytes    = "over_max_bytes"   // content bytes above max_bytes
+	RuleOverMaxBytes    = "over_max_bytes"   // content bytes above max_bytes (or the copy-up compare cap)
 	RuleOverMaxEntries  = "over_max_entries" // more entries than max_entries (or the scan cap)
 	RuleOverMaxDepth    = "over_max_depth"   // nesting deeper than max_depth (or the scan cap)
 	RuleBadMode         = "bad_mode"         // permission bits not among the declared modes

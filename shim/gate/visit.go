@@ -22,7 +22,8 @@ type owner struct {
 //
 // Order of checks: scan cap, mount stubs, exclusions (these end the
 // subtree unread), then overlay markers and walk errors (anomalies), then
-// the owning products and the unclaimed listing.
+// the change against the image (a copy-up that could not be compared is an
+// anomaly too), then the owning products and the unclaimed listing.
 func (g *gater) visit(e *walk.Entry) (bool, error) {
 	g.res.Scanned++
 	p := e.Path
@@ -66,7 +67,14 @@ func (g *gater) visit(e *walk.Entry) (bool, error) {
 		}
 		return false, nil
 	}
-	v := &visit{e: e, path: wsPath, ch: g.changeOf(e, structural)}
+	ch, bad := g.changeOf(e, structural)
+	if bad != nil {
+		g.anomaly(bad.Rule, p, bad.Detail)
+		for _, o := range owners {
+			o.h.base().violate(bad.Rule, wsPath, bad.Detail)
+		}
+	}
+	v := &visit{e: e, path: wsPath, ch: ch}
 	descend, claimed := structural, inWS && g.patches > 0
 	for _, o := range owners {
 		b := o.h.base()

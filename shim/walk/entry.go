@@ -134,15 +134,7 @@ func (e *Entry) Readlink() (string, error) {
 	if e.Kind != KindSymlink {
 		return "", fmt.Errorf("readlink %q: not a symlink", e.Path)
 	}
-	buf := make([]byte, 4097)
-	n, err := unix.Readlinkat(e.parent, e.Name, buf)
-	if err != nil {
-		return "", fmt.Errorf("readlink %q: %w", e.Path, err)
-	}
-	if n > 4096 {
-		return "", fmt.Errorf("readlink %q: target longer than 4096 bytes", e.Path)
-	}
-	return string(buf[:n]), nil
+	return readlinkAt(e.parent, e.Name, e.Path)
 }
 
 type fdReader struct {
