@@ -20,7 +20,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
 [ttrpc]
   address = "$GENSEE_SOCK.ttrpc"
 TOML
-	setsid "$gensee_bin/containerd" --config "$dir/containerd.toml" >"$dir/containerd.log" 2>&1 &
+	# Shims inherit the daemon's environment: DIR/etc is where a task may name an operator config.
+	GENSEE_CONFIG_DIRS="$dir/etc" setsid "$gensee_bin/containerd" --config "$dir/containerd.toml" >"$dir/containerd.log" 2>&1 &
 	GENSEE_DAEMON_PID=$!
 	for _ in $(seq 1 150); do
 		if "$gensee_bin/ctr" --address "$GENSEE_SOCK" version >/dev/null 2>&1; then

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gensee/gensee/integration/testimage"
 	"github.com/gensee/gensee/internal/roottest"
+	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -157,7 +158,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 	logf, err := os.Create(filepath.Join(e.dir, "containerd.log"))
 	must(t, err)
 	cmd := exec.Command(filepath.Join(e.bin, "containerd"), "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin")
+	// The shims inherit the daemon's environment: the test's operator
+	// config directory is one a task may name.
+	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(t, cmd.Start())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gensee/gensee/integration/testimage"
 	"github.com/gensee/gensee/internal/roottest"
+	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -135,7 +136,9 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
 	logf, err := os.Create(filepath.Join(e.dir, "containerd.log"))
 	must(e.t, err)
 	cmd := exec.Command(filepath.Join(e.bin, "containerd"), "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin")
+	// The shims inherit the daemon's environment: the test's operator
+	// config directory is one a task may name.
+	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(e.t, cmd.Start())

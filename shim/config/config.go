@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,13 @@ const (
 	DefaultStateDir    = "/var/lib/gensee"
 	// EnvConfig names the operator config for the gensee CLI.
 	EnvConfig = "GENSEE_CONFIG"
+	// EnvConfigDirs lists (colon-separated) directories besides
+	// DefaultConfigDir that a task's runtime options may name an operator
+	// config in. The shim reads it from its own environment, which is the
+	// containerd daemon's: only whoever starts containerd sets it.
+	EnvConfigDirs = "GENSEE_CONFIG_DIRS"
+	// DefaultConfigDir holds the operator configs a task may name.
+	DefaultConfigDir = "/etc/gensee"
 
 	maxConfigBytes = 1 << 20
 )
@@ -83,6 +91,40 @@ func Default() Config {
 		StateDir:    DefaultStateDir,
 		GateTimeout: Duration{2 * time.Minute},
 	}
+}
+
+// TrustedDirs returns the directories a task's runtime options may name an
+// operator config in: DefaultConfigDir and the absolute, clean entries of
+// env (the value of EnvConfigDirs).
+func TrustedDirs(env string) []string {
+	dirs := []string{DefaultConfigDir}
+	for _, d := range filepath.SplitList(env) {
+		if filepath.IsAbs(d) && filepath.Clean(d) == d && d != "/" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// LoadForTask reads the operator config a task's runtime options name
+// (path, "" for the default). The caller of ctr chooses the runtime
+// options (--runtime-config-path), and the config names the catalog and
+// trust anchor: a root-owned file anywhere (say, one a container wrote into
+// its own overlay upperdir) must not become the config. So path must lie
+// in one of dirs, which come from the daemon's environment.
+func LoadForTask(path string, dirs []string) (Config, error) {
+	if path != "" {
+		in := false
+		for _, d := range dirs {
+			if strings.HasPrefix(path, d+"/") && filepath.Clean(path) == path {
+				in = true
+			}
+		}
+		if !in {
+			return Config{}, fmt.Errorf("the runtime options name operator config %s, outside the directories a task may use (%s); put it in one of them, or have whoever starts containerd list its directory in %s", path, strings.Join(dirs, ", "), EnvConfigDirs)
+		}
+	}
+	return Load(path)
 }
 
 // Load reads the operator config at path. A missing file at the default

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
@@ -39,5 +40,17 @@ func TestRuncOptionsPinOperatorFields(t *testing.T) {
 	o, err = Runtime{}.RuncOptions(cfg)
 	if err != nil || o.BinaryName != cfg.Runc.BinaryName || !o.SystemdCgroup {
 		t.Errorf("operator options: %+v %v", o, err)
+	}
+}
+
+func TestLoadForTaskOnlyFromTrustedDirs(t *testing.T) {
+	dirs := TrustedDirs("/var/lib/ci-etc:relative:/")
+	if len(dirs) != 2 || dirs[1] != "/var/lib/ci-etc" {
+		t.Fatalf("trusted dirs %v", dirs)
+	}
+	for _, p := range []string{"/var/lib/containerd/snapshots/7/fs/evil/config.toml", "/etc/gensee/../../tmp/config.toml", "/etc/gensee-evil/config.toml"} {
+		if _, err := LoadForTask(p, dirs); err == nil || !strings.Contains(err.Error(), "outside the directories") {
+			t.Errorf("%s: %v, want a refusal", p, err)
+		}
 	}
 }

@@ -2,9 +2,6 @@ package service
 
 import (
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -60,15 +57,18 @@ func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, err error) {
 	return kind, nsPath, nil
 }
 
-// privateCgroupns narrows a spec that mounts cgroupfs in the host's cgroup
-// namespace: it gives the container a cgroup namespace of its own, rooted
-// at its cgroup, so the mount shows only the container's subtree. ctr's
-// default spec on a hybrid host is such a spec. It returns a note for the
-// records, or "" when nothing changed. A cgroup namespace joined by path
-// is left to refuseJoinedNamespaces.
+// privateCgroupns gives a container that shares the host's cgroup
+// namespace one of its own, rooted at its cgroup. A process may only move
+// (write cgroup.procs, clone3 CLONE_INTO_CGROUP) between cgroups under its
+// cgroup namespace's root, so with its own namespace it cannot leave its
+// cgroup whatever cgroupfs it can reach (a read-only mount does not stop
+// clone3, which needs only an fd of the target directory). ctr's default
+// spec on a hybrid host, and BuildKit's, have none. It returns a note for
+// the records, or "" when the spec already has one (a cgroup namespace
+// joined by path is refused by refuseJoinedNamespaces).
 func privateCgroupns(s *specs.Spec) string {
-	if s.Linux == nil || !mountsCgroupfs(s) {
-		return ""
+	if s.Linux == nil {
+		s.Linux = &specs.Linux{}
 	}
 	for _, ns := range s.Linux.Namespaces {
 		if ns.Type == specs.CgroupNamespace {
@@ -76,29 +76,7 @@ func privateCgroupns(s *specs.Spec) string {
 		}
 	}
 	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
-	return "linux.namespaces: a private cgroup namespace was added, because the spec mounts cgroupfs and shared the host's"
-}
-
-// mountsCgroupfs reports whether the spec mounts cgroupfs, or binds a
-// host path under /sys/fs/cgroup or on a cgroup filesystem (bind sources
-// already resolved by resolveBindSources).
-func mountsCgroupfs(s *specs.Spec) bool {
-	for _, m := range s.Mounts {
-		if m.Type == "cgroup" || m.Type == "cgroup2" {
-			return true
-		}
-		if !filepath.IsAbs(m.Source) || !(m.Type == "bind" || m.Type == "rbind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")) {
-			continue
-		}
-		if src := filepath.Clean(m.Source); src == "/sys/fs/cgroup" || strings.HasPrefix(src, "/sys/fs/cgroup/") {
-			return true
-		}
-		var sf unix.Statfs_t
-		if unix.Statfs(m.Source, &sf) == nil && (sf.Type == unix.CGROUP2_SUPER_MAGIC || sf.Type == unix.CGROUP_SUPER_MAGIC) {
-			return true
-		}
-	}
-	return false
+	return "linux.namespaces: a private cgroup namespace was added (the spec shared the host's), so no process of the container can move out of its cgroup"
 }
 
 // hostNamespaces are the namespace types a spec may not join by a path
@@ -112,13 +90,14 @@ var hostNamespaces = map[specs.LinuxNamespaceType]struct {
 }{
 	specs.PIDNamespace:    {"pid", "host_pid", unix.CLONE_NEWPID},
 	specs.IPCNamespace:    {"ipc", "host_ipc", unix.CLONE_NEWIPC},
-	specs.CgroupNamespace: {"cgroup", "host_cgroupns", unix.CLONE_NEWCGROUP},
 }
 
 // refuseJoinedNamespaces checks every namespace the spec joins by path:
 // a mount namespace never (runc would build the container inside another
-// tree than the one observed), and a pid, ipc or (with a cgroup mount)
-// cgroup namespace only when it is not the host's.
+// tree than the one observed), a cgroup namespace never (its root would
+// let the container's processes move between the cgroups under it, out of
+// the one the table binds), and a pid or ipc namespace only when it is not
+// the host's.
 func refuseJoinedNamespaces(s *specs.Spec) error {
 	if s.Linux == nil {
 		return nil
@@ -127,11 +106,14 @@ func refuseJoinedNamespaces(s *specs.Spec) error {
 		if ns.Path == "" {
 			continue
 		}
-		if ns.Type == specs.MountNamespace {
+		switch ns.Type {
+		case specs.MountNamespace:
 			return refuse("mount_ns_path", "linux.namespaces mount path %q: the container would be set up in another mount namespace than the one its rootfs was observed in; drop the path", ns.Path)
+		case specs.CgroupNamespace:
+			return refuse("host_cgroupns", "linux.namespaces cgroup path %q: a joined cgroup namespace would let the container's processes move to other cgroups under its root, out of the one the network table binds; drop the path (the runtime gives the container its own)", ns.Path)
 		}
 		h, ok := hostNamespaces[ns.Type]
-		if !ok || (ns.Type == specs.CgroupNamespace && !mountsCgroupfs(s)) {
+		if !ok {
 			continue
 		}
 		f, err := openNamespace(ns.Path, h.nstype)

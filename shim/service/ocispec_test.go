@@ -45,14 +45,26 @@ func TestNamespacesOfKinds(t *testing.T) {
 
 func TestPrivateCgroupns(t *testing.T) {
 	s := specWith(specs.LinuxNamespace{Type: specs.PIDNamespace})
-	if n := privateCgroupns(s); n != "" || len(s.Linux.Namespaces) != 1 {
-		t.Fatalf("no cgroup mount: changed (%q)", n)
-	}
-	s.Mounts = []specs.Mount{{Destination: "/sys/fs/cgroup", Type: "cgroup", Options: []string{"ro"}}}
 	if n := privateCgroupns(s); n == "" || s.Linux.Namespaces[1].Type != specs.CgroupNamespace || s.Linux.Namespaces[1].Path != "" {
-		t.Fatalf("cgroup mount in the host cgroupns: %q %+v", n, s.Linux.Namespaces)
+		t.Fatalf("host cgroupns: %q %+v", n, s.Linux.Namespaces)
 	}
 	if n := privateCgroupns(s); n != "" || len(s.Linux.Namespaces) != 2 {
 		t.Fatalf("second pass changed the spec again: %q", n)
+	}
+}
+
+func TestRefuseJoinedNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		ns   specs.LinuxNamespace
+		rule string
+	}{
+		{specs.LinuxNamespace{Type: specs.MountNamespace, Path: "/proc/1/ns/mnt"}, "mount_ns_path"},
+		{specs.LinuxNamespace{Type: specs.CgroupNamespace, Path: "/proc/self/ns/cgroup"}, "host_cgroupns"},
+	} {
+		err := refuseJoinedNamespaces(specWith(tc.ns))
+		var re *refusedError
+		if !errors.As(err, &re) || re.Reason != tc.rule {
+			t.Errorf("%+v: %v, want %s", tc.ns, err, tc.rule)
+		}
 	}
 }

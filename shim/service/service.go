@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"os"
 	"sync"
 	"time"
 
@@ -35,7 +36,7 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 		ctx:              ctx,
 		pub:              pub,
 		now:              time.Now,
-		loadConfig:       config.Load,
+		loadConfig:       loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs))),
 		ops:              map[string]*operation{},
 	}
 }
@@ -45,6 +46,11 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 func (s *service) RegisterTTRPC(srv *ttrpc.Server) error {
 	taskAPI.RegisterTTRPCTaskService(srv, s)
 	return nil
+}
+
+// loadTaskConfig loads the operator config a task names, from dirs only.
+func loadTaskConfig(dirs []string) func(string) (config.Config, error) {
+	return func(path string) (config.Config, error) { return config.LoadForTask(path, dirs) }
 }
 
 func (s *service) get(id string) *operation {
