@@ -14,6 +14,7 @@ type Manifest struct {
 	OperationID          string           `json:"operation_id"`
 	Namespace            string           `json:"namespace,omitempty"`    // containerd namespace
 	ContainerID          string           `json:"container_id,omitempty"` // containerd container id
+	Host                 *HostRun         `json:"host,omitempty"`         // gensee boundary run only
 	Subject              Subject          `json:"subject"`
 	Contract             ContractRef      `json:"contract"`
 	CatalogVersion       uint64           `json:"catalog_version"`
@@ -229,4 +230,21 @@ type Unclaimed struct {
 // Excluded counts changes under excluded names (ExcludedName).
 type Excluded struct {
 	Count int64 `json:"count"`
+}
+
+// HostRun describes a host command run by `gensee boundary run`: who it ran
+// as and every place it could write. Writable lists those places: the
+// staged workspace (an overlay whose upper dir the gate read; the real
+// workspace was its read-only lower) and private tmpfs mounts discarded at
+// exit; every other mount was read-only to the command.
+type HostRun struct {
+	Runtime         string   `json:"runtime"` // "host"
+	User            string   `json:"user,omitempty"`
+	UID             uint32   `json:"uid"`
+	GID             uint32   `json:"gid"`
+	Workspace       string   `json:"workspace"`
+	Writable        []string `json:"writable"`
+	NoNewPrivileges bool     `json:"no_new_privileges"`
+	// Capabilities the command held: always empty.
+	Capabilities []string `json:"capabilities"`
 }

@@ -10,9 +10,13 @@ import (
 	"syscall"
 
 	"github.com/gensee/gensee/internal/cli"
+	"github.com/gensee/gensee/shim/hostrun"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == hostrun.WrapperArg {
+		os.Exit(hostrun.WrapperMain())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.OSEnv(), os.Args[1:])
 	stop()

@@ -13,7 +13,7 @@ func boundaryCommand() *Command {
 	return &Command{
 		Name:    "boundary",
 		Summary: "check contracts and what this host can enforce",
-		Subs:    []*Command{validateCommand(), auditCommand()},
+		Subs:    []*Command{validateCommand(), auditCommand(), runCommand()},
 	}
 }
 

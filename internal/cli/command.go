@@ -20,6 +20,12 @@ type Command struct {
 	Long    string // optional paragraphs printed after the synopsis
 	Setup   func(fs *flag.FlagSet) Runner
 	Subs    []*Command
+	// Trailing lets a leaf take arguments after its flags (a command after
+	// --); its Runner reads them with fs.Args().
+	Trailing bool
+	// UsageCode, when set, is the exit code of the leaf's usage errors
+	// (boundary run: its refusal status, distinct from the command's own).
+	UsageCode int
 }
 
 // Runner runs a leaf after its flags parsed.
@@ -76,12 +82,23 @@ func dispatch(ctx context.Context, env *Env, root *Command, args []string) error
 			writeLeafHelp(env.Stdout, cmd, path, fs)
 			return nil
 		}
-		return withPath(path, errUsage("%v", err))
+		return usageCode(cmd, withPath(path, errUsage("%v", err)))
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && !cmd.Trailing {
 		return withPath(path, errUsage("unexpected argument %q (flags take the form --name value)", fs.Arg(0)))
 	}
-	return withPath(path, run(ctx, env))
+	return usageCode(cmd, withPath(path, run(ctx, env)))
+}
+
+// usageCode gives a leaf's usage errors its own exit code, if it has one.
+func usageCode(cmd *Command, err error) error {
+	var e *Error
+	if cmd.UsageCode != 0 && errors.As(err, &e) && e.Code == ExitUsage {
+		out := *e
+		out.Code = cmd.UsageCode
+		return &out
+	}
+	return err
 }
 
 // withPath prefixes the command path to what failed and turns usage errors
@@ -89,6 +106,10 @@ func dispatch(ctx context.Context, env *Env, root *Command, args []string) error
 func withPath(path []string, err error) error {
 	if err == nil {
 		return nil
+	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return err // a command's own status, passed through silently
 	}
 	p := strings.Join(path, " ")
 	help := "run 'gensee --help'"

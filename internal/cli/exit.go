@@ -71,10 +71,20 @@ func ExitCode(err error) int {
 	return ExitUsage
 }
 
+// exitStatus passes a status through without a message: boundary run
+// exits with its command's own status.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
 // report writes err to w as "gensee: ..." and returns its exit code.
 func report(w io.Writer, err error) int {
 	if err == nil {
 		return ExitOK
+	}
+	var s exitStatus
+	if errors.As(err, &s) {
+		return int(s)
 	}
 	fmt.Fprintf(w, "gensee: %s\n", err)
 	return ExitCode(err)

@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"os"
+	"os/user"
 
+	"github.com/gensee/gensee/shim/hostrun"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/spec"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -19,13 +22,18 @@ const maxOCIConfigBytes = 4 << 20
 type observeOptions struct {
 	bundle, rootfs, config string
 	digest                 bool
+	// host command mode (gensee observe -- CMD)
+	user, workspace string
+	env             stringList
+	fs              *flag.FlagSet
 }
 
 func observeCommand() *Command {
 	return &Command{
-		Name:    "observe",
-		Summary: "compute the observation the runtime derives at Create (preflight)",
-		Args:    "--bundle DIR | --rootfs DIR --config F [--digest]",
+		Name:     "observe",
+		Summary:  "compute the observation the runtime derives at Create (preflight)",
+		Args:     "--bundle DIR | --rootfs DIR --config F | --workspace DIR [--user U] [--env K=V]... -- CMD [ARG]... [--digest]",
+		Trailing: true,
 		Long: `Derives what the runtime re-derives from a bundle at task Create: the
 process uid/gid, the sha256 of the executable process.args[0] resolves to
 inside the rootfs (never escaping it), and the command digest over args,
@@ -33,13 +41,24 @@ env and cwd. Prints the observation as canonical JSON on stdout (the value
 for the io.gensee.boundary.observation annotation, and the input of
 gensee inference make) and its digest on stderr; with --digest, prints only
 the digest on stdout. --config is an OCI runtime config.json, not the
-operator config.`,
+operator config.
+
+With a command after --, computes what gensee boundary run re-derives for
+it: the uid/gid of --user (a name or uid; default the invoking user, or
+SUDO_UID under sudo), the sha256 of the executable argv[0] resolves to on
+the run's fixed PATH (or relative to --workspace), and the command digest
+over argv, the run's environment (PATH, HOME, LANG, USER, then each --env)
+and cwd = --workspace.`,
 		Setup: func(fs *flag.FlagSet) Runner {
 			var o observeOptions
 			fs.StringVar(&o.bundle, "bundle", "", "OCI bundle directory `DIR` (config.json and its root.path)")
 			fs.StringVar(&o.rootfs, "rootfs", "", "container root file system `DIR` (with --config)")
 			fs.StringVar(&o.config, "config", "", "OCI runtime config.json `F` (with --rootfs)")
 			fs.BoolVar(&o.digest, "digest", false, "print only the observation digest")
+			fs.StringVar(&o.workspace, "workspace", "", "host command: the workspace `DIR` (its cwd)")
+			fs.StringVar(&o.user, "user", "", "host command: the user `U` (name or uid) it runs as")
+			fs.Var(&o.env, "env", "host command: `K=V` in its environment (repeatable)")
+			o.fs = fs
 			return o.run
 		},
 	}
@@ -52,6 +71,16 @@ func (o *observeOptions) run(_ context.Context, env *Env) error {
 		src string
 	)
 	switch {
+	case o.fs != nil && o.fs.NArg() > 0:
+		if o.bundle != "" || o.rootfs != "" || o.config != "" {
+			return errUsage("a command after -- excludes --bundle, --rootfs and --config")
+		}
+		src = "host command " + o.fs.Arg(0)
+		if obs, err = o.host(env); err != nil {
+			return err
+		}
+	case o.workspace != "" || o.user != "" || len(o.env) > 0:
+		return errUsage("--workspace, --user and --env go with a command after --")
 	case o.bundle != "" && (o.rootfs != "" || o.config != ""):
 		return errUsage("--bundle excludes --rootfs and --config")
 	case o.bundle != "":
@@ -117,4 +146,26 @@ func observeErr(src string, err error) error {
 		return fail(ExitRefused, "observe "+src, err, "fix the bundle's config.json (root.path, process.args)")
 	}
 	return fail(ExitUsage, "observe "+src, err, "")
+}
+
+// host computes a host command's observation as boundary run will.
+func (o *observeOptions) host(env *Env) (spec.Observation, error) {
+	id, err := hostrun.InvokingUser(os.Getuid(), os.Getgid(), env.Getenv, user.LookupId)
+	if err != nil {
+		return spec.Observation{}, fail(ExitUsage, "find the invoking user", err, "unset or fix SUDO_UID/SUDO_GID")
+	}
+	if o.user != "" {
+		if id, err = hostrun.NamedUser(o.user, user.Lookup, user.LookupId); err != nil {
+			return spec.Observation{}, fail(ExitUsage, "--user "+o.user, err, "name a user of this host by login name or uid")
+		}
+	}
+	cmd, rf := hostrun.NewCommand(o.fs.Args(), o.env, o.workspace, id)
+	if rf != nil {
+		return spec.Observation{}, fail(ExitRefused, "observe host command", rf, "")
+	}
+	obs, _, rf := hostrun.Observe(cmd)
+	if rf != nil {
+		return spec.Observation{}, fail(ExitRefused, "observe host command", rf, "")
+	}
+	return obs, nil
 }

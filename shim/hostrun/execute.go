@@ -1,0 +1,446 @@
+package hostrun
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/drain"
+	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/observe"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+// Operation directory entries of a host run besides the records.
+const (
+	upperDir = "upper" // the overlay's upper dir: what the command wrote
+	workDir  = "work"  // the overlay's work dir
+)
+
+// held is what a run holds until its exit path removed it, in the order it
+// was taken. undo removes whatever is still held; idempotent.
+type held struct {
+	cg     *transient
+	cgFD   *os.File
+	netns  *os.File
+	plan   *netpolicy.Plan
+	mon    *monitor.Monitor
+	marked bool
+}
+
+func (r *run) undo(ctx context.Context, h *held) {
+	if h.mon != nil {
+		h.mon.Close()
+		h.mon = nil
+	}
+	if h.plan != nil && h.netns != nil {
+		if err := removeTableIn(ctx, int(h.netns.Fd()), h.plan.Table); err != nil {
+			r.log.WithError(err).Error("remove network table")
+		} else {
+			h.plan = nil
+		}
+	}
+	if h.netns != nil && h.plan == nil {
+		h.netns.Close()
+		h.netns = nil
+	}
+	if h.cgFD != nil {
+		h.cgFD.Close()
+		h.cgFD = nil
+	}
+	if h.cg != nil {
+		if err := removeCgroup(ctx, h.cg.h, h.cg.Path); err != nil {
+			r.log.WithError(err).Error("remove cgroup")
+		} else {
+			h.cg = nil
+		}
+	}
+	if h.marked && h.cg == nil && h.plan == nil {
+		os.Remove(markerPath(r.store.Dir, r.id))
+		h.marked = false
+	}
+}
+
+// abandon undoes a run refused after its operation was created: nothing
+// of it is left, its refusal is logged.
+func (r *run) abandon(ctx context.Context, h *held, rf *Refusal) *Refusal {
+	r.undo(ctx, h)
+	if dir, err := r.store.OperationDir(r.id); err == nil && !h.marked {
+		os.RemoveAll(dir)
+		os.Remove(filepath.Join(r.store.Dir, "index", Namespace, r.id))
+	}
+	return refused(ctx, r.store, r.cmd.User, rf)
+}
+
+// execute creates the operation and its boundary, runs the wrapper, and
+// runs the exit path. Ordering: record; cgroup (marker first, so a crash
+// leaves nothing unrecorded); table installed and read back with the NFLOG
+// reader already bound; the wrapper born into the cgroup; its mounts; the
+// sensors and the deadline; then the go, and only then the exec.
+func (r *run) execute(ctx context.Context, exe *observe.HostExecutable) (_ *Result, retErr error) {
+	id, err := record.NewOperationID()
+	if err != nil {
+		return nil, err
+	}
+	r.id = id
+	r.adm.OperationID, r.adm.ContainerID = id, id
+	r.log = log.G(ctx).WithField("operation_id", id)
+	dir, err := r.store.CreateOperation(id, Namespace, id)
+	if err != nil {
+		return nil, fmt.Errorf("create operation record: %w", err)
+	}
+	h := &held{}
+	defer func() {
+		if retErr != nil {
+			r.undo(ctx, h)
+		}
+	}()
+	if err := r.store.WriteJSON(id, record.AdmissionFile, r.adm); err != nil {
+		return nil, err
+	}
+	upper, work := filepath.Join(dir, upperDir), filepath.Join(dir, workDir)
+	if err := makeUpper(upper, work, r.cmd.Workspace); err != nil {
+		return nil, r.abandon(ctx, h, refuse(ReasonWorkspace, "--workspace", "", "%v", err))
+	}
+	pid, start, err := self()
+	if err != nil {
+		return nil, err
+	}
+	cgPath := ""
+	if hier, err := cgroup.Find(); err == nil {
+		cgPath = filepath.Join(hier.Root, ParentCgroup, id)
+	}
+	if err := writeMarker(r.store.Dir, marker{OperationID: id, Table: netpolicy.TableName(id), Cgroup: cgPath, OwnerPID: pid, OwnerStart: start}); err != nil {
+		return nil, err
+	}
+	h.marked = true
+	if h.cg, err = createCgroup(id); err != nil {
+		return nil, r.abandon(ctx, h, refuse(ReasonCgroup, "cgroup2", "mount cgroup2 (hybrid hosts: at /sys/fs/cgroup/unified) and run as root in the initial cgroup namespace", "%v", err))
+	}
+	if h.cgFD, err = h.cg.open(); err != nil {
+		return nil, r.abandon(ctx, h, refuse(ReasonCgroup, "cgroup2", "", "%v", err))
+	}
+	if h.netns, err = os.Open("/proc/self/ns/net"); err != nil {
+		return nil, err
+	}
+	plan, err := netpolicy.NewPlanScoped(id, r.contract.Network, netpolicy.CgroupRef{ID: h.cg.ID, Level: cgroup.Level(h.cg.Path), Path: h.cg.Path}, netpolicy.ScopeCgroup)
+	if err != nil {
+		return nil, r.abandon(ctx, h, refuse(ReasonNetwork, "contract.network", "fix the contract's network section", "%v", err))
+	}
+	if r.req.Config.LogGroup != 0 {
+		plan.LogGroup = r.req.Config.LogGroup
+	}
+	if h.mon, err = monitor.Open(monitor.Config{OperationID: id, Store: r.store, DenyRule: r.contract.Network.Mode,
+		Ctx: ctx, Pub: noPublisher{}, Logger: r.log}, plan); err != nil {
+		return nil, err
+	}
+	h.mon.OpenReader(int(h.netns.Fd()), plan, true)
+	h.plan = plan
+	if err := netpolicy.Apply(ctx, int(h.netns.Fd()), plan); err != nil {
+		return nil, r.abandon(ctx, h, refuse(ReasonNetwork, "nftables", "check that nftables with the socket cgroupv2 expression is available (gensee boundary audit --contract F says what this host enforces)", "install and read back table %s: %v", plan.Table, err))
+	}
+	r.adm.Table = plan.Table
+	return r.runWrapper(ctx, h, exe, upper, work)
+}
+
+// makeUpper creates the overlay's upper and work dirs; the upper dir's root
+// takes the real workspace's owner and mode, since the merged root shows
+// the upper's attributes.
+func makeUpper(upper, work, ws string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(ws, &st); err != nil {
+		return fmt.Errorf("stat workspace: %w", err)
+	}
+	for _, d := range []string{upper, work} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	if err := os.Chown(upper, int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("own upper dir: %w", err)
+	}
+	return os.Chmod(upper, os.FileMode(st.Mode&0o777)|modeBits(st.Mode))
+}
+
+func modeBits(m uint32) os.FileMode {
+	var out os.FileMode
+	if m&unix.S_ISVTX != 0 {
+		out |= os.ModeSticky
+	}
+	if m&unix.S_ISGID != 0 {
+		out |= os.ModeSetgid
+	}
+	return out
+}
+
+// runWrapper starts the wrapper, lets it exec, waits for the command and
+// runs the exit path.
+func (r *run) runWrapper(ctx context.Context, h *held, exe *observe.HostExecutable, upper, work string) (*Result, error) {
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer ctlW.Close()
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		return nil, err
+	}
+	defer stR.Close()
+	self := r.req.Self
+	if self == "" {
+		self = "/proc/self/exe"
+	}
+	c := &exec.Cmd{Path: self, Args: []string{"gensee", WrapperArg}, Env: []string{},
+		Stdin: r.req.Stdin, Stdout: r.req.Stdout, Stderr: r.req.Stderr,
+		ExtraFiles:  []*os.File{ctlR, stW, exe.File},
+		SysProcAttr: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS, UseCgroupFD: true, CgroupFD: int(h.cgFD.Fd())},
+	}
+	err = c.Start()
+	ctlR.Close()
+	stW.Close()
+	if err != nil {
+		return nil, r.abandon(ctx, h, refuse(ReasonWrapper, "wrapper", "", "start the wrapper in cgroup %s: %v", h.cg.Path, err))
+	}
+	ws := wrapperSpec{Workspace: r.cmd.Workspace, Upper: upper, Work: work, UID: r.cmd.User.UID, GID: r.cmd.User.GID,
+		Args: r.cmd.Args, Env: r.cmd.Env, Script: isScript(exe.File)}
+	status := bufio.NewReader(stR)
+	if st, err := handshake(ctlW, status, ws); err != nil || !st.Ready {
+		c.Process.Kill()
+		c.Wait()
+		return nil, r.abandon(ctx, h, wrapperRefusal(st, err))
+	}
+	pid := c.Process.Pid
+	pst, err := cgroup.ReadStat(pid)
+	if err != nil {
+		c.Process.Kill()
+		c.Wait()
+		return nil, r.abandon(ctx, h, refuse(ReasonWrapper, "wrapper", "", "read the wrapper's start time: %v", err))
+	}
+	r.adm.Subject = &spec.Subject{InitPID: pid, StartTime: pst.Start, CgroupPath: h.cg.Path, CgroupID: h.cg.ID}
+	if err := r.store.WriteJSON(r.id, record.AdmissionFile, r.adm); err != nil {
+		r.log.WithError(err).Warn("record subject")
+	}
+	h.mon.Start(int(h.netns.Fd()), h.plan, cgroup.Proc{PID: pid, Start: pst.Start})
+	started := time.Now()
+	dl := r.startDeadline(h)
+	stopSignals := r.forwardSignals(c.Process, h)
+	if _, err := ctlW.Write([]byte{'g'}); err != nil {
+		r.log.WithError(err).Warn("send go to the wrapper")
+	}
+	ctlW.Close()
+	// EOF on the status fd: the exec closed it (the command runs). A line:
+	// the wrapper failed before the exec.
+	line, _ := status.ReadBytes('\n')
+	if err := c.Wait(); err != nil && c.ProcessState == nil {
+		r.log.WithError(err).Error("wait for the command")
+	}
+	stopSignals()
+	hit := dl.stop()
+	if len(line) > 0 {
+		var st wrapperStatus
+		json.Unmarshal(line, &st)
+		h.mon.StopSensors()
+		return nil, r.abandon(ctx, h, wrapperRefusal(st, nil))
+	}
+	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, deadline: hit})
+}
+
+// handshake hands the wrapper its spec and reads its first report.
+func handshake(ctl *os.File, status *bufio.Reader, ws wrapperSpec) (wrapperStatus, error) {
+	if err := json.NewEncoder(ctl).Encode(ws); err != nil {
+		return wrapperStatus{}, fmt.Errorf("hand the wrapper its spec: %w", err)
+	}
+	line, err := status.ReadBytes('\n')
+	if err != nil {
+		return wrapperStatus{}, fmt.Errorf("the wrapper exited before it was ready: %w", err)
+	}
+	var st wrapperStatus
+	if err := json.Unmarshal(line, &st); err != nil {
+		return wrapperStatus{}, fmt.Errorf("decode the wrapper's report: %w", err)
+	}
+	return st, nil
+}
+
+func wrapperRefusal(st wrapperStatus, err error) *Refusal {
+	if err != nil {
+		return refuse(ReasonWrapper, "wrapper", "", "%v", err)
+	}
+	reason, field := st.Reason, "wrapper ("+st.Step+")"
+	if reason == "" {
+		reason = ReasonWrapper
+	}
+	switch reason {
+	case ReasonWorkspace:
+		field = "--workspace"
+	case ReasonCommand:
+		field = "argv[0]"
+	}
+	return refuse(reason, field, "", "%s", st.Error)
+}
+
+// isScript reports whether the executable starts with "#!".
+func isScript(f *os.File) bool {
+	var b [2]byte
+	n, _ := f.ReadAt(b[:], 0)
+	return n == 2 && b[0] == '#' && b[1] == '!'
+}
+
+// exitStatus is the command's status: its exit code, or 128+n for signal n.
+func exitStatus(ps *os.ProcessState) uint32 {
+	if ps == nil {
+		return 255
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + uint32(ws.Signal())
+	}
+	if c := ps.ExitCode(); c >= 0 {
+		return uint32(c)
+	}
+	return 255
+}
+
+// deadline kills the run's cgroup when the contract's deadline passes.
+type deadline struct {
+	t   *time.Timer
+	mu  sync.Mutex
+	hit bool
+}
+
+func (r *run) startDeadline(h *held) *deadline {
+	dl := &deadline{}
+	d, err := r.contract.DeadlineDuration()
+	if err != nil || d <= 0 {
+		return dl
+	}
+	cg, mon := h.cg, h.mon
+	dl.t = time.AfterFunc(d, func() {
+		dl.mu.Lock()
+		dl.hit = true
+		dl.mu.Unlock()
+		r.log.WithField("deadline", r.contract.Deadline).Warn("contract deadline exceeded; killing the command")
+		mon.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: r.contract.Deadline,
+			Detail: "the contract deadline " + r.contract.Deadline + " passed; the command was killed"})
+		if err := cg.kill(); err != nil {
+			r.log.WithError(err).Error("kill at deadline")
+		}
+	})
+	return dl
+}
+
+func (dl *deadline) stop() bool {
+	if dl.t != nil {
+		dl.t.Stop()
+	}
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	return dl.hit
+}
+
+// forwardSignals forwards SIGINT and SIGTERM to the command; Grace after
+// the first, the cgroup is killed. The returned func stops forwarding.
+func (r *run) forwardSignals(p *os.Process, h *held) func() {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	grace := r.req.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	cg := h.cg
+	go func() {
+		var kill <-chan time.Time
+		for {
+			select {
+			case s := <-ch:
+				r.log.WithField("signal", s.String()).Info("forwarding the signal to the command")
+				p.Signal(s)
+				if kill == nil {
+					kill = time.After(grace)
+				}
+			case <-kill:
+				r.log.Warn("the command outlived the grace after a forwarded signal; killing its cgroup")
+				cg.kill()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
+}
+
+// exit is the exit path: drain, gate, counters, table, cgroup, manifest.
+func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
+	k := drain.All(ctx, h.cg.Path, drain.StepsFor(h.mon))
+	x.drained, x.drainErr, x.escapes = k.Drained, k.Err, k.Escapes
+	dir, _ := r.store.OperationDir(r.id)
+	timeout := r.req.Config.GateTimeout.Duration
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	gctx, cancel := context.WithTimeout(ctx, timeout)
+	x.gateRes, x.gateErr = gate.Run(gctx, gate.Input{
+		UpperDir: filepath.Join(dir, upperDir), LowerDirs: []string{r.cmd.Workspace}, Workspace: "/",
+		Products: r.contract.Products, StagingDir: filepath.Join(dir, record.StagedDir), StartTime: x.started,
+	})
+	cancel()
+	for _, ev := range effect.GateEvents(x.gateRes, x.gateErr) {
+		h.mon.Note(ev)
+	}
+	h.mon.StopSensors()
+	c, err := netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)
+	var denied uint64
+	if err != nil {
+		x.countErr = err
+	} else {
+		x.counters, denied = &c, c.Denied.Packets
+	}
+	x.attempts = h.mon.Finish(denied, err == nil)
+	x.writables = writables(r.cmd.Workspace)
+	r.undo(ctx, h)
+	if h.plan == nil {
+		x.removed = "deleted"
+	}
+	m := r.manifest(x)
+	if err := r.store.WriteJSON(r.id, record.ManifestFile, m); err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, record.ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	if h.cg == nil && h.plan == nil {
+		record.WriteFileAtomic(filepath.Join(dir, record.CleanedMarker), nil, 0o600)
+	} else {
+		return nil, errors.New("the run's cgroup or table could not be removed; a later gensee boundary run retries")
+	}
+	return &Result{OperationID: r.id, Manifest: m, ManifestRaw: raw, Status: int(x.status)}, nil
+}
+
+// writables lists every place the command could write.
+func writables(ws string) []string {
+	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer)"}
+	for _, d := range privateTmp {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			out = append(out, d+" (private tmpfs, discarded at exit)")
+		}
+	}
+	return out
+}

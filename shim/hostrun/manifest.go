@@ -1,0 +1,89 @@
+package hostrun
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/spec"
+)
+
+// exitFacts is what the exit path learned, in the order it learned it.
+type exitFacts struct {
+	status    uint32
+	started   time.Time
+	deadline  bool
+	drained   int
+	drainErr  error
+	escapes   []spec.Escape
+	gateRes   *gate.Result
+	gateErr   error
+	counters  *netpolicy.Counters
+	countErr  error
+	removed   string // "deleted" or "" (still installed)
+	attempts  spec.DeniedAttempts
+	writables []string
+}
+
+// manifest assembles a host run's effect manifest. Like the shim's, it
+// claims only what a control enforced (the read-back table scoped to the
+// run's cgroup, the dropped privileges, the read-only mounts) or what was
+// observed (counters, attempts, the gate's reading of the upper dir).
+func (r *run) manifest(x exitFacts) *spec.Manifest {
+	a := r.adm
+	c := r.contract
+	m := &spec.Manifest{
+		Schema:      spec.SchemaManifest,
+		OperationID: r.id,
+		Namespace:   Namespace,
+		ContainerID: r.id,
+		Host: &spec.HostRun{Runtime: Runtime, User: r.cmd.User.Name, UID: r.cmd.User.UID, GID: r.cmd.User.GID,
+			Workspace: r.cmd.Workspace, Writable: x.writables, NoNewPrivileges: true, Capabilities: []string{}},
+		Contract:          spec.ContractRef{ID: a.ContractID, Digest: a.ContractDigest},
+		CatalogVersion:    a.CatalogVersion,
+		ObservationDigest: a.ObservationDigest,
+		CommandDigest:     a.Observation.CommandDigest,
+		Inference:         spec.InferenceSummary{SafeDefault: a.SafeDefault, Reason: a.FallbackFrom},
+		Deadlines:         spec.Deadlines{Task: c.Deadline, CatalogExpiresAt: a.CatalogExpiresAt, Exceeded: x.deadline},
+		Enforcement: spec.Enforcement{
+			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
+				Table: a.Table, Allow: c.Network.Allow, TableRemoved: x.removed, Status: spec.NetworkEnforced,
+				AbstractUnix: spec.AbstractUnixNotEnforced},
+			ExecNoNewPrivileges: true,
+			NotEnforced: []string{"abstract AF_UNIX sockets: the command shares the host network namespace, whose abstract socket names (@name) nftables cannot see; a host process listening on one is reachable from the command",
+				"socket families nftables cannot see (AF_PACKET, AF_VSOCK, ...): not filtered by seccomp for host runs; the command holds no capability, so AF_PACKET and raw sockets are refused by the kernel"},
+		},
+		Drained:    x.drained,
+		ExitStatus: x.status,
+	}
+	if s := a.Subject; s != nil {
+		m.Subject = *s
+		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), host netns", s.CgroupPath, s.CgroupID)
+	}
+	if inf := a.Inference; inf != nil {
+		m.Inference.Analyzer, m.Inference.Model = inf.Analyzer, inf.Model
+		m.Inference.Class, m.Inference.ConfidenceBP = inf.Class, inf.ConfidenceBP
+		m.Deadlines.InferenceExpiresAt = inf.ExpiresAt
+	}
+	if d, err := c.DeadlineDuration(); err == nil && d > 0 && !x.started.IsZero() {
+		m.Deadlines.TaskExpiresAt = x.started.Add(d).UTC()
+	}
+	switch k := x.counters; {
+	case k != nil:
+		m.Observation.Counters = spec.Counters{AllowedPackets: k.Allowed.Packets + k.AllowedOutside.Packets, AllowedBytes: k.Allowed.Bytes + k.AllowedOutside.Bytes,
+			DeniedPackets: k.Denied.Packets + k.DeniedKernel.Packets + k.DeniedOutside.Packets, DeniedBytes: k.Denied.Bytes + k.DeniedKernel.Bytes + k.DeniedOutside.Bytes}
+	case x.countErr != nil:
+		m.Observation.Counters.Error = x.countErr.Error()
+	}
+	m.Observation.DeniedAttempts = x.attempts
+	m.Observation.Escapes = x.escapes
+	if len(x.escapes) > 0 {
+		// The rules match the bound cgroup only: a process outside it was
+		// not confined by this table.
+		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
+	}
+	effect.Gate(m, true, x.gateRes, x.gateErr, x.drainErr)
+	return m
+}

@@ -1,0 +1,190 @@
+package hostrun
+
+import (
+	"context"
+	"os"
+	"time"
+
+	cdevents "github.com/containerd/containerd/v2/core/events"
+	"github.com/containerd/log"
+
+	"github.com/gensee/gensee/shim/admission"
+	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/observe"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/trust"
+	"github.com/gensee/gensee/spec"
+)
+
+// Request is one `gensee boundary run`.
+type Request struct {
+	Config      config.Config
+	Catalog     string // --catalog; "" means the operator config's
+	Observation []byte // --observation's contents; empty: no preflight
+	Inference   []byte // --inference's contents; empty: the safe default, if any
+	Workspace   string
+	Args, Env   []string // argv; --env K=V
+	User        Identity
+	// Self is the gensee binary the wrapper re-executes ("/proc/self/exe").
+	Self string
+	// Stdin, Stdout and Stderr are handed to the command as they are.
+	Stdin, Stdout, Stderr *os.File
+	// Grace is how long a forwarded SIGINT/SIGTERM has before the cgroup
+	// is killed (0: 10s).
+	Grace time.Duration
+}
+
+// Result is a run whose command started.
+type Result struct {
+	OperationID string
+	Manifest    *spec.Manifest
+	ManifestRaw []byte // as written to the record
+	// Status is the command's own exit status (128+n when a signal n
+	// ended it).
+	Status int
+}
+
+// run is one host run in progress.
+type run struct {
+	req      Request
+	id       string
+	store    record.Store
+	cmd      Command
+	contract spec.Contract
+	adm      *admissionRecord
+	log      *log.Entry
+}
+
+// Run executes req's command under the boundary. A *Refusal means it was
+// refused before the command started, and nothing of it is left; any other
+// error is a failure of the runtime.
+func Run(ctx context.Context, req Request) (*Result, error) {
+	ctx = context.WithoutCancel(ctx) // signals are forwarded, never abort the exit path
+	if os.Geteuid() != 0 {
+		return nil, refuse(ReasonNotRoot, "uid", "run it with sudo: the boundary (cgroup, nftables, mounts) needs root; the command itself runs as you", "gensee boundary run needs root")
+	}
+	st := record.Store{Dir: req.Config.StateDir}
+	if _, err := CleanOrphans(ctx, req.Config.StateDir); err != nil {
+		log.G(ctx).WithError(err).Warn("remove leftovers of dead host runs")
+	}
+	cmd, rf := NewCommand(req.Args, req.Env, req.Workspace, req.User)
+	if rf != nil {
+		return nil, refused(ctx, st, req.User, rf)
+	}
+	if rf := CheckWorkspace(cmd.Workspace); rf != nil {
+		return nil, refused(ctx, st, req.User, rf)
+	}
+	exe, obs, rf := observeCommand(cmd)
+	if rf != nil {
+		return nil, refused(ctx, st, req.User, rf)
+	}
+	defer exe.File.Close()
+	adm, rf := admit(req, cmd, obs, exe)
+	if rf != nil {
+		return nil, refused(ctx, st, req.User, rf)
+	}
+	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract}
+	return r.execute(ctx, exe)
+}
+
+// observeCommand resolves and hashes argv[0] and derives the observation.
+func observeCommand(cmd Command) (*observe.HostExecutable, spec.Observation, *Refusal) {
+	exe, err := observe.OpenHost(cmd.Args[0], cmd.Cwd, cmd.Env)
+	if err != nil {
+		return nil, spec.Observation{}, refuse(ReasonCommand, "argv[0]", "name an executable on PATH "+FixedPath+" (the run's fixed PATH) or by its path", "%v", err)
+	}
+	obs, err := observe.HostObservation(cmd.User.UID, cmd.User.GID, exe.SHA256, cmd.Args, cmd.Env, cmd.Cwd)
+	if err != nil {
+		exe.File.Close()
+		return nil, spec.Observation{}, refuse(ReasonCommand, "argv", "", "%v", err)
+	}
+	return exe, obs, nil
+}
+
+// admit loads the trust inputs and decides, exactly as for a container.
+func admit(req Request, cmd Command, obs spec.Observation, exe *observe.HostExecutable) (*admissionRecord, *Refusal) {
+	cfg := req.Config
+	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
+	if err != nil {
+		return nil, refuse(ReasonTrustAnchor, "trust_anchor", "", "%v", err)
+	}
+	catPath := req.Catalog
+	if catPath == "" {
+		catPath = cfg.Catalog
+	}
+	now := time.Now()
+	cat, err := trust.LoadCatalog(catPath, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), now)
+	if err != nil {
+		return nil, refuse(ReasonCatalog, "--catalog", "", "%v", err)
+	}
+	facts := admission.Facts{Runtime: Runtime, User: cmd.User.Fact()}
+	d := admission.Decide(admission.Input{Catalog: cat.Catalog, CatalogVersion: cat.Version, Facts: facts,
+		InferenceEnvelope: req.Inference, PreflightObservation: req.Observation, Observation: obs, Now: now})
+	if !d.Admitted {
+		return nil, &Refusal{Reason: string(d.Reason), Field: fieldOf(d.Reason), Message: d.Message}
+	}
+	digest, err := obs.Digest()
+	if err != nil {
+		return nil, refuse(ReasonCommand, "argv", "", "digest observation: %v", err)
+	}
+	return &admissionRecord{
+		Namespace: Namespace, CreatedAt: now.UTC(),
+		Facts:    factsRecord{Runtime: Runtime, User: cmd.User.Name, UID: cmd.User.UID},
+		Selector: d.Selector, ContractID: d.ContractID, ContractDigest: d.ContractDigest, Contract: *d.Contract,
+		SafeDefault: d.SafeDefault, FallbackFrom: string(d.FallbackFrom), Inference: d.Inference,
+		CatalogVersion: cat.Version, CatalogDigest: cat.Digest, CatalogExpiresAt: cat.Catalog.ExpiresAt,
+		Observation: obs, ObservationDigest: digest,
+		Command: commandRecord{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Path, Workspace: cmd.Workspace},
+		Netns:   "host", Deadline: d.Contract.Deadline,
+	}, nil
+}
+
+// fieldOf names the input an admission reason is about.
+func fieldOf(r admission.Reason) string {
+	switch r {
+	case admission.ReasonPreflightMismatch:
+		return "--observation"
+	case admission.ReasonNoSelector, admission.ReasonAmbiguousSelector:
+		return "facts (runtime host, user)"
+	case admission.ReasonNoCatalog, admission.ReasonCatalogExpired:
+		return "--catalog"
+	case admission.ReasonObservationInvalid:
+		return "argv"
+	}
+	return "--inference"
+}
+
+// refused keeps a refusal in the refusals log (with the admission_denied
+// event's fields) and returns it.
+func refused(ctx context.Context, st record.Store, id Identity, rf *Refusal) *Refusal {
+	log.G(ctx).WithField("reason", rf.Reason).WithField("field", rf.Field).Warn(rf.Error())
+	if st.Dir == "" || rf.Reason == ReasonNotRoot {
+		return rf
+	}
+	if err := st.AppendRefusal(refusal{At: time.Now().UTC(), Namespace: Namespace, Runtime: Runtime, UID: id.UID, User: id.Name,
+		Reason: rf.Reason, Field: rf.Field, Message: rf.Error()}); err != nil {
+		log.G(ctx).WithError(err).Error("record refusal")
+	}
+	return rf
+}
+
+// noPublisher: a host run has no containerd to publish to; its events are
+// in events.jsonl (gensee events --operation) and its findings in the
+// attention file.
+type noPublisher struct{}
+
+func (noPublisher) Publish(context.Context, string, cdevents.Event) error { return nil }
+
+// Observe computes the observation Run re-derives for cmd, ahead of time
+// (gensee observe -- CMD), and the path argv[0] resolved to.
+func Observe(cmd Command) (spec.Observation, string, *Refusal) {
+	if rf := CheckWorkspace(cmd.Workspace); rf != nil {
+		return spec.Observation{}, "", rf
+	}
+	exe, obs, rf := observeCommand(cmd)
+	if rf != nil {
+		return spec.Observation{}, "", rf
+	}
+	exe.File.Close()
+	return obs, exe.Path, nil
+}
