@@ -78,12 +78,16 @@ func startCRI(t *testing.T, cat spec.Catalog) *criEnv {
 	must(t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf(`catalog = %q
 trust_anchor = %q
 state_dir = %q
+# CRI binds each pod's hosts, hostname and resolv.conf from its own root.
+writable_bind_roots = [%q, %q]
 
 [runc]
   SystemdCgroup = false
   BinaryName = %q
   Root = %q
-`, filepath.Join(etc, "catalog.signed.json"), anchor, e.state, wrapper, e.runcRoot)), 0o600))
+`, filepath.Join(etc, "catalog.signed.json"), anchor, e.state,
+		filepath.Join(dir, "root", "io.containerd.grpc.v1.cri", "sandboxes"), filepath.Join(dir, "state", "io.containerd.grpc.v1.cri", "sandboxes"),
+		wrapper, e.runcRoot)), 0o600))
 	e.publish(cat)
 
 	e.logDir = filepath.Join(dir, "pod-logs")

@@ -29,6 +29,10 @@ func (e *criEnv) hostile() {
 			t.Errorf("kubectl exec-like probe socket %s: exit %d, want EPERM\n%s", kind, code, out)
 		}
 	}
+	// UpdateContainerResources passes through the shim's own admission.
+	if out, code := e.crictlCode("update", "--memory", "268435456", id); code != 0 {
+		t.Errorf("crictl update --memory: exit %d\n%s", code, out)
+	}
 	e.crictl("stop", "-t", "1", id)
 	e.crictl("rm", id)
 

@@ -136,6 +136,17 @@ func TestHostileMounts(t *testing.T) {
 	e.refusedWith(t, "it-hostile", "over", "entrypoint_mount",
 		[]string{"--mount", "type=bind,src=" + bin + ",dst=/bin,options=rbind:ro"}, "/bin/probe", "sleep", "1")
 	e.refusedWith(t, "it-hostile", "dev", "device", []string{"--device", "/dev/kmsg"}, "/bin/true")
+	// A writable host path outside the operator's writable_bind_roots.
+	e.refusedWith(t, "it-hostile", "etcrw", "writable_host_path",
+		[]string{"--mount", "type=bind,src=" + bin + ",dst=/opt/w,options=rbind:rw"}, "/bin/true")
+	if out, code := e.run("it-hostile", "etcro", []string{"--mount", "type=bind,src=" + bin + ",dst=/opt/w,options=rbind:ro"}, "/bin/true"); code != 0 {
+		t.Fatalf("read-only host bind refused: exit %d\n%s", code, out)
+	}
+	// A read-only bind of the cgroup2 mount does not let clone3 move a
+	// process out either: the container has its own cgroup namespace.
+	if rec := e.admissionRecord("it-hostile", "cgro"); !strings.Contains(fmt.Sprint(rec["notes"]), "cgroup namespace") {
+		t.Fatalf("cgroup namespace not added: notes %v", rec["notes"])
+	}
 }
 
 // TestHostileSpecFields: fields only a full spec can carry (ctr --config):
@@ -177,6 +188,21 @@ func TestHostileSpecFields(t *testing.T) {
 				t.Fatalf("want refusal %s: %v\n%s", tc.rule, err, out)
 			}
 		})
+	}
+	// A host directory as root must be read-only and no runtime's tree.
+	for name, root := range map[string]*specs.Root{"rootrw": {Path: e.dir + "/spec-rootfs"}, "rootslash": {Path: "/", Readonly: true}} {
+		s := base()
+		s.Root = root
+		s.Process.Args = []string{"/bin/busybox", "true"} // in both trees, so observation succeeds
+		if out, err := e.runSpec(t, "it-hostile", "spec-"+name, s); err == nil || !strings.Contains(out, "admission refused: root_path:") && !strings.Contains(out, "admission refused: runtime_socket:") {
+			t.Fatalf("%s: want a root.path refusal: %v\n%s", name, err, out)
+		}
+	}
+	// A relative bind source would resolve through the image's symlinks.
+	rel := base()
+	rel.Mounts = append(rel.Mounts, specs.Mount{Destination: "/hostcg", Type: "bind", Source: "rootfs/x", Options: []string{"rbind", "rw"}})
+	if out, err := e.runSpec(t, "it-hostile", "spec-relbind", rel); err == nil || !strings.Contains(out, "admission refused: mount_type:") {
+		t.Fatalf("relative bind source: want mount_type: %v\n%s", err, out)
 	}
 	// The unmodified spec is admitted: the refusals above are the fields'.
 	if out, err := e.runSpec(t, "it-hostile", "spec-plain", base()); err != nil {
@@ -296,7 +322,7 @@ func (e *env) baseSpec(t *testing.T) func() *specs.Spec {
 		var s specs.Spec
 		b, _ := json.Marshal(c.Spec)
 		must(t, json.Unmarshal(b, &s))
-		s.Root = &specs.Root{Path: root}
+		s.Root = &specs.Root{Path: root, Readonly: true}
 		return &s
 	}
 }

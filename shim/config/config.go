@@ -27,6 +27,8 @@ const (
 	// config in. The shim reads it from its own environment, which is the
 	// containerd daemon's: only whoever starts containerd sets it.
 	EnvConfigDirs = "GENSEE_CONFIG_DIRS"
+	// DefaultKubeletPods is where the kubelet keeps pod volumes.
+	DefaultKubeletPods = "/var/lib/kubelet/pods"
 	// DefaultConfigDir holds the operator configs a task may name.
 	DefaultConfigDir = "/etc/gensee"
 
@@ -59,6 +61,10 @@ type Config struct {
 	// caller's spec may name (hooks run as host root before and after the
 	// container). A spec hook not listed here is refused.
 	HookAllowlist []string `toml:"hook_allowlist"`
+	// WritableBindRoots are the host directories under which a spec may
+	// bind a source writable; any other bind must be read-only. Default:
+	// the kubelet's pod directories (volumes, etc-hosts, termination log).
+	WritableBindRoots []string `toml:"writable_bind_roots"`
 
 	// Path is where the config was read from ("" for built-in defaults).
 	Path string `toml:"-"`
@@ -86,10 +92,11 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.Strin
 // Default returns the built-in configuration.
 func Default() Config {
 	return Config{
-		Catalog:     DefaultCatalog,
-		TrustAnchor: DefaultTrustAnchor,
-		StateDir:    DefaultStateDir,
-		GateTimeout: Duration{2 * time.Minute},
+		Catalog:           DefaultCatalog,
+		TrustAnchor:       DefaultTrustAnchor,
+		StateDir:          DefaultStateDir,
+		GateTimeout:       Duration{2 * time.Minute},
+		WritableBindRoots: []string{DefaultKubeletPods},
 	}
 }
 
@@ -150,7 +157,7 @@ func Parse(path string, data []byte) (Config, error) {
 	c := Default()
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, [runc])", path, err)
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, writable_bind_roots, [runc])", path, err)
 	}
 	c.Path = path
 	for name, p := range map[string]string{"catalog": c.Catalog, "trust_anchor": c.TrustAnchor, "state_dir": c.StateDir} {
@@ -158,9 +165,11 @@ func Parse(path string, data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
 		}
 	}
-	for _, h := range c.HookAllowlist {
-		if !filepath.IsAbs(h) || filepath.Clean(h) != h {
-			return Config{}, fmt.Errorf("operator config %s: hook_allowlist entry %q must be an absolute, clean path", path, h)
+	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "writable_bind_roots": c.WritableBindRoots} {
+		for _, h := range list {
+			if !filepath.IsAbs(h) || filepath.Clean(h) != h || h == "/" {
+				return Config{}, fmt.Errorf("operator config %s: %s entry %q must be an absolute, clean path other than /", path, key, h)
+			}
 		}
 	}
 	return c, nil

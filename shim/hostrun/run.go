@@ -157,7 +157,7 @@ func fieldOf(r admission.Reason) string {
 // refused keeps a refusal in the refusals log (with the admission_denied
 // event's fields) and returns it.
 func refused(ctx context.Context, st record.Store, id Identity, rf *Refusal) *Refusal {
-	log.G(ctx).WithField("reason", rf.Reason).WithField("field", rf.Field).Warn(rf.Error())
+	log.G(ctx).WithField("reason", rf.Reason).WithField("field", rf.Field).Debug(rf.Error()) // the front door prints it
 	if st.Dir == "" || rf.Reason == ReasonNotRoot {
 		return rf
 	}

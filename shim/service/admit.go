@@ -18,6 +18,7 @@ import (
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/shim/trust"
 	"github.com/gensee/gensee/spec"
 )
@@ -171,6 +172,39 @@ func observeTree(tree string, oci *specs.Spec) (spec.Observation, error) {
 		return spec.Observation{}, err
 	}
 	return obs, nil
+}
+
+// checkRoot admits the spec's root.path: with a snapshot it must be the
+// bundle's rootfs, where containerd mounts it (runc runs root.path, and
+// the gate reads the snapshot); without one it is a host directory the
+// caller chose, which must be read-only and no runtime's or kernel's tree.
+// It is replaced by the path its symlinks resolve to.
+func checkRoot(r *taskAPI.CreateTaskRequest, oci *specs.Spec, op specpolicy.Operator) error {
+	root, own := rootPath(r, oci)
+	if len(r.Rootfs) > 0 {
+		if !own {
+			return refuse("root_path", "root.path %s is not the bundle's rootfs, where the task's snapshot is mounted; leave root.path as \"rootfs\"", root)
+		}
+		return nil
+	}
+	resolved, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return refuse("root_path", "root.path %s: %v", root, err)
+	}
+	ro := oci.Root != nil && oci.Root.Readonly
+	if b, err := filepath.EvalSymlinks(r.Bundle); own && err == nil && resolved == filepath.Join(b, "rootfs") {
+		return nil // the bundle's own rootfs directory, no symlink out of it
+	}
+	if err := specpolicy.CheckRootPath(resolved, ro, op); err != nil {
+		var rf *specpolicy.Refusal
+		errors.As(err, &rf)
+		return &refusedError{Reason: rf.Rule, Message: rf.Error()}
+	}
+	if oci.Root == nil {
+		oci.Root = &specs.Root{}
+	}
+	oci.Root.Path = resolved
+	return nil
 }
 
 // rootPath is the host path of the spec's root (relative to the bundle

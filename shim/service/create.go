@@ -92,11 +92,17 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, errgrpc.ToGRPC(err)
 	}
 	notes := []string{}
-	resolveBindSources(oci)
+	binds, err := resolveBindSources(oci)
+	if err != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	}
+	if err := checkRoot(r, oci, hostPolicy(cfg)); err != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	}
 	if n := privateCgroupns(oci); n != "" {
 		notes = append(notes, n)
 	}
-	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, hostPolicy(cfg.HookAllowlist, cfg.StateDir))
+	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, hostPolicy(cfg))
 	if err != nil {
 		var rf *specpolicy.Refusal
 		if !errors.As(err, &rf) {
@@ -133,6 +139,10 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 			s.rollback(ctx, op)
 		}
 	}()
+	if err := verifyBinds(int(resp.Pid), oci, binds); err != nil {
+		op.logger(ctx).WithError(err).Error("verify bind mounts")
+		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: admission refused: bind_source: %v; task rolled back", err)
+	}
 	t2 := time.Now()
 	if err := op.bind(ctx, int(resp.Pid)); err != nil {
 		op.logger(ctx).WithError(err).Error("install network boundary")

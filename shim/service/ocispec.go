@@ -88,8 +88,8 @@ var hostNamespaces = map[specs.LinuxNamespaceType]struct {
 	file, rule string
 	nstype     int
 }{
-	specs.PIDNamespace:    {"pid", "host_pid", unix.CLONE_NEWPID},
-	specs.IPCNamespace:    {"ipc", "host_ipc", unix.CLONE_NEWIPC},
+	specs.PIDNamespace: {"pid", "host_pid", unix.CLONE_NEWPID},
+	specs.IPCNamespace: {"ipc", "host_ipc", unix.CLONE_NEWIPC},
 }
 
 // refuseJoinedNamespaces checks every namespace the spec joins by path:

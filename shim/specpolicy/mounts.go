@@ -69,11 +69,10 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		}
 		src := m.Source
 		if !path.IsAbs(src) {
-			if c := path.Clean(src); c == ".." || strings.HasPrefix(c, "../") {
-				return "", refuse(RuleMountType, field,
-					"the spec binds %q, a relative source outside the bundle; use an absolute host path", src)
-			}
-			continue // inside the bundle
+			// runc joins it to the bundle and follows symlinks on the host
+			// side, through the image's own files once the rootfs is mounted.
+			return "", refuse(RuleMountType, field,
+				"the spec binds %q, a relative source (runc would resolve it through the bundle and the image's symlinks); use an absolute host path", src)
 		}
 		src = path.Clean(src)
 		if err := checkRuntimeBind(src, field, op); err != nil {
@@ -98,6 +97,10 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		}
 		if fs == "cgroup" || fs == "cgroup2" || under(src, "/sys/fs/cgroup") || (recursive && under("/sys/fs/cgroup", src)) {
 			cgroupMount = m.Destination
+		}
+		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src) && !underAny(src, op.WritableBindRoots) {
+			return "", refuse(RuleWritableHostPath, field,
+				"the spec binds host path %s writable; a writable host path outside the operator's writable_bind_roots (%s) could change the host beneath the boundary; bind it read-only (ro; rro when it has submounts), or have the operator list its directory in writable_bind_roots", src, strings.Join(op.WritableBindRoots, ", "))
 		}
 	}
 	return cgroupMount, nil
@@ -215,6 +218,43 @@ func readOnly(opts []string, recursive bool) bool {
 		return rro
 	}
 	return ro || rro
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if d != "" && d != "/" && under(p, path.Clean(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRootPath admits a root.path that is not the task's own snapshot (a
+// host directory the caller chose, e.g. ctr --rootfs): it must resolve
+// (resolved is the result of resolving its symlinks), be read-only, and be
+// neither a kernel filesystem tree nor a runtime's socket or state, nor
+// contain one.
+func CheckRootPath(resolved string, readonly bool, op Operator) error {
+	const field = "root.path"
+	if !readonly {
+		return refuse(RuleRootPath, field,
+			"the spec's root %s is a host directory, not the task's snapshot, and is writable: the workload would change host files no gate reads; set root.readonly (ctr --read-only) or run from an image", resolved)
+	}
+	for _, r := range kernelRoots {
+		if under(resolved, r) || under(r, resolved) {
+			return refuse(RuleRootPath, field, "the spec's root %s is or contains the %s tree; use a directory of its own", resolved, r)
+		}
+	}
+	if slices.Contains(socketNames, path.Base(resolved)) {
+		return runtimeRefusal(field, resolved)
+	}
+	for _, r := range append(slices.Clone(runtimeRoots), op.StateDirs...) {
+		r = path.Clean(r)
+		if under(resolved, r) || under(r, resolved) {
+			return runtimeRefusal(field, resolved)
+		}
+	}
+	return nil
 }
 
 // under reports whether p is dir or inside it (both clean and absolute).

@@ -23,6 +23,12 @@ func checkNamespaces(s *specs.Spec, cgroupMount string) error {
 		return refuse(RuleHostIPC, "linux.namespaces",
 			"the spec shares the host's ipc namespace, which lets the workload reach host shared memory and message queues; add an ipc namespace (no --ipc host, no hostIPC)")
 	}
+	for _, n := range ns {
+		if n.Type == specs.CgroupNamespace && n.Path != "" {
+			return refuse(RuleHostCgroupns, "linux.namespaces",
+				"the spec joins the cgroup namespace %s; processes may move between the cgroups under a cgroup namespace's root, so the container needs one of its own: drop the path", n.Path)
+		}
+	}
 	if cgroupMount != "" && !hasNS(ns, specs.CgroupNamespace) {
 		return refuse(RuleHostCgroupns, "linux.namespaces",
 			"the spec shares the host's cgroup namespace and mounts a cgroup hierarchy (%s), which exposes the host's cgroup tree; add a cgroup namespace (--cgroupns private) or drop the cgroup mount", cgroupMount)

@@ -30,4 +30,6 @@ const (
 	RuleSeccompProfile      = "seccomp_profile"
 	RuleNoSpec              = "no_spec"
 	RuleCgroupUnified       = "cgroup_unified"
+	RuleWritableHostPath    = "writable_host_path"
+	RuleRootPath            = "root_path"
 )

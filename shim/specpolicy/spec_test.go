@@ -44,7 +44,7 @@ func TestDefaultSpecsAdmitted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := mk(t)
 			orig := clone(t, s)
-			res, err := CheckSpec(s, Grants{}, Operator{})
+			res, err := CheckSpec(s, Grants{}, Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}})
 			if err != nil {
 				t.Fatalf("default spec refused: %v", err)
 			}
@@ -253,7 +253,7 @@ func TestAdmittedVariants(t *testing.T) {
 		}, Grants{}, Operator{}, nil},
 		{"bind_ordinary_dir_fstyper", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: "/srv/data", Options: []string{"rbind", "rw"}})
-		}, Grants{}, Operator{FSTyper: func(string) (int64, error) { return unix.EXT4_SUPER_MAGIC, nil }}, nil},
+		}, Grants{}, Operator{FSTyper: func(string) (int64, error) { return unix.EXT4_SUPER_MAGIC, nil }, WritableBindRoots: []string{"/srv"}}, nil},
 		{"net_sysctls_and_shm", func(s *specs.Spec) {
 			s.Linux.Sysctl = map[string]string{"net.ipv4.ip_local_port_range": "1024 65000", "kernel.shm_rmid_forced": "1", "net.ipv4.tcp_syncookies": "1"}
 		}, Grants{}, Operator{}, nil},
@@ -379,6 +379,45 @@ func TestCheckResourcesUnified(t *testing.T) {
 		var r *Refusal
 		if got := errors.As(err, &r) && r.Rule == RuleCgroupUnified; got != tc.refused {
 			t.Errorf("unified %q: refused %v (%v), want %v", tc.key, got, err, tc.refused)
+		}
+	}
+}
+
+func TestWritableHostPathsAndRoot(t *testing.T) {
+	op := Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods", "/srv/cache"}, StateDirs: []string{"/var/lib/gensee"},
+		Submounts: func(string) []string { return nil }}
+	for _, tc := range []struct {
+		src, opt string
+		rule     string
+	}{
+		{"/etc", "rw", RuleWritableHostPath},
+		{"/work/main/bin", "rw", RuleWritableHostPath},
+		{"/srv/cache/build", "rw", ""},
+		{"/etc", "ro", ""},
+		{"/var/lib/kubelet/pods/u/volumes/x", "rw", ""},
+	} {
+		s := ctrDefaultSpec(t)
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: tc.src, Options: []string{"rbind", tc.opt}})
+		_, err := CheckSpec(s, Grants{}, op)
+		var r *Refusal
+		got := ""
+		if errors.As(err, &r) {
+			got = r.Rule
+		}
+		if got != tc.rule {
+			t.Errorf("bind %s %s: %v, want %q", tc.src, tc.opt, err, tc.rule)
+		}
+	}
+	for _, tc := range []struct {
+		root string
+		ro   bool
+		ok   bool
+	}{
+		{"/srv/rootfs", true, true}, {"/srv/rootfs", false, false}, {"/", true, false}, {"/run", true, false},
+		{"/var/lib/gensee/x", true, false}, {"/sys/fs", true, false}, {"/var/lib", true, false},
+	} {
+		if err := CheckRootPath(tc.root, tc.ro, op); (err == nil) != tc.ok {
+			t.Errorf("root %s readonly %v: %v, want ok %v", tc.root, tc.ro, err, tc.ok)
 		}
 	}
 }

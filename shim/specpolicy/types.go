@@ -18,6 +18,11 @@ type Operator struct {
 	// strictly beneath a host path (what an rbind of it carries along).
 	// nil: every recursive bind is assumed to carry submounts.
 	Submounts func(path string) []string
+	// WritableBindRoots are the host directories under which a spec may
+	// bind a source writable (the kubelet's pod volumes, say). Any other
+	// bind must be read-only: a writable host path (/etc, the runtime's
+	// binaries, /etc/gensee) would let the workload take the host.
+	WritableBindRoots []string
 }
 
 // Result says what admission changed and noticed, for the records.
