@@ -33,7 +33,7 @@ type AuditReport struct {
 	// namespaces, with the status they have there. Never hidden.
 	NotEnforced []AuditGap `json:"not_enforced"`
 	Verdict     string     `json:"verdict"`
-	ExitCode int            `json:"exit_code"`
+	ExitCode    int        `json:"exit_code"`
 }
 
 // AuditContract names the audited contract; Digest is spec.Digest of it,
