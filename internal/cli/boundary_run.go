@@ -115,7 +115,7 @@ func (o *runOptions) run(ctx context.Context, env *Env) error {
 	})
 	var rf *hostrun.Refusal
 	if errors.As(err, &rf) {
-		return fail(ExitRunRefused, "boundary run", rf, "")
+		return fail(ExitRunRefused, "", rf, "")
 	}
 	if err != nil {
 		return fail(ExitRunRuntime, "boundary run", err, "check the log; gensee boundary run removes what a failed run left on its next start")
