@@ -8,18 +8,44 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// Socket families nftables cannot see (DESIGN.md §5): a socket of one of these moves
-// packets (or host/guest bytes) past the boundary table.
-var refusedFamilies = []struct {
+// Socket families are an allowlist: AF_UNIX, AF_INET and AF_INET6 (what the
+// nftables table governs, or local IPC) and AF_NETLINK (minus
+// NETLINK_NETFILTER, below). Every other family of include/linux/socket.h
+// gets EPERM: AF_PACKET, AF_XDP and AF_VSOCK move packets or host/guest
+// bytes past the inet hooks, and families such as AF_RDS or AF_TIPC send
+// through kernel sockets of the root cgroup, which a cgroup-scoped rule
+// never matches. Families above AF_MAX fail in the kernel today.
+var allowedFamilies = []uint64{1, 2, 10, afNetlink}
+
+// familyNames are include/linux/socket.h's AF_ names, by number.
+var familyNames = [afMax]string{
+	"AF_UNSPEC", "AF_UNIX", "AF_INET", "AF_AX25", "AF_IPX", "AF_APPLETALK", "AF_NETROM", "AF_BRIDGE",
+	"AF_ATMPVC", "AF_X25", "AF_INET6", "AF_ROSE", "AF_DECnet", "AF_NETBEUI", "AF_SECURITY", "AF_KEY",
+	"AF_NETLINK", "AF_PACKET", "AF_ASH", "AF_ECONET", "AF_ATMSVC", "AF_RDS", "AF_SNA", "AF_IRDA",
+	"AF_PPPOX", "AF_WANPIPE", "AF_LLC", "AF_IB", "AF_MPLS", "AF_CAN", "AF_TIPC", "AF_BLUETOOTH",
+	"AF_IUCV", "AF_RXRPC", "AF_ISDN", "AF_PHONET", "AF_IEEE802154", "AF_CAIF", "AF_ALG", "AF_NFC",
+	"AF_VSOCK", "AF_KCM", "AF_QIPCRTR", "AF_SMC", "AF_XDP", "AF_MCTP",
+}
+
+// refusedFamilies are every family not in allowedFamilies, with its name.
+var refusedFamilies = func() []struct {
 	name string
 	af   uint64
-}{
-	{"AF_PACKET", 17},
-	{"AF_VSOCK", 40},
-	{"AF_XDP", 44},
-	{"AF_KEY", 15},
-	{"AF_BLUETOOTH", 31},
-}
+} {
+	var out []struct {
+		name string
+		af   uint64
+	}
+	for af := uint64(0); af < afMax; af++ {
+		if !slices.Contains(allowedFamilies, af) {
+			out = append(out, struct {
+				name string
+				af   uint64
+			}{familyNames[af], af})
+		}
+	}
+	return out
+}()
 
 const (
 	afNetlink        = 16
