@@ -1,0 +1,109 @@
+package hostrun
+
+import (
+	"errors"
+	"os/user"
+	"slices"
+	"testing"
+)
+
+func TestInvokingUser(t *testing.T) {
+	lookup := func(uid string) (*user.User, error) {
+		if uid == "1000" {
+			return &user.User{Uid: "1000", Gid: "100", Username: "alice", HomeDir: "/home/alice"}, nil
+		}
+		return nil, errors.New("unknown")
+	}
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	cases := []struct {
+		name     string
+		uid, gid int
+		env      map[string]string
+		want     Identity
+		err      bool
+	}{
+		{"plain user", 1000, 1000, nil, Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}, false},
+		{"sudo", 0, 0, map[string]string{"SUDO_UID": "1000", "SUDO_GID": "1000"}, Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}, false},
+		{"sudo without gid: primary group", 0, 0, map[string]string{"SUDO_UID": "1000"}, Identity{UID: 1000, GID: 100, Name: "alice", Home: "/home/alice"}, false},
+		{"sudo ignored unless root", 1000, 1000, map[string]string{"SUDO_UID": "0"}, Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}, false},
+		{"root", 0, 0, nil, Identity{UID: 0, GID: 0, Home: "/"}, false},
+		{"unknown uid", 0, 0, map[string]string{"SUDO_UID": "4321", "SUDO_GID": "4321"}, Identity{UID: 4321, GID: 4321, Home: "/"}, false},
+		{"bad SUDO_UID", 0, 0, map[string]string{"SUDO_UID": "-1"}, Identity{}, true},
+		{"SUDO_UID no-user", 0, 0, map[string]string{"SUDO_UID": "4294967295"}, Identity{}, true},
+	}
+	for _, c := range cases {
+		got, err := InvokingUser(c.uid, c.gid, env(c.env), lookup)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("%s: got %+v, %v; want %+v (error %v)", c.name, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestRunEnv(t *testing.T) {
+	id := Identity{UID: 1000, Name: "alice", Home: "/home/alice"}
+	got, err := RunEnv(id, []string{"CI=1", "LANG=en_US.UTF-8", "EMPTY="})
+	want := []string{"PATH=" + FixedPath, "HOME=/home/alice", "LANG=en_US.UTF-8", "USER=alice", "CI=1", "EMPTY="}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("RunEnv = %q, %v; want %q", got, err, want)
+	}
+	if got, _ := RunEnv(Identity{UID: 42, Home: "/"}, nil); got[3] != "USER=42" {
+		t.Errorf("nameless user: %q", got)
+	}
+	for _, bad := range [][]string{{"NOEQUALS"}, {"=v"}, {"1X=v"}, {"A-B=v"}, {"A=1", "A=2"}, {"A=x\x00y"}} {
+		if _, err := RunEnv(id, bad); err == nil {
+			t.Errorf("RunEnv(%q) accepted", bad)
+		}
+	}
+}
+
+func TestNewCommand(t *testing.T) {
+	id := Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}
+	c, rf := NewCommand([]string{"make", "test"}, []string{"CI=1"}, "/src/proj", id)
+	if rf != nil || c.Cwd != "/src/proj" || !slices.Equal(c.Args, []string{"make", "test"}) || c.Env[4] != "CI=1" {
+		t.Fatalf("NewCommand = %+v, %v", c, rf)
+	}
+	cases := []struct {
+		args   []string
+		env    []string
+		ws     string
+		reason string
+		field  string
+	}{
+		{nil, nil, "/w", ReasonCommand, "argv"},
+		{[]string{""}, nil, "/w", ReasonCommand, "argv"},
+		{[]string{"a\x00"}, nil, "/w", ReasonCommand, "argv"},
+		{[]string{"true"}, []string{"bad"}, "/w", ReasonEnv, "--env"},
+		{[]string{"true"}, nil, "", ReasonWorkspace, "--workspace"},
+		{[]string{"true"}, nil, "rel/dir", ReasonWorkspace, "--workspace"},
+		{[]string{"true"}, nil, "/w/../x", ReasonWorkspace, "--workspace"},
+		{[]string{"true"}, nil, "/w/", ReasonWorkspace, "--workspace"},
+		{[]string{"true"}, nil, "/", ReasonWorkspace, "--workspace"},
+		{[]string{"true"}, nil, "/a,upperdir=/x", ReasonWorkspace, "--workspace"},
+		{[]string{"true"}, nil, "/a:b", ReasonWorkspace, "--workspace"},
+	}
+	for _, c := range cases {
+		_, rf := NewCommand(c.args, c.env, c.ws, id)
+		if rf == nil || rf.Reason != c.reason || rf.Field != c.field || rf.Message == "" {
+			t.Errorf("NewCommand(%q, %q, %q) = %+v; want reason %s field %s", c.args, c.env, c.ws, rf, c.reason, c.field)
+		}
+	}
+}
+
+// TestCommandDigestReproducible: the same argv, env and workspace give the
+// same observation's command digest whoever computes it.
+func TestCommandDigestReproducible(t *testing.T) {
+	id := Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}
+	a, _ := NewCommand([]string{"sh", "-c", "x"}, []string{"K=V"}, "/w", id)
+	b, _ := NewCommand([]string{"sh", "-c", "x"}, []string{"K=V"}, "/w", id)
+	if !slices.Equal(a.Env, b.Env) || a.Cwd != b.Cwd {
+		t.Fatal("commands differ")
+	}
+}
+
+func TestUnderPrivateTmp(t *testing.T) {
+	for p, want := range map[string]bool{"/tmp/ws": true, "/var/tmp/a/b": true, "/tmp": false, "/tmpx/ws": false, "/srv/ws": false} {
+		if got := under(p); got != want {
+			t.Errorf("under(%q) = %v", p, got)
+		}
+	}
+}
