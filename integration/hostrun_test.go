@@ -392,3 +392,40 @@ func TestHostRunRefusals(t *testing.T) {
 		t.Errorf("last refusal %s: %v", lines[len(lines)-1], err)
 	}
 }
+
+// TestHostRunOrphans: a gensee killed mid-run leaves its command, cgroup
+// and table; the next boundary run drains and removes them.
+func TestHostRunOrphans(t *testing.T) {
+	h := startRunEnv(t, spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}})
+	ws := h.workspace(nil)
+	cmd := exec.Command(filepath.Join(h.bin, "gensee"), "boundary", "run", "--config", h.cfgPath, "--workspace", ws, "--", "sleep", "3172")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "SUDO_UID=" + hostNobody, "SUDO_GID=" + hostNobody}
+	must(t, cmd.Start())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := exec.Command("nft", "list", "tables").Output()
+		if strings.Contains(string(out), "gensee_") {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the run's table never appeared")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // let the wrapper exec
+	cmd.Process.Kill()
+	cmd.Wait()
+	r := h.run(hostNobody, []string{"--workspace", ws}, "true")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, _ := os.ReadFile(p); strings.HasPrefix(string(b), "sleep\x003172") {
+			t.Fatalf("the orphaned command %s is still alive", p)
+		}
+	}
+	// hostLeakCheck (cleanup) asserts no table, cgroup or marker is left.
+}
