@@ -45,6 +45,26 @@ say "gensee events: what the boundary refused, one row per event"
 GENSEE_CONFIG=$demo/etc/config.toml gensee events --container admitted --namespace demo || true
 say "gensee boundary audit: hit a wall, or defeated a control?"
 GENSEE_CONFIG=$demo/etc/config.toml gensee boundary audit --container admitted --namespace demo || true
+say "host command: gensee boundary run, the same boundary around a plain command (no container)"
+# The README's "host commands" command, verbatim but for the workspace.
+ws=$demo/workspace
+install -d -m 0777 "$ws" /run/gensee
+hostcmd=(sh -c 'mkdir -p out && printf "{\"ok\":true}\n" > out/result.json')
+gensee observe --workspace "$ws" -- "${hostcmd[@]}" >/run/gensee/observation.json
+gensee inference make --observation /run/gensee/observation.json --class build --confidence 9300 \
+	--key "$demo/keys/catalog-root-private-key.hex" --out /run/gensee/inference.signed.json
+set +e
+GENSEE_CONFIG=$demo/etc/config.toml gensee boundary run \
+	--catalog "$demo/etc/catalog.signed.json" \
+	--observation /run/gensee/observation.json \
+	--inference /run/gensee/inference.signed.json \
+	--workspace "$ws" \
+	--manifest /tmp/gensee-effect-manifest.json \
+	-- "${hostcmd[@]}"
+echo "exit status: $? (the real workspace is unchanged: $(ls -A "$ws" | wc -l) entries)"
+set -e
+hostop=$(sed -n 's/^  "operation_id": "\([0-9a-f]*\)",$/\1/p' /tmp/gensee-effect-manifest.json)
+GENSEE_CONFIG=$demo/etc/config.toml gensee manifest show --operation "$hostop" || true
 say "refusals log: $demo/state/refusals.jsonl"
 cat "$demo/state/refusals.jsonl"
 say "done: the daemon is stopped; records stay under $demo/state"

@@ -78,7 +78,8 @@ gensee_image() {
 
 # gensee_trust DIR: a catalog key under DIR/keys, its public half as the trust
 # anchor (root, 0400), a signed catalog routing namespaces demo (safe_default)
-# and demo-strict (no safe_default), and DIR/etc/config.toml pointing at them.
+# and demo-strict (no safe_default) and host commands (runtime host, any user;
+# an inference required), and DIR/etc/config.toml pointing at them.
 gensee_trust() {
 	local dir=$1
 	install -d -m 0700 "$dir/etc" "$dir/keys"
@@ -100,6 +101,8 @@ gensee_trust() {
 	    { "id": "demo", "match": { "containerd_namespace": "demo", "runtime": "io.containerd.gensee.v2" },
 	      "routes": { "build": "offline-structured-result" }, "safe_default": "offline-structured-result" },
 	    { "id": "demo-strict", "match": { "containerd_namespace": "demo-strict", "runtime": "io.containerd.gensee.v2" },
+	      "routes": { "build": "offline-structured-result" } },
+	    { "id": "demo-host", "match": { "runtime": "host" },
 	      "routes": { "build": "offline-structured-result" } } ] }
 JSON
 	gensee catalog sign --key "$dir/keys/catalog-root-private-key.hex" --in "$dir/catalog.json" --out "$dir/etc/catalog.signed.json"

@@ -52,6 +52,8 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 				Table: a.Table, Allow: c.Network.Allow, TableRemoved: x.removed, Status: spec.NetworkEnforced,
 				AbstractUnix: spec.AbstractUnixNotEnforced},
 			ExecNoNewPrivileges: true,
+			// The command runs as the invoking user with every set emptied.
+			CapabilitiesRemoved: []string{"ALL (bounding, permitted, effective, inheritable, ambient)"},
 			NotEnforced: []string{"abstract AF_UNIX sockets: the command shares the host network namespace, whose abstract socket names (@name) nftables cannot see; a host process listening on one is reachable from the command",
 				"socket families nftables cannot see (AF_PACKET, AF_VSOCK, ...): not filtered by seccomp for host runs; the command holds no capability, so AF_PACKET and raw sockets are refused by the kernel"},
 		},
