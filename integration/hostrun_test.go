@@ -429,3 +429,15 @@ func TestHostRunOrphans(t *testing.T) {
 	}
 	// hostLeakCheck (cleanup) asserts no table, cgroup or marker is left.
 }
+
+// TestHostRunDeadline: the contract's deadline kills the command's cgroup;
+// boundary run exits 124 and the manifest says the deadline was exceeded.
+func TestHostRunDeadline(t *testing.T) {
+	h := startRunEnv(t, spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}, Deadline: "1s"})
+	ws := h.workspace(nil)
+	start := time.Now()
+	r := h.run(hostNobody, []string{"--workspace", ws}, "sleep", "60")
+	if r.code != 124 || r.manifest == nil || !r.manifest.Deadlines.Exceeded || time.Since(start) > 20*time.Second {
+		t.Fatalf("exit %d after %s, manifest %+v: %s", r.code, time.Since(start), r.manifest, r.stderr)
+	}
+}
