@@ -41,11 +41,19 @@ func createCgroup(opID string) (*transient, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(path.Dir(dir), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("create parent cgroup %s: %w", path.Dir(dir), err)
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
+	// The parent goes when its last run does (removeCgroup): a run that
+	// finds it just removed makes it again.
+	for try := 0; ; try++ {
+		if err := os.Mkdir(path.Dir(dir), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("create parent cgroup %s: %w", path.Dir(dir), err)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) || try == 3 {
+			return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
 	}
 	id, err := h.ID(p)
 	if err != nil {
@@ -84,5 +92,6 @@ func removeCgroup(ctx context.Context, h cgroup.Hierarchy, p string) error {
 	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove cgroup %s: %w", dir, err)
 	}
+	unix.Rmdir(path.Dir(dir)) // the gensee parent, unless another run holds it (EBUSY)
 	return nil
 }
