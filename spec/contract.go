@@ -49,6 +49,17 @@ type Network struct {
 	Mode     string      `json:"mode"`               // deny_all | allow_exact
 	Allow    []AllowRule `json:"allow,omitempty"`    // only with allow_exact
 	Loopback string      `json:"loopback,omitempty"` // deny (default) | allow
+	// Serve lists the ports the workload may accept connections on: the
+	// replies of a connection that arrived on one (conntrack: original
+	// direction inbound to that port) are allowed. Outbound authority is
+	// unchanged.
+	Serve []ServeRule `json:"serve,omitempty"`
+}
+
+// ServeRule is one port the workload serves: tcp or udp, a single port.
+type ServeRule struct {
+	Proto string `json:"proto"`
+	Port  int    `json:"port"`
 }
 
 // AllowRule is one exact outbound tuple: a single IP address, a protocol

@@ -119,6 +119,9 @@ type NetworkEnforcement struct {
 	Loopback  string      `json:"loopback,omitempty"`
 	Table     string      `json:"table"`
 	Allow     []AllowRule `json:"allow,omitempty"`
+	// Serve lists the ports whose inbound connections' replies the table
+	// accepts (the contract's network.serve).
+	Serve []ServeRule `json:"serve,omitempty"`
 	// TableRemoved says how the table went at exit: "deleted", or
 	// "with_netns" when it lived in a private network namespace that died
 	// with the container. Empty: it was not removed (see the shim's log).
@@ -137,9 +140,29 @@ type NetworkEnforcement struct {
 type Observed struct {
 	Counters       Counters       `json:"counters"`
 	DeniedAttempts DeniedAttempts `json:"denied_attempts"`
+	// Served counts the replies the table accepted for connections that
+	// arrived on a network.serve port (absent when the contract serves none).
+	Served *Served `json:"served,omitempty"`
 	// Escapes lists processes of the container found outside the bound
 	// cgroup while it ran (a policy_unbound finding each).
 	Escapes []Escape `json:"escapes,omitempty"`
+}
+
+// Served is what the table counted for network.serve: reply packets and
+// bytes, and TCP connections answered (SYN-ACKs sent), per port too.
+type Served struct {
+	Packets     uint64        `json:"packets"`
+	Bytes       uint64        `json:"bytes"`
+	Connections uint64        `json:"connections"`
+	Ports       []ServedCount `json:"ports,omitempty"`
+}
+
+// ServedCount is one serve port's reply counters.
+type ServedCount struct {
+	Proto   string `json:"proto"`
+	Port    int    `json:"port"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
 }
 
 // Escape is one process of the container seen outside the bound cgroup.

@@ -27,6 +27,7 @@ func (n *Network) check(p problems) {
 	default:
 		p.addf("network.loopback", `%q is not a loopback policy: use "deny" (the default) or "allow"`, truncate(n.Loopback, 80))
 	}
+	n.checkServe(p)
 	if len(n.Allow) > maxAllow {
 		p.addf("network.allow", "has %d tuples, at most %d allowed", len(n.Allow), maxAllow)
 		return
@@ -140,4 +141,38 @@ func isHostname(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxServe bounds network.serve.
+const maxServe = 64
+
+// checkServe validates network.serve: tcp or udp, one port each, unique.
+func (n *Network) checkServe(p problems) {
+	if len(n.Serve) > maxServe {
+		p.addf("network.serve", "has %d ports, at most %d allowed", len(n.Serve), maxServe)
+		return
+	}
+	seen := map[string]int{}
+	for i, r := range n.Serve {
+		path := joinIndex("network.serve", i)
+		switch r.Proto {
+		case ProtoTCP, ProtoUDP:
+		case "":
+			p.add(path+".proto", `is required: "tcp" or "udp"`)
+			continue
+		default:
+			p.addf(path+".proto", `%q cannot be served: use "tcp" or "udp"`, truncate(r.Proto, 80))
+			continue
+		}
+		if r.Port < 1 || r.Port > 65535 {
+			p.addf(path+".port", "%d is not a port: a single port 1-65535", r.Port)
+			continue
+		}
+		key := fmt.Sprintf("%s/%d", r.Proto, r.Port)
+		if j, dup := seen[key]; dup {
+			p.addf(path, "duplicates network.serve[%d]", j)
+			continue
+		}
+		seen[key] = i
+	}
 }
