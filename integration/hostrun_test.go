@@ -32,7 +32,6 @@ const (
 // containerd, the same operator config shape.
 type runEnv struct {
 	*env
-	ws string // a fresh workspace per run (see workspace)
 }
 
 func startRunEnv(t *testing.T, contract spec.Contract) *runEnv {
