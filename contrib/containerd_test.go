@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	runtimeoptions "github.com/containerd/containerd/api/types/runtimeoptions/v1"
-	"github.com/containerd/typeurl/v2"
-	"github.com/pelletier/go-toml/v2"
 
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
@@ -91,40 +88,19 @@ func checkPassThrough(t *testing.T, key string, v any) {
 	}
 }
 
-// checkOptions turns the options table into what CRI sends for a runtime
-// type other than runc (containerd's GenerateRuntimeOptions) and parses it
-// as the shim does.
+// checkOptions: the handler has no options table. CRI then sends no
+// runtime options and the shim reads /etc/gensee/config.toml (or
+// GENSEE_CONFIG of containerd's environment); with a table CRI would send
+// runtimeoptions.v1.Options, and containerd's client then cannot give a
+// user-namespaced pod's task its IO owner (it wants runc options).
 func checkOptions(t *testing.T, v any) {
 	t.Helper()
-	opts, _ := v.(map[string]any)
-	b, err := toml.Marshal(opts)
-	if err != nil {
-		t.Fatal(err)
+	if v != nil {
+		t.Errorf("the handler has an options table %v: CRI would send runtimeoptions.v1.Options and user-namespaced pods would fail in containerd; keep the operator config at /etc/gensee/config.toml (its [runc] table holds runc options)", v)
 	}
-	var ro runtimeoptions.Options
-	if err := toml.Unmarshal(b, &ro); err != nil {
-		t.Fatalf("options table as runtimeoptions.v1.Options: %v", err)
-	}
-	if ro.ConfigPath == "" {
-		ro.ConfigBody = b
-	}
-	a, err := typeurl.MarshalAnyToProto(&ro)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := config.ParseOptions(a)
-	if err != nil {
-		t.Fatalf("the shim refuses the options CRI would send: %v", err)
-	}
-	if rt.ConfigPath != config.DefaultPath {
-		t.Errorf("options ConfigPath = %q, want the default operator config %s", rt.ConfigPath, config.DefaultPath)
-	}
-	// With ConfigPath set CRI sends no body: runc keys next to it are lost.
-	runcKeys := tomlKeys(reflect.TypeOf(config.RuncOptions{}))
-	for key := range opts {
-		if key != "ConfigPath" {
-			t.Errorf("options key %q: with ConfigPath set CRI drops it; runc keys (%v) belong in the operator config's [runc] table", key, runcKeys)
-		}
+	rt, err := config.ParseOptions(nil)
+	if err != nil || rt.ConfigPath != "" {
+		t.Errorf("no options: %+v %v, want the default operator config", rt, err)
 	}
 }
 

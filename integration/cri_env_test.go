@@ -109,19 +109,16 @@ var pauseCmd = []string{"/bin/sleep", "inf"}
 
 // startCRIDaemon writes the daemon config and starts containerd. The gensee
 // handler is the contrib drop-in itself, imported as an operator would
-// import it, with ConfigPath pointed at the test's operator config.
+// import it; the shims find the test's operator config through GENSEE_CONFIG
+// in the daemon's environment, as a node's systemd drop-in would set it.
 func (e *criEnv) startCRIDaemon() {
 	t := e.t
 	snippet, err := os.ReadFile("../contrib/containerd/gensee-runtime.toml")
 	must(t, err)
-	const defaultCfg = `ConfigPath = "/etc/gensee/config.toml"`
-	if bytes.Count(snippet, []byte(defaultCfg)) != 1 {
-		t.Fatalf("contrib/containerd/gensee-runtime.toml: want exactly one line %s", defaultCfg)
-	}
 	confd := filepath.Join(e.dir, "conf.d")
 	must(t, os.MkdirAll(confd, 0o700))
 	dropIn := filepath.Join(confd, "gensee.toml")
-	must(t, os.WriteFile(dropIn, bytes.Replace(snippet, []byte(defaultCfg), []byte(fmt.Sprintf("ConfigPath = %q", e.cfgPath)), 1), 0o600))
+	must(t, os.WriteFile(dropIn, snippet, 0o600)) // verbatim: the operator config comes from GENSEE_CONFIG
 	cni := filepath.Join(e.dir, "cni")
 	for _, d := range []string{"net.d", "bin"} {
 		must(t, os.MkdirAll(filepath.Join(cni, d), 0o700))
@@ -164,7 +161,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 	cmd := exec.Command(filepath.Join(e.bin, "containerd"), "--config", cfgPath)
 	// The shims inherit the daemon's environment: the test's operator
 	// config directory is one a task may name.
-	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath))
+	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath), config.EnvConfig+"="+e.cfgPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(t, cmd.Start())

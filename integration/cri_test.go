@@ -91,8 +91,8 @@ func (e *criEnv) checkHandler() {
 	if rt.RuntimeType != runtimeName || fmt.Sprint(rt.PodAnnotations) != want || fmt.Sprint(rt.ContainerAnnotations) != want {
 		t.Errorf("handler %q: type %q pod_annotations %v container_annotations %v", criHandler, rt.RuntimeType, rt.PodAnnotations, rt.ContainerAnnotations)
 	}
-	if rt.Options["ConfigPath"] != e.cfgPath {
-		t.Errorf("handler options %v, want ConfigPath %s", rt.Options, e.cfgPath)
+	if len(rt.Options) != 0 {
+		t.Errorf("handler options %v, want none (the operator config comes from GENSEE_CONFIG)", rt.Options)
 	}
 	if !info.Config.RestrictOOMScoreAdj {
 		t.Errorf("restrict_oom_score_adj not in effect")

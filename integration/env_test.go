@@ -138,7 +138,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
 	cmd := exec.Command(filepath.Join(e.bin, "containerd"), "--config", cfgPath)
 	// The shims inherit the daemon's environment: the test's operator
 	// config directory is one a task may name.
-	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath))
+	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath), config.EnvConfig+"="+e.cfgPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(e.t, cmd.Start())

@@ -335,14 +335,16 @@ func setNamespacePath(s *specs.Spec, t specs.LinuxNamespaceType, path string) {
 	}
 }
 
-// runSpec runs a container from a full spec (ctr run --config).
+// runSpec runs a container from a full spec (ctr run --config). It names
+// no runtime options: the shim reads the daemon's GENSEE_CONFIG (ctr cannot
+// combine runtimeoptions with a user namespace).
 func (e *env) runSpec(t *testing.T, ns, id string, s *specs.Spec) (string, error) {
 	t.Helper()
 	p := filepath.Join(e.dir, id+".json")
 	b, err := json.Marshal(s)
 	must(t, err)
 	must(t, os.WriteFile(p, b, 0o644))
-	out, err := e.ctrErr(e.ns(ns), "run", "--rm", "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, "--config", p, id)
+	out, err := e.ctrErr(e.ns(ns), "run", "--rm", "--runtime", runtimeName, "--config", p, id)
 	e.ctrErr(e.ns(ns), "containers", "delete", id)
 	return out, err
 }
@@ -358,4 +360,49 @@ func (e *env) foreignNetns(t *testing.T) string {
 	must(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+}
+
+// TestUserNamespaceContainer: a container in its own user namespace is
+// admitted; its root cannot reach the table (no NET_ADMIN in any set,
+// NETLINK_NETFILTER closed), a nested user+network namespace reaches
+// nothing, and deny_all holds. (ctr --uidmap cannot be combined with
+// --runtime-config-path, so the spec is given whole.)
+func TestUserNamespaceContainer(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	n := newTestNet(t)
+	l := n.listenTCP(serverIP + ":8080")
+	base := e.baseSpec(t)
+	withUserns := func(netns string) *specs.Spec {
+		s := base()
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+		s.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
+		s.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
+		setNamespacePath(s, specs.NetworkNamespace, netns)
+		return s
+	}
+	s := withUserns(n.ClientPath)
+	s.Process.Args = []string{"/bin/busybox", "sh", "-c",
+		"/bin/probe socket nfnetlink; echo nft=$?; /bin/probe connect tcp " + serverIP + ":8080; echo out=$?; /bin/probe nested-connect tcp " + serverIP + ":8080; echo nested=$?; /bin/busybox cat /proc/self/uid_map"}
+	out, err := e.runSpec(t, "it-hostile", "uns", s)
+	if err != nil {
+		t.Fatalf("user-namespaced container: %v\n%s", err, out)
+	}
+	for _, want := range []string{"nft=1", "out=1", "nested=1", "200000", "operation not permitted"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("want %q in\n%s", want, out)
+		}
+	}
+	if n := l.accepted.Load(); n != 0 {
+		t.Fatalf("the server saw %d connections from a deny_all container in a user namespace", n)
+	}
+	if rec := e.admissionRecord("it-hostile", "uns"); rec["user_namespace"] != true {
+		t.Fatalf("admission record: user_namespace %v", rec["user_namespace"])
+	}
+	// A private netns runc makes inside the container's own user namespace.
+	s = withUserns("")
+	s.Process.Args = []string{"/bin/busybox", "sh", "-c", "/bin/probe connect tcp 127.0.0.1:9; echo rc=$?"}
+	out, err = e.runSpec(t, "it-hostile", "unsp", s)
+	if err != nil || !strings.Contains(out, "rc=1") || strings.Contains(out, "connection refused") {
+		t.Fatalf("private netns owned by the container's user namespace (want a dropped SYN): %v\n%s", err, out)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -82,4 +83,19 @@ func rewrite(path, text string) error {
 		return err
 	}
 	return os.Chtimes(path, time.Now(), fi.ModTime())
+}
+
+// nestedConnect runs "probe connect" in a child made in a new user and
+// network namespace (root inside the nested user namespace holds every
+// capability over the namespaces it creates, none over its parent's).
+func nestedConnect(proto, addr string) error {
+	cmd := exec.Command("/proc/self/exe", "connect", proto, addr)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("nested: %w", err)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@
 //	probe socket KIND                 open a socket: packet, raw4, vsock, xdp, key, bluetooth, nfnetlink, rtnetlink, inet, unix, iouring
 //	probe cgmove DIR                  write the probe's pid into DIR/cgroup.procs
 //	probe cgmove-connect DIR tcp|udp HOST:PORT   cgmove, then connect
+//	probe nested-connect tcp|udp HOST:PORT  connect from a child in a new user+network namespace
 //	probe rewrite PATH TEXT           write TEXT over PATH (same length) and restore its size and mtime
 package main
 
@@ -73,6 +74,11 @@ func main() {
 		if err = cgmove(os.Args[2]); err == nil {
 			err = connect(os.Args[3], os.Args[4])
 		}
+	case "nested-connect":
+		if len(os.Args) != 4 {
+			usage()
+		}
+		err = nestedConnect(os.Args[2], os.Args[3])
 	case "rewrite":
 		if len(os.Args) != 4 {
 			usage()

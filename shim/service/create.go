@@ -56,7 +56,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		// it would have been admitted.
 		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("checkpoint_restore", "the task is to be restored from checkpoint %q, whose processes were never admitted; start it from its image instead", r.Checkpoint+r.ParentCheckpoint).(*refusedError))
 	}
-	kind, nsPath, err := namespacesOf(oci)
+	kind, nsPath, uns, err := namespacesOf(oci)
 	if err != nil {
 		var sr *specRefusal
 		errors.As(err, &sr)
@@ -72,7 +72,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	var wantNetns nsID
 	if kind == netnsPath {
-		if wantNetns, err = checkJoinedNetns(nsPath); err != nil {
+		if wantNetns, err = checkJoinedNetns(nsPath, uns); err != nil {
 			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 		}
 	}
@@ -116,7 +116,8 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
-	op.wantNetns = wantNetns
+	op.wantNetns, op.userns = wantNetns, uns.has
+	op.admission.UserNamespace = uns.has
 	if err := writeSpec(r.Bundle, oci); err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}

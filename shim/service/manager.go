@@ -67,7 +67,7 @@ func (m *Manager) Info(ctx context.Context, r io.Reader) (*types.RuntimeInfo, er
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.LoadForTask(rt.ConfigPath, config.TrustedDirs(os.Getenv(config.EnvConfigDirs)))
+	cfg, err := loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs)), os.Getenv(config.EnvConfig))(rt.ConfigPath)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		f.Close()
 		return fmt.Errorf("init %d changed while binding the boundary", pid)
 	}
+	op.initPID = pid
 	if err := op.checkNetns(f); err != nil {
 		f.Close()
 		return err
@@ -96,8 +97,15 @@ func (op *operation) checkNetns(f *os.File) error {
 	if err != nil {
 		return err
 	}
+	if !ok && op.userns {
+		// The container's own user namespace may own it (runc made both,
+		// or a pod's): its root holds no NET_ADMIN there (the allowlist).
+		owner, oerr := ownerOf(f)
+		own, uerr := nsIDOfPath(fmt.Sprintf("/proc/%d/ns/user", op.initPID))
+		ok = oerr == nil && uerr == nil && owner == own
+	}
 	if !ok {
-		return fmt.Errorf("the init's network namespace is owned by another user namespace, whose root could delete the table")
+		return fmt.Errorf("the init's network namespace is owned by a user namespace that is neither the host's nor the container's, whose root could delete the table")
 	}
 	return nil
 }

@@ -55,38 +55,48 @@ func openNamespace(path string, nstype int) (*os.File, error) {
 	return f, nil
 }
 
-// ownedByInitialUserns reports whether namespace ns is owned by the
-// initial user namespace (the one this shim runs in, which must itself be
-// the initial one: the shim needs host root to install tables). A netns
-// owned by another user namespace has another root, who holds NET_ADMIN
-// over it and can delete the table.
-func ownedByInitialUserns(ns *os.File) (bool, error) {
+// ownerOf is the identity of the user namespace that owns namespace ns.
+func ownerOf(ns *os.File) (nsID, error) {
 	ufd, err := unix.IoctlRetInt(int(ns.Fd()), unix.NS_GET_USERNS)
 	if err != nil {
-		return false, fmt.Errorf("owner of namespace %s: %w", ns.Name(), err)
+		return nsID{}, fmt.Errorf("owner of namespace %s: %w", ns.Name(), err)
 	}
 	owner := os.NewFile(uintptr(ufd), "userns")
 	defer owner.Close()
-	got, err := nsIDOf(owner)
+	return nsIDOf(owner)
+}
+
+// nsIDOfPath is the identity of the namespace file at path.
+func nsIDOfPath(path string) (nsID, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nsID{}, fmt.Errorf("open namespace %s: %w", path, err)
+	}
+	defer f.Close()
+	return nsIDOf(f)
+}
+
+// ownedByInitialUserns reports whether namespace ns is owned by the
+// initial user namespace (the one this shim runs in, which must itself be
+// the initial one: the shim needs host root to install tables). A netns
+// owned by another user namespace has another root, who holds the
+// capabilities over it that the container's capability sets lack.
+func ownedByInitialUserns(ns *os.File) (bool, error) {
+	got, err := ownerOf(ns)
 	if err != nil {
 		return false, err
 	}
-	self, err := os.Open("/proc/self/ns/user")
-	if err != nil {
-		return false, fmt.Errorf("open own user namespace: %w", err)
-	}
-	defer self.Close()
-	want, err := nsIDOf(self)
-	if err != nil {
-		return false, err
-	}
-	return got == want, nil
+	want, err := nsIDOfPath("/proc/self/ns/user")
+	return err == nil && got == want, err
 }
 
 // checkJoinedNetns refuses a netns joined by path unless it is a network
-// namespace owned by the initial user namespace. It returns the namespace's
-// identity, which bind compares with the netns the init really joined.
-func checkJoinedNetns(path string) (nsID, error) {
+// namespace owned by the initial user namespace, or by the user namespace
+// the container itself joins (a Kubernetes pod's, whose netns CRI makes
+// inside it): any other owner has a root the capability policy does not
+// bind. It returns the namespace's identity, which bind compares with the
+// netns the init really joined.
+func checkJoinedNetns(path string, u userns) (nsID, error) {
 	f, err := openNamespace(path, unix.CLONE_NEWNET)
 	if err != nil {
 		return nsID{}, refuse("netns_path", "linux.namespaces network path %q: %v; join an existing network namespace file (e.g. /var/run/netns/NAME)", path, err)
@@ -96,8 +106,17 @@ func checkJoinedNetns(path string) (nsID, error) {
 	if err != nil {
 		return nsID{}, refuse("netns_path", "linux.namespaces network path %q: %v", path, err)
 	}
+	if !ok && u.path != "" {
+		owner, oerr := ownerOf(f)
+		uf, uerr := openNamespace(u.path, unix.CLONE_NEWUSER)
+		if oerr == nil && uerr == nil {
+			want, _ := nsIDOf(uf)
+			uf.Close()
+			ok = owner == want
+		}
+	}
 	if !ok {
-		return nsID{}, refuse("netns_foreign_userns", "linux.namespaces network path %q is owned by another user namespace, whose root can delete the container's network table; join a network namespace created by host root", path)
+		return nsID{}, refuse("netns_foreign_userns", "linux.namespaces network path %q is owned by a user namespace that is neither the host's nor the container's own, whose root can delete the container's network table; join a network namespace created by host root or by the container's user namespace", path)
 	}
 	return nsIDOf(f)
 }

@@ -29,15 +29,24 @@ type specRefusal struct {
 
 func (e *specRefusal) Error() string { return e.Rule + ": " + e.Msg }
 
-// namespacesOf reads where the container's sockets live and refuses what
-// the network boundary cannot govern: no process, or a user namespace
-// (whose root would hold NET_ADMIN over a netns it owns).
-func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, err error) {
+// userns says whether and how a container has a user namespace.
+type userns struct {
+	has  bool   // the spec lists a user namespace
+	path string // joined by path (a pod's), "" when runc makes one
+}
+
+// namespacesOf reads where the container's sockets live and whether it has
+// a user namespace. A user namespace is admitted: the capability
+// allowlist holds inside it (no NET_ADMIN or SYS_ADMIN in any set, so not
+// even its root can hold them over a netns it owns, and a nested user
+// namespace holds capabilities only over namespaces it creates), and the
+// netns checks (checkJoinedNetns, checkNetns) accept a netns owned by the
+// container's own user namespace, never by a third one.
+func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, u userns, err error) {
 	if s.Process == nil {
-		return "", "", &specRefusal{"no_process", "the spec has no process; gensee only runs containers with a process"}
+		return "", "", u, &specRefusal{"no_process", "the spec has no process; gensee only runs containers with a process"}
 	}
 	kind = netnsHost
-	userns := false
 	if s.Linux != nil {
 		for _, ns := range s.Linux.Namespaces {
 			switch ns.Type {
@@ -47,14 +56,11 @@ func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, err error) {
 					kind = netnsPath
 				}
 			case specs.UserNamespace:
-				userns = true
+				u = userns{has: true, path: ns.Path}
 			}
 		}
 	}
-	if userns {
-		return "", "", &specRefusal{"userns_owns_netns", "the container runs in its own user namespace, whose root would own network administration; run it without a user namespace under the gensee runtime"}
-	}
-	return kind, nsPath, nil
+	return kind, nsPath, u, nil
 }
 
 // privateCgroupns gives a container that shares the host's cgroup

@@ -17,11 +17,10 @@ func TestNamespacesOfRefuses(t *testing.T) {
 		spec *specs.Spec
 		rule string
 	}{
-		{"userns", specWith(specs.LinuxNamespace{Type: specs.UserNamespace}, specs.LinuxNamespace{Type: specs.NetworkNamespace}), "userns_owns_netns"},
 		{"no process", &specs.Spec{}, "no_process"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := namespacesOf(tc.spec)
+			_, _, _, err := namespacesOf(tc.spec)
 			var r *specRefusal
 			if !errors.As(err, &r) || r.Rule != tc.rule {
 				t.Fatalf("err = %v, want rule %s", err, tc.rule)
@@ -31,15 +30,19 @@ func TestNamespacesOfRefuses(t *testing.T) {
 }
 
 func TestNamespacesOfKinds(t *testing.T) {
-	if kind, _, _ := namespacesOf(specWith()); kind != netnsHost {
+	if kind, _, _, _ := namespacesOf(specWith()); kind != netnsHost {
 		t.Errorf("no netns entry: %s, want host", kind)
 	}
-	if kind, _, _ := namespacesOf(specWith(specs.LinuxNamespace{Type: specs.NetworkNamespace})); kind != netnsPrivate {
+	if kind, _, _, _ := namespacesOf(specWith(specs.LinuxNamespace{Type: specs.NetworkNamespace})); kind != netnsPrivate {
 		t.Errorf("netns without path: %s, want private", kind)
 	}
-	kind, p, _ := namespacesOf(specWith(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: "/var/run/netns/x"}))
+	kind, p, _, _ := namespacesOf(specWith(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: "/var/run/netns/x"}))
 	if kind != netnsPath || p != "/var/run/netns/x" {
 		t.Errorf("path netns: %s %s", kind, p)
+	}
+	_, _, u, err := namespacesOf(specWith(specs.LinuxNamespace{Type: specs.UserNamespace, Path: "/proc/9/ns/user"}, specs.LinuxNamespace{Type: specs.NetworkNamespace}))
+	if err != nil || !u.has || u.path != "/proc/9/ns/user" {
+		t.Errorf("user namespace: %+v %v, want admitted and recorded", u, err)
 	}
 }
 

@@ -61,6 +61,8 @@ type operation struct {
 	pub         events.Publisher // where boundary events go besides events.jsonl
 	mon         *monitor.Monitor // set by bind; nil before
 	wantNetns   nsID             // a joined netns as checked at admission; zero otherwise
+	userns      bool             // the container has a user namespace
+	initPID     int              // set by bind
 
 	mu          sync.Mutex
 	state       opState  // guarded by mu

@@ -32,6 +32,7 @@ type admissionRecord struct {
 	Seccomp             *spec.SeccompEnforcement    `json:"seccomp,omitempty"`
 	Notes               []string                    `json:"notes,omitempty"` // recorded, not refused (e.g. an unconfined LSM profile)
 	Netns               string                      `json:"netns"`
+	UserNamespace       bool                        `json:"user_namespace,omitempty"`
 	NetnsPath           string                      `json:"netns_path,omitempty"`
 	Table               string                      `json:"table,omitempty"`
 	Subject             *subject                    `json:"subject,omitempty"`

@@ -36,7 +36,7 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 		ctx:              ctx,
 		pub:              pub,
 		now:              time.Now,
-		loadConfig:       loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs))),
+		loadConfig:       loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs)), os.Getenv(config.EnvConfig)),
 		ops:              map[string]*operation{},
 	}
 }
@@ -49,8 +49,18 @@ func (s *service) RegisterTTRPC(srv *ttrpc.Server) error {
 }
 
 // loadTaskConfig loads the operator config a task names, from dirs only.
-func loadTaskConfig(dirs []string) func(string) (config.Config, error) {
-	return func(path string) (config.Config, error) { return config.LoadForTask(path, dirs) }
+// A task that names none gets def (GENSEE_CONFIG of the daemon's
+// environment, which only whoever starts containerd sets) or the default
+// path. CRI sends no options for a handler without an options table, and
+// must not: it cannot give a user-namespaced pod's task the IO owner
+// (runc options) when the handler's options are another type.
+func loadTaskConfig(dirs []string, def string) func(string) (config.Config, error) {
+	return func(path string) (config.Config, error) {
+		if path == "" && def != "" {
+			return config.Load(def)
+		}
+		return config.LoadForTask(path, dirs)
+	}
 }
 
 func (s *service) get(id string) *operation {
