@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/service"
