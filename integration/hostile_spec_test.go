@@ -310,8 +310,11 @@ func (e *env) baseSpec(t *testing.T) func() *specs.Spec {
 	must(t, json.Unmarshal([]byte(info), &c))
 	root := filepath.Join(e.dir, "spec-rootfs")
 	must(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
-	for _, d := range []string{"etc", "tmp", "proc", "sys", "dev"} {
+	for _, d := range []string{"etc", "tmp", "proc", "sys", "dev", "run"} {
 		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	for _, m := range c.Spec.Mounts { // the root is read-only: runc cannot make them
+		must(t, os.MkdirAll(filepath.Join(root, m.Destination), 0o755))
 	}
 	for src, dst := range map[string]string{"/bin/busybox": "bin/busybox", filepath.Join(e.dir, "probe"): "bin/probe"} {
 		b, err := os.ReadFile(src)
@@ -372,12 +375,23 @@ func TestUserNamespaceContainer(t *testing.T) {
 	n := newTestNet(t)
 	l := n.listenTCP(serverIP + ":8080")
 	base := e.baseSpec(t)
+	// The mapped root (host uid 200000) must be able to reach the rootfs.
+	must(t, os.Chmod(e.dir, 0o711))
 	withUserns := func(netns string) *specs.Spec {
 		s := base()
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
 		s.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
 		s.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
 		setNamespacePath(s, specs.NetworkNamespace, netns)
+		if netns != "" {
+			// sysfs cannot be mounted for a netns the user namespace does
+			// not own: bind the host's read-only, as CRI does for such pods.
+			for i, m := range s.Mounts {
+				if m.Type == "sysfs" {
+					s.Mounts[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "nodev", "noexec", "rro"}}
+				}
+			}
+		}
 		return s
 	}
 	s := withUserns(n.ClientPath)
