@@ -18,6 +18,7 @@ func (w *Watchdog) Denied(target string, at, recv time.Time) Result {
 		Kind: spec.EventEgressDenied, Control: "network", Rule: w.cfg.DenyRule,
 		Detail: fmt.Sprintf("packet to %s dropped: not in the contract's allow list", target),
 		Target: target, At: at, OperationID: w.cfg.OperationID,
+		Hint: "an outbound destination belongs in the contract's network.allow; if this packet answers a connection the workload accepted (a server, a kubelet probe, a Service), its port belongs in network.serve",
 	}, recv)
 }
 
