@@ -23,11 +23,14 @@ func (c change) String() string { return changeNames[c] }
 //
 // Overlay layout: a non-directory whose mode, owner, size, mtime (and rdev)
 // equal the image's, whose mtime predates the task, and whose content (a
-// symlink's target) compares equal to the image's is a copy-up, not a
-// change (chmod back and forth, chown to the same owner, open for write
-// without writing). Metadata alone is not enough: a workload can write new
-// bytes and set size and mtime back. The content is read only for entries
-// that pass every metadata test (sameAsImage), so fresh files cost nothing.
+// symlink's target) and extended attributes compare equal to the image's
+// is a copy-up, not a change (chmod back and forth, chown to the same
+// owner, open for write without writing). Metadata alone is not enough: a
+// workload can write new bytes and set size and mtime back, or add only a
+// security.capability. The content and xattrs are read only for entries
+// that pass every metadata test (sameAsImage), so fresh files cost
+// nothing. A directory with the image's mode and owner is compared by
+// xattrs alone: its entries are the walk's business.
 // Bind layout: the image and the changes share one directory, so anything
 // with ctime after the start is an add and deletions are invisible.
 //
@@ -63,10 +66,13 @@ func (g *gater) changeOf(e *walk.Entry, structural bool) (ch change, bad *Violat
 	s, i := e.Stat, img.Stat
 	same := s.Perm() == i.Perm() && s.Uid == i.Uid && s.Gid == i.Gid
 	if e.Kind == walk.KindDir {
-		if same {
-			return chNone, nil
+		if !same {
+			return chModify, nil
 		}
-		return chModify, nil
+		if ok, bad := g.sameXattrs(e, nil); !ok {
+			return chModify, bad
+		}
+		return chNone, nil
 	}
 	if !same || s.Size != i.Size || s.Rdev != i.Rdev || !s.Mtime.Equal(i.Mtime) || !s.Mtime.Before(g.fresh) {
 		return chModify, nil

@@ -21,14 +21,20 @@ const compareChunk = 256 << 10
 // file unreadable, entry changed while read, compare cap reached) answers
 // false with the violation to record, so the entry counts as modified and
 // the caller reports why (an anomaly, and a violation of its products).
+//
+// The extended attributes must match too (sameXattrs): a fifo, socket or
+// device has no content beyond the compared metadata (rdev included), so
+// only its xattrs are compared.
 func (g *gater) sameAsImage(e *walk.Entry) (bool, *Violation) {
 	switch e.Kind {
 	case walk.KindFile:
-		return g.sameBytes(e)
+		return g.sameBytes(e) // xattrs through the image file it opens
 	case walk.KindSymlink:
-		return g.sameTarget(e)
+		if ok, bad := g.sameTarget(e); !ok {
+			return false, bad
+		}
 	}
-	return true, nil // fifo, socket, device: no content beyond the compared metadata (rdev included)
+	return g.sameXattrs(e, nil)
 }
 
 func failed(rule, detail string) (bool, *Violation) {
@@ -47,9 +53,10 @@ func (g *gater) sameTarget(e *walk.Entry) (bool, *Violation) {
 	return up == img, nil
 }
 
-// sameBytes streams the upper file and the image's file side by side in
-// compareChunk steps, stopping at the first difference. Equal bytes count
-// only if neither file's size or mtime moved during the read.
+// sameBytes compares the extended attributes of the upper file and the
+// image's file, then streams both side by side in compareChunk steps,
+// stopping at the first difference. Equal bytes count only if neither
+// file's size or mtime moved during the read.
 func (g *gater) sameBytes(e *walk.Entry) (bool, *Violation) {
 	size := e.Stat.Size
 	if size > g.compareLeft {
@@ -67,6 +74,9 @@ func (g *gater) sameBytes(e *walk.Entry) (bool, *Violation) {
 	defer img.Close()
 	if img.Stat.Size != size || !img.Stat.Mtime.Equal(e.Image.Stat.Mtime) {
 		return failed(RuleChanged, "the image's file changed between lookup and open")
+	}
+	if ok, bad := g.sameXattrs(e, img); !ok {
+		return false, bad
 	}
 	up, err := e.Reader()
 	if err != nil {

@@ -35,25 +35,44 @@
 //     StartTime is a copy-up (chmod and back, chown to the same owner, open
 //     for write) and no change, but only once its content is compared with
 //     the image's and found equal: bytes for regular files, the target for
-//     symlinks. Metadata alone would let a task write new bytes, restore
-//     size and mtime (touch -d, utimensat) and vanish from the unclaimed
-//     count, digest and patch. The image file is opened like every other
-//     (openat2 from the layer's pinned fd, fstat-checked, regular files
-//     only), both are read 256 KiB at a time up to the first difference,
-//     and equal bytes count only if a second fstat of both shows the same
-//     size and mtime. Anything that prevents a comparison is an anomaly
-//     and the entry counts as modified: an unreadable image file
-//     ("unreadable"), a file that changed or ended early ("changed"), the
-//     compare cap ("over_max_bytes", reported once). Extended attributes
-//     are not compared: a setxattr-only copy-up stays no change. Cost: only same-metadata
-//     copy-ups are read, never added or visibly modified files, so a walk
-//     of fresh files (P4) pays nothing; a copy-up of N bytes costs 2N bytes
-//     of reads, often page-cache hits since the copy-up itself read the
-//     image file and wrote the upper one (BenchmarkCopyUpCompare: about
-//     600 MiB/s of upper bytes on the 2-vCPU VMs, warm), at most
-//     Input.CompareBytes (default DefaultCompareBytes, 1 GiB) per side per
-//     run, all inside the gate helper's gate_timeout; the context is
-//     checked between chunks.
+//     symlinks. Metadata alone would let a task write new bytes, restore size
+//     and mtime (touch -d, utimensat) and vanish from the unclaimed count,
+//     digest and patch. The image file is opened like every other (openat2
+//     from the layer's pinned fd, fstat-checked, regular files only), both
+//     are read 256 KiB at a time up to the first difference, and equal bytes
+//     count only if a second fstat of both shows the same size and mtime.
+//     Anything that prevents a comparison is an anomaly and the entry counts
+//     as modified: an unreadable image file ("unreadable"), a file that
+//     changed or ended early ("changed"), the compare cap ("over_max_bytes",
+//     reported once). Extended attributes count too: a copy-up whose xattr
+//     set (names and values) differs from the image entry's is a modify, so a
+//     setxattr-only change (file capabilities on an image binary, an ACL,
+//     user.*/security.*/trusted.* attributes) is counted like a write.
+//     Directories that are not structural are compared the same way once mode
+//     and owner match. The only xattrs left out are the mount's own overlay
+//     xattrs (<ns>.overlay.* for the mount's XattrNS: origin, impure, opaque,
+//     ...), which the merged view hides and walk reads as markers; escaped
+//     ones (<ns>.overlay.overlay.*, set through the merged view) and the
+//     other namespace's are compared (a forged marker there is also an
+//     anomaly). Files and directories are read through their fds
+//     (flistxattr/fgetxattr), symlinks and special files, never opened, by
+//     name below the pinned parent fd with listxattrat/getxattrat and
+//     AT_SYMLINK_NOFOLLOW (Linux 6.13), the name re-checked to be the same
+//     inode; on an older kernel their xattrs are not compared (user.* is
+//     refused on them, trusted.* and most security.* need CAP_SYS_ADMIN, and
+//     file capabilities act only on executed regular files). Reads are capped
+//     at walk.MaxXattrValue (64 KiB) per value and walk.MaxXattrBytes (1 MiB)
+//     of names and values per object; over a cap is "over_max_bytes",
+//     unreadable "unreadable", listed then gone "changed", each an anomaly
+//     and a modify. Cost: only same-metadata copy-ups are read (xattrs: one
+//     flistxattr per side when there are none), never added or visibly
+//     modified files, so a walk of fresh files (P4) pays nothing; a copy-up
+//     of N bytes costs 2N bytes of reads, often page-cache hits since the
+//     copy-up itself read the image file and wrote the upper one
+//     (BenchmarkCopyUpCompare: about 600 MiB/s of upper bytes on the 2-vCPU
+//     VMs, warm), at most Input.CompareBytes (default DefaultCompareBytes,
+//     1 GiB) per side per run, all inside the gate helper's gate_timeout;
+//     the context is checked between chunks.
 //   - Exclusions match whole path components (Input.Exclusions, default
 //     .git, target, node_modules, .gensee) anywhere below the workspace; an
 //     excluded subtree is counted once and never read. A slot that passes

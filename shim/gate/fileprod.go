@@ -45,7 +45,7 @@ func (f *fileProduct) root(g *gater, v *visit) (bool, error) {
 // task that sets its product's mtime back has said it did not.
 func partialDetail(ch change) string {
 	if ch == chNone {
-		return "the image has this file and its upper copy holds the image's bytes and metadata (copy-up only); write the product during the task"
+		return "the image has this file and its upper copy holds the image's bytes, metadata and extended attributes (copy-up only); write the product during the task"
 	}
 	return "the image has this file and its upper copy's mtime predates the task start: a copy-up (chmod, chown, open for write) or a write whose mtime was set back (touch -d, cp -p, tar); write the product during the task, keeping the current time as its mtime"
 }

@@ -14,6 +14,13 @@
 //   - Overlay markers are read only in the mount's own xattr namespace;
 //     markers in the other namespace, metacopy, redirect and xwhiteouts are
 //     reported as Marks, never interpreted.
+//   - Extended attributes compared with the image (Entry.Xattrs,
+//     ImageXattrs) are read through the opened fd of a directory or regular
+//     file, and for anything else by one name below the pinned parent fd
+//     with listxattrat/getxattrat(AT_SYMLINK_NOFOLLOW), never a path; every
+//     list and value is size-checked against MaxXattrList, MaxXattrValue and
+//     MaxXattrBytes before it is read. The mount's own overlay xattrs are
+//     left out of them (visibleXattr).
 //
 // The package reports what it saw; deciding what a change or a violation is
 // belongs to package gate. It never writes.

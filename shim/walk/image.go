@@ -17,6 +17,7 @@ type ImageFile struct {
 	fd   int
 	path string
 	lay  int
+	ns   string // the mount's overlay xattr namespace
 }
 
 // OpenImage opens the image's file at e's path. It fails unless both e and
@@ -37,7 +38,7 @@ func (e *Entry) OpenImage() (*ImageFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %q in image layer %d: %w", e.Path, l.layer, err)
 	}
-	return &ImageFile{Stat: statOf(got), fd: fd, path: e.Path, lay: l.layer}, nil
+	return &ImageFile{Stat: statOf(got), fd: fd, path: e.Path, lay: l.layer, ns: e.tree.opts.XattrNS}, nil
 }
 
 // ImageReadlink returns the target of the image's symlink at e's path (at
