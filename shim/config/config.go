@@ -65,6 +65,11 @@ type Config struct {
 	// bind a source writable; any other bind must be read-only. Default:
 	// the kubelet's pod directories (volumes, etc-hosts, termination log).
 	WritableBindRoots []string `toml:"writable_bind_roots"`
+	// AllowedRuntimeFiles are exact paths under a container runtime's
+	// directories (/run/containerd, /run/buildkit, ...) a spec may bind,
+	// e.g. BuildKit's /run/buildkit/otel-grpc.sock trace socket, which it
+	// binds into every RUN step. Nothing else there is ever bindable.
+	AllowedRuntimeFiles []string `toml:"allowed_runtime_files"`
 
 	// Path is where the config was read from ("" for built-in defaults).
 	Path string `toml:"-"`
@@ -157,7 +162,7 @@ func Parse(path string, data []byte) (Config, error) {
 	c := Default()
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, writable_bind_roots, [runc])", path, err)
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, writable_bind_roots, allowed_runtime_files, [runc])", path, err)
 	}
 	c.Path = path
 	for name, p := range map[string]string{"catalog": c.Catalog, "trust_anchor": c.TrustAnchor, "state_dir": c.StateDir} {
@@ -165,7 +170,7 @@ func Parse(path string, data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
 		}
 	}
-	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "writable_bind_roots": c.WritableBindRoots} {
+	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "writable_bind_roots": c.WritableBindRoots, "allowed_runtime_files": c.AllowedRuntimeFiles} {
 		for _, h := range list {
 			if !filepath.IsAbs(h) || filepath.Clean(h) != h || h == "/" {
 				return Config{}, fmt.Errorf("operator config %s: %s entry %q must be an absolute, clean path other than /", path, key, h)

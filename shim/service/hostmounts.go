@@ -111,6 +111,7 @@ func hiddenByLater(ms []specs.Mount, i int) bool {
 func hostPolicy(cfg config.Config) specpolicy.Operator {
 	op := operatorPolicy(cfg.HookAllowlist, cfg.StateDir)
 	op.WritableBindRoots = cfg.WritableBindRoots
+	op.AllowedRuntimeFiles = cfg.AllowedRuntimeFiles
 	op.FSTyper = func(p string) (int64, error) {
 		var sf unix.Statfs_t
 		if err := unix.Statfs(p, &sf); err != nil {

@@ -421,3 +421,15 @@ func TestWritableHostPathsAndRoot(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowedRuntimeFiles(t *testing.T) {
+	op := Operator{AllowedRuntimeFiles: []string{"/run/buildkit/otel-grpc.sock"}}
+	for src, ok := range map[string]bool{"/run/buildkit/otel-grpc.sock": true, "/run/buildkit/buildkitd.sock": false, "/run/buildkit": false} {
+		s := ctrDefaultSpec(t)
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/dev/otel-grpc.sock", Type: "bind", Source: src, Options: []string{"bind", "ro"}})
+		_, err := CheckSpec(s, Grants{}, op)
+		if (err == nil) != ok {
+			t.Errorf("bind %s: %v, want admitted %v", src, err, ok)
+		}
+	}
+}

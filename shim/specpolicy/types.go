@@ -23,6 +23,10 @@ type Operator struct {
 	// bind must be read-only: a writable host path (/etc, the runtime's
 	// binaries, /etc/gensee) would let the workload take the host.
 	WritableBindRoots []string
+	// AllowedRuntimeFiles are exact host paths under a runtime's
+	// directories that a spec may bind anyway (an image builder's trace
+	// socket, say): the operator vouches that they start nothing.
+	AllowedRuntimeFiles []string
 }
 
 // Result says what admission changed and noticed, for the records.
