@@ -2,7 +2,6 @@ package contrib
 
 import (
 	"path"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -101,17 +100,6 @@ func checkOptions(t *testing.T, v any) {
 	if err != nil || rt.ConfigPath != "" {
 		t.Errorf("no options: %+v %v, want the default operator config", rt, err)
 	}
-}
-
-// tomlKeys lists the toml keys of struct type t.
-func tomlKeys(t reflect.Type) []string {
-	var keys []string
-	for i := range t.NumField() {
-		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); k != "" && k != "-" {
-			keys = append(keys, k)
-		}
-	}
-	return keys
 }
 
 // TestContribSystemd: the drop-in puts the shim's directory ahead of
