@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -74,6 +75,15 @@ func decodeExpr(name string, data []byte) string {
 			return fmt.Sprintf("undecodable byteorder %s: %v", hex.EncodeToString(data), err)
 		}
 		return canon(b)
+	case "bitwise":
+		// v0.3.0's Bitwise decoder ignores NFTA_BITWISE_OP and
+		// NFTA_BITWISE_DATA: a shift, or a two-register and/or/xor,
+		// would read back as the mask-and-xor it is not.
+		b, err := decodeBitwise(data)
+		if err != nil {
+			return fmt.Sprintf("undecodable bitwise %s: %v", hex.EncodeToString(data), err)
+		}
+		return canon(b)
 	default:
 		return fmt.Sprintf("unknown %s %s", name, hex.EncodeToString(data))
 	}
@@ -109,6 +119,47 @@ func decodeByteorder(data []byte) (*expr.Byteorder, error) {
 			b.Len = v
 		case unix.NFTA_BYTEORDER_SIZE:
 			b.Size = v
+		default:
+			return nil, fmt.Errorf("unknown attribute %d", a.typ)
+		}
+	}
+	return b, nil
+}
+
+// Bitwise attributes x/sys/unix lacks, and the one operation this package
+// uses (NFT_BITWISE_BOOL, renamed NFT_BITWISE_MASK_XOR in Linux 6.13).
+const (
+	nftaBitwiseOp     = 6
+	nftBitwiseMaskXor = 0
+)
+
+// decodeBitwise accepts only what build emits, a mask-and-xor; every other
+// attribute or operation is an error, so it never reads as the plan.
+func decodeBitwise(data []byte) (*expr.Bitwise, error) {
+	b := &expr.Bitwise{}
+	for a := range attrsOf(data) {
+		switch a.typ {
+		case unix.NFTA_BITWISE_SREG, unix.NFTA_BITWISE_DREG, unix.NFTA_BITWISE_LEN, nftaBitwiseOp:
+			if len(a.data) != 4 {
+				return nil, fmt.Errorf("attribute %d has %d bytes", a.typ, len(a.data))
+			}
+			v := binary.BigEndian.Uint32(a.data)
+			switch a.typ {
+			case unix.NFTA_BITWISE_SREG:
+				b.SourceRegister = v
+			case unix.NFTA_BITWISE_DREG:
+				b.DestRegister = v
+			case unix.NFTA_BITWISE_LEN:
+				b.Len = v
+			case nftaBitwiseOp:
+				if v != nftBitwiseMaskXor {
+					return nil, fmt.Errorf("operation %d is not mask-and-xor", v)
+				}
+			}
+		case unix.NFTA_BITWISE_MASK:
+			b.Mask = slices.Clone(dataValue(a.data))
+		case unix.NFTA_BITWISE_XOR:
+			b.Xor = slices.Clone(dataValue(a.data))
 		default:
 			return nil, fmt.Errorf("unknown attribute %d", a.typ)
 		}

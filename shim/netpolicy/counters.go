@@ -17,6 +17,13 @@ type TupleCount struct {
 	Count
 }
 
+// ServeCount is what one served port's set element counted: the replies
+// of its served connections, SYN-ACKs included.
+type ServeCount struct {
+	Port  ServePort
+	Count Count
+}
+
 // Counters are the table's counters. Allowed counts every packet of the
 // cgroup the table accepted (tuples, replies, loopback, neighbor discovery);
 // Denied every packet a process of the cgroup sent that it dropped;
@@ -28,13 +35,26 @@ type TupleCount struct {
 // the contract allows them, or dropped; both stay zero in cgroup scope. They
 // are authoritative; NFLOG events are rate-limited samples of Denied (prefix
 // Plan.LogPrefix) and DeniedOutside (Plan.LogPrefixOutside).
+//
+// With served ports (Plan.Serve), Served counts the replies of connections
+// that arrived on one, which the table accepted (never counted in Allowed
+// or AllowedOutside), and ServedConnections the SYN-ACKs among them: one
+// per TCP connection answered, retransmissions included. In cgroup scope a
+// SYN-ACK has no full socket, so no cgroup: policy accept lets it pass and
+// a count-only rule counts it in Served and ServedConnections, from
+// whichever socket of the shared namespace sent it from a served port.
+// ServeCounts is per port, the element counters of the serve set; their
+// sum is Served.
 type Counters struct {
-	Allowed        Count
-	Denied         Count
-	DeniedKernel   Count
-	AllowedOutside Count        // netns scope only
-	DeniedOutside  Count        // netns scope only
-	Tuples         []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
+	Allowed           Count
+	Denied            Count
+	DeniedKernel      Count
+	AllowedOutside    Count        // netns scope only
+	DeniedOutside     Count        // netns scope only
+	Tuples            []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
+	Served            Count        // with served ports only
+	ServedConnections uint64       // SYN-ACKs sent from served ports (served_conn packets)
+	ServeCounts       []ServeCount // per served port, in Plan.Serve order
 }
 
 // ReadCounters reads plan p's counters from the namespace netnsFD refers to.
@@ -63,9 +83,11 @@ func (e engine) counters(ctx context.Context, p *Plan) (Counters, error) {
 // countersOf extracts counters from a dump, naming tuples by the plan.
 func countersOf(want, got *ruleset) (Counters, error) {
 	var c Counters
+	var conn Count
 	dst := map[string]*Count{
 		counterAllow: &c.Allowed, counterDeny: &c.Denied, counterDenyK: &c.DeniedKernel,
 		counterAllowO: &c.AllowedOutside, counterDenyO: &c.DeniedOutside,
+		counterServed: &c.Served, counterServedConn: &conn,
 	}
 	seen := map[string]bool{}
 	for _, o := range got.counters {
@@ -83,8 +105,9 @@ func countersOf(want, got *ruleset) (Counters, error) {
 	for _, s := range got.sets {
 		gotSets[s.set.Name] = s
 	}
+	c.ServedConnections = conn.Packets
 	for _, w := range want.sets {
-		if len(w.tuples) == 0 {
+		if len(w.tuples) == 0 && len(w.ports) == 0 {
 			continue
 		}
 		byKey := map[string]Count{}
@@ -97,6 +120,9 @@ func countersOf(want, got *ruleset) (Counters, error) {
 		}
 		for i, t := range w.tuples {
 			c.Tuples = append(c.Tuples, TupleCount{Tuple: t, Count: byKey[string(w.elems[i].Key)]})
+		}
+		for i, sp := range w.ports {
+			c.ServeCounts = append(c.ServeCounts, ServeCount{Port: sp, Count: byKey[string(w.elems[i].Key)]})
 		}
 	}
 	return c, nil

@@ -258,6 +258,8 @@ func diffElems(want, got *setElems) []string {
 			what := keyString(name, e.Key)
 			if i < len(want.tuples) {
 				what = want.tuples[i].String()
+			} else if i < len(want.ports) {
+				what = want.ports[i].String()
 			}
 			missing = append(missing, what)
 		}
@@ -292,6 +294,8 @@ func keyString(set string, k []byte) string {
 	case (set == setICMP4 && len(k) == 4) || (set == setICMP6 && len(k) == 16):
 		a, _ := netip.AddrFromSlice(k)
 		return a.String()
+	case set == setServe && len(k) == 8:
+		return ServePort{Proto: k[0], Port: binary.BigEndian.Uint16(k[4:])}.String()
 	case set == setCgroup && len(k) == 8:
 		return fmt.Sprintf("cgroup id %d", binary.NativeEndian.Uint64(k))
 	}

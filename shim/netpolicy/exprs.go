@@ -17,6 +17,7 @@ const (
 	reg32_02  = unix.NFT_REG32_02 // 10
 	reg32_05  = unix.NFT_REG32_05 // 13
 	ctDirRepl = 1                 // IP_CT_DIR_REPLY
+	tcpSynAck = 0x12              // TCPHDR_SYN | TCPHDR_ACK
 	loIfindex = 1                 // LOOPBACK_IFINDEX, the same in every netns
 	logRate   = 20                // denied packets logged per second, at most
 	logBurst  = 40
@@ -103,7 +104,7 @@ func (m matcher) tuples(f family, set *nftables.Set, reply bool) []expr.Any {
 	var dir []expr.Any
 	if reply {
 		addr, port = f.saddrOff, 0
-		dir = []expr.Any{&expr.Ct{Register: reg1, Key: expr.CtKeyDIRECTION}, cmpEq(reg1, []byte{ctDirRepl})}
+		dir = ctReply()
 	}
 	return join(m.cgroup(), dir, nfproto(f), []expr.Any{
 		load(expr.PayloadBaseNetworkHeader, addr, f.addrLen, reg1),
@@ -111,6 +112,45 @@ func (m matcher) tuples(f family, set *nftables.Set, reply bool) []expr.Any {
 		load(expr.PayloadBaseTransportHeader, port, 2, f.portReg),
 		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
 	}, accept(m.allow))
+}
+
+func ctReply() []expr.Any {
+	return []expr.Any{&expr.Ct{Register: reg1, Key: expr.CtKeyDIRECTION}, cmpEq(reg1, []byte{ctDirRepl})}
+}
+
+// served: cgroup ∧ ct direction reply ∧ l4proto . th sport ∈ serve →
+// served, accept: the container answering on a connection that arrived on
+// one of its served ports (the local port is the reply's source port). No
+// family match: meta l4proto and th work on IPv4 and IPv6 alike. With
+// synack, only TCP segments with SYN and ACK set (`tcp flags & (syn|ack) ==
+// syn|ack`, the first reply), counted in served_conn as well. Without
+// terminal, the rule only counts (cgroup scope's unattributed SYN-ACKs).
+//
+// A packet of a connection the container opened is in the original
+// direction whatever its source port, so binding a served port gains an
+// outbound connection nothing: its first packet meets the deny rules, and a
+// dropped packet never confirms a conntrack entry.
+func (m matcher) served(set *nftables.Set, synack, terminal bool) []expr.Any {
+	e := join(m.cgroup(), ctReply())
+	if synack {
+		e = append(e,
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{ProtoTCP}),
+			load(expr.PayloadBaseTransportHeader, 13, 1, reg1),
+			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 1, Mask: []byte{tcpSynAck}, Xor: []byte{0}},
+			cmpEq(reg1, []byte{tcpSynAck}))
+	}
+	e = append(e,
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		load(expr.PayloadBaseTransportHeader, 0, 2, reg32_01),
+		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
+		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterServed})
+	if synack {
+		e = append(e, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterServedConn})
+	}
+	if terminal {
+		e = append(e, &expr.Verdict{Kind: expr.VerdictAccept})
+	}
+	return e
 }
 
 // icmp: cgroup ∧ family ∧ l4proto icmp(v6) ∧ daddr ∈ set → allowed, accept.

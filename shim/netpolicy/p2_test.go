@@ -9,6 +9,7 @@ package netpolicy
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -44,43 +45,73 @@ func p2Network(n int) spec.Network {
 }
 
 // nftScript renders the table build(p) makes as nft(8) input, in either
-// scope. Only the shapes P2 uses (IPv4 tcp/udp tuples) are supported. cgPath
-// is the cgroup as nft resolves it, relative to /sys/fs/cgroup.
+// scope. Only the shapes P2 and the serve tests use are supported: IPv4
+// tcp/udp tuples (or none) and served ports. cgPath is the cgroup as nft
+// resolves it, relative to /sys/fs/cgroup.
 func nftScript(p *Plan, cgPath string) string {
 	netns := p.Scope == ScopeNetns
+	serve := len(p.Serve) > 0
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n\tcounter denied_kernel { }\n", p.Table)
 	if netns {
 		b.WriteString("\tcounter allowed_outside { }\n\tcounter denied_outside { }\n")
 	}
-	fmt.Fprintf(&b, "\tset cg { type cgroupsv2; size 1; elements = { %q } }\n", cgPath)
-	fmt.Fprintf(&b, "\tset allow4 { type ipv4_addr . inet_proto . inet_service; size %d; counter; elements = {\n", len(p.Allow))
-	for i, t := range p.Allow {
-		sep := ",\n"
-		if i == len(p.Allow)-1 {
-			sep = "\n"
-		}
-		fmt.Fprintf(&b, "\t\t%s . %s . %d%s", t.Addr, ProtoName(t.Proto), t.Port, sep)
+	if serve {
+		b.WriteString("\tcounter served { }\n\tcounter served_conn { }\n")
 	}
-	b.WriteString("\t} }\n")
+	fmt.Fprintf(&b, "\tset cg { type cgroupsv2; size 1; elements = { %q } }\n", cgPath)
+	if len(p.Allow) > 0 {
+		fmt.Fprintf(&b, "\tset allow4 { type ipv4_addr . inet_proto . inet_service; size %d; counter; elements = {\n", len(p.Allow))
+		for i, t := range p.Allow {
+			sep := ",\n"
+			if i == len(p.Allow)-1 {
+				sep = "\n"
+			}
+			fmt.Fprintf(&b, "\t\t%s . %s . %d%s", t.Addr, ProtoName(t.Proto), t.Port, sep)
+		}
+		b.WriteString("\t} }\n")
+	}
+	if serve {
+		var els []string
+		for _, s := range p.Serve {
+			els = append(els, fmt.Sprintf("%s . %d", ProtoName(s.Proto), s.Port))
+		}
+		fmt.Fprintf(&b, "\tset serve { type inet_proto . inet_service; size %d; counter; elements = { %s } }\n", len(p.Serve), strings.Join(els, ", "))
+		b.WriteString("\tset nd6 { type icmpv6_type; size 3; elements = { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } }\n")
+	}
 	policy := "accept"
 	if netns {
 		policy = "drop"
 	}
 	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy %s;\n", policy)
-	tuples := func(m, counter, note string) {
-		fmt.Fprintf(&b, "\t\t%smeta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 counter name %q accept comment \"gensee: allowed ipv4 tuples%s\"\n", m, counter, note)
-		fmt.Fprintf(&b, "\t\t%sct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 counter name %q accept comment \"gensee: replies from allowed ipv4 tuples%s\"\n", m, counter, note)
+	synack := func(m, note string, verdict string) {
+		fmt.Fprintf(&b, "\t\t%sct direction reply tcp flags & (syn | ack) == syn | ack meta l4proto . th sport @serve counter name \"served\" counter name \"served_conn\"%s comment \"gensee: %s%s\"\n",
+			m, verdict, map[bool]string{true: "served connections answered", false: "count served connections answered"}[verdict != ""], note)
+	}
+	accepts := func(m, counter, note string) {
+		if serve {
+			synack(m, note, " accept")
+			fmt.Fprintf(&b, "\t\t%sct direction reply meta l4proto . th sport @serve counter name \"served\" accept comment \"gensee: replies on served ports%s\"\n", m, note)
+		}
+		if len(p.Allow) > 0 {
+			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 counter name %q accept comment \"gensee: allowed ipv4 tuples%s\"\n", m, counter, note)
+			fmt.Fprintf(&b, "\t\t%sct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 counter name %q accept comment \"gensee: replies from allowed ipv4 tuples%s\"\n", m, counter, note)
+		}
+		if serve {
+			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv6 meta l4proto ipv6-icmp icmpv6 type @nd6 counter name %q accept comment \"gensee: icmpv6 neighbor discovery for served ports%s\"\n", m, counter, note)
+		}
 	}
 	cg := fmt.Sprintf("socket cgroupv2 level %d @cg ", p.Cgroup.Level)
-	tuples(cg, "allowed", "")
+	accepts(cg, "allowed", "")
 	fmt.Fprintf(&b, "\t\t%smeta skuid >= 0 limit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied\"\n", cg, logRate, logBurst, p.LogPrefix, p.LogGroup)
 	fmt.Fprintf(&b, "\t\t%smeta skuid >= 0 counter name \"denied\" drop comment \"gensee: deny\"\n", cg)
 	fmt.Fprintf(&b, "\t\t%scounter name \"denied_kernel\" drop comment \"gensee: deny, no owning process\"\n", cg)
 	if netns {
-		tuples("", "allowed_outside", outsideNote)
+		accepts("", "allowed_outside", outsideNote)
 		fmt.Fprintf(&b, "\t\tlimit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied%s\"\n", logRate, logBurst, p.LogPrefixOutside, p.LogGroup, outsideNote)
 		fmt.Fprintf(&b, "\t\tcounter name \"denied_outside\" drop comment \"gensee: deny%s\"\n", outsideNote)
+	} else if serve {
+		synack("", outsideNote, "")
 	}
 	b.WriteString("\t}\n}\n")
 	return b.String()
@@ -132,23 +163,73 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := CgroupRef{Path: cg.Path, ID: id, Level: cgroup.Level(cg.Path)}
-	for _, scope := range []Scope{ScopeCgroup, ScopeNetns} {
-		t.Run(string(scope), func(t *testing.T) {
-			p, err := NewPlanScoped("nftf-"+kerneltest.RandHex(3), p2Network(20), ref, scope)
-			if err != nil {
-				t.Fatal(err)
+	serve := []spec.ServeRule{{Proto: "tcp", Port: 8080}, {Proto: "udp", Port: 53}, {Proto: "tcp", Port: 443}}
+	withServe := p2Network(20)
+	withServe.Serve = serve
+	for _, tc := range []struct {
+		name string
+		n    spec.Network
+	}{
+		{"allow_exact", p2Network(20)},
+		{"allow_exact+serve", withServe},
+		{"deny_all+serve", spec.Network{Mode: spec.NetworkDenyAll, Serve: serve}},
+	} {
+		for _, scope := range []Scope{ScopeCgroup, ScopeNetns} {
+			t.Run(tc.name+"/"+string(scope), func(t *testing.T) { nftScriptMatches(t, nftBin, cg, ref, tc.n, scope) })
+		}
+	}
+	// The serve rules' every part is read back: a SYN-ACK match
+	// loosened to SYN, a served port moved, a reply rule without its
+	// direction are all told apart.
+	for _, m := range []struct{ name, from, to string }{
+		{"syn only", "tcp flags & (syn | ack) == syn | ack", "tcp flags & syn == syn"},
+		{"other port", "tcp . 8080", "tcp . 8088"},
+		{"no direction", "ct direction reply meta l4proto . th sport @serve counter name \"served\" accept", "meta l4proto . th sport @serve counter name \"served\" accept"},
+		{"dport", "meta l4proto . th sport @serve", "meta l4proto . th dport @serve"},
+	} {
+		t.Run("mutated/"+m.name, func(t *testing.T) {
+			err := loadNftScript(t, nftBin, cg, ref, spec.Network{Mode: spec.NetworkDenyAll, Serve: serve}, ScopeNetns, func(s string) string {
+				if !strings.Contains(s, m.from) {
+					t.Fatalf("script lacks %q", m.from)
+				}
+				return strings.ReplaceAll(s, m.from, m.to)
+			})
+			var de *DriftError
+			if !errors.As(err, &de) {
+				t.Fatalf("ReadBack of a mutated script = %v, want a *DriftError", err)
 			}
-			script := filepath.Join(t.TempDir(), "table.nft")
-			if err := os.WriteFile(script, []byte(nftScript(p, nftCgroupPath(t, cg.H, cg.Path))), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ns := kerneltest.NewNetns(t)
-			nftLoad(t, ns, nftBin, script)
-			if err := ReadBack(context.Background(), ns.FD, p); err != nil {
-				t.Fatalf("nft -f of the same text: %v", err)
-			}
+			t.Logf("detected: %v", err)
 		})
 	}
+}
+
+// nftScriptMatches loads nftScript of network n's plan with `nft -f` into
+// a fresh namespace; ReadBack must find no difference. mutate, if set,
+// edits the text first (a changed text must be told apart).
+func nftScriptMatches(t *testing.T, nftBin string, cg *kerneltest.Cgroup, ref CgroupRef, n spec.Network, scope Scope) {
+	t.Helper()
+	if err := loadNftScript(t, nftBin, cg, ref, n, scope, nil); err != nil {
+		t.Fatalf("nft -f of the same text: %v", err)
+	}
+}
+
+func loadNftScript(t *testing.T, nftBin string, cg *kerneltest.Cgroup, ref CgroupRef, n spec.Network, scope Scope, mutate func(string) string) error {
+	t.Helper()
+	p, err := NewPlanScoped("nftf-"+kerneltest.RandHex(3), n, ref, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := nftScript(p, nftCgroupPath(t, cg.H, cg.Path))
+	if mutate != nil {
+		text = mutate(text)
+	}
+	script := filepath.Join(t.TempDir(), "table.nft")
+	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := kerneltest.NewNetns(t)
+	nftLoad(t, ns, nftBin, script)
+	return ReadBack(context.Background(), ns.FD, p)
 }
 
 type p2Result struct {

@@ -65,6 +65,14 @@ func ProtoName(p uint8) string {
 	return fmt.Sprintf("proto-%d", p)
 }
 
+// ServePort is one local port the workload serves: tcp or udp.
+type ServePort struct {
+	Proto uint8 // ProtoTCP or ProtoUDP
+	Port  uint16
+}
+
+func (s ServePort) String() string { return fmt.Sprintf("%d/%s", s.Port, ProtoName(s.Proto)) }
+
 // Scope says which packets of the namespace a table holds to the contract.
 type Scope string
 
@@ -95,7 +103,11 @@ type Plan struct {
 	Loopback    bool   // accept anything the cgroup (netns scope: anyone) sends out of lo
 	Cgroup      CgroupRef
 	Allow       []Tuple // sorted, unique; IPv4-mapped IPv6 addresses unmapped
-	LogGroup    uint16
+	// Serve lists the local ports the workload accepts connections on
+	// (network.serve): the table accepts the replies of connections that
+	// arrived on one. Sorted (protocol, then port), unique.
+	Serve    []ServePort
+	LogGroup uint16
 	// LogPrefix marks NFLOG records of the cgroup's denied attempts:
 	// "gensee deny <op> ".
 	LogPrefix string
@@ -173,13 +185,28 @@ func NewPlanScoped(opID string, n spec.Network, cg CgroupRef, scope Scope) (*Pla
 		return nil, fmt.Errorf("network.mode: %q is not %q or %q", n.Mode, spec.NetworkDenyAll, spec.NetworkAllowExact)
 	}
 	p.Allow = sortTuples(p.Allow)
-	if p.HasIPv6() {
+	serve, err := parseServe(n.Serve)
+	if err != nil {
+		return nil, err
+	}
+	p.Serve = serve
+	switch {
+	case p.HasIPv6():
 		p.Implicit = append(p.Implicit, "icmpv6 neighbor discovery (router solicit, neighbor solicit/advert) from the cgroup, because the contract allows IPv6 destinations")
+	case len(p.Serve) > 0:
+		p.Implicit = append(p.Implicit, "icmpv6 neighbor discovery (router solicit, neighbor solicit/advert) from the cgroup, because the contract serves ports and IPv6 peers must reach them")
 	}
 	if p.hasPorts() {
 		p.Implicit = append(p.Implicit, "replies (conntrack reply direction) from an allowed address and port back to the peer, for flows the cgroup serves on an allowed tuple")
 	}
-	if scope == ScopeNetns && (p.Loopback || len(p.Allow) > 0) {
+	if len(p.Serve) > 0 {
+		names := make([]string, len(p.Serve))
+		for i, s := range p.Serve {
+			names[i] = s.String()
+		}
+		p.Implicit = append(p.Implicit, "served ports ("+strings.Join(names, ", ")+"): replies (conntrack reply direction) of connections that arrived from any peer on one of these local ports, back to that peer; no connection the cgroup opens gains anything")
+	}
+	if scope == ScopeNetns && (p.Loopback || len(p.Allow) > 0 || len(p.Serve) > 0) {
 		p.Implicit = append(p.Implicit, "netns scope: the namespace is the container's own, so what the contract allows (the items above) is accepted from any socket in it, not only the cgroup's (another cgroup, kernel sockets: resets, neighbor discovery, TIME_WAIT and SYN-ACK of allowed flows), counted as allowed_outside; everything else there is dropped")
 	}
 	return p, nil
@@ -252,6 +279,35 @@ func parseRule(r spec.AllowRule) (Tuple, error) {
 	return t, nil
 }
 
+// parseServe validates network.serve and returns its ports sorted
+// (protocol, then port) without duplicates.
+func parseServe(rs []spec.ServeRule) ([]ServePort, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	out := make([]ServePort, 0, len(rs))
+	for i, r := range rs {
+		var s ServePort
+		switch r.Proto {
+		case spec.ProtoTCP:
+			s.Proto = ProtoTCP
+		case spec.ProtoUDP:
+			s.Proto = ProtoUDP
+		default:
+			return nil, fmt.Errorf("network.serve[%d]: proto %q cannot be served: use tcp or udp", i, r.Proto)
+		}
+		if r.Port < 1 || r.Port > 65535 {
+			return nil, fmt.Errorf("network.serve[%d]: port %d: serving %s needs a port in 1..65535", i, r.Port, r.Proto)
+		}
+		s.Port = uint16(r.Port)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b ServePort) int {
+		return cmp.Or(cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port))
+	})
+	return slices.Compact(out), nil
+}
+
 // sortTuples sorts (IPv4 before IPv6, then address, protocol, port) and
 // drops duplicates. It sorts pointer-free keys, not Tuples: netip.Addr holds
 // a pointer, and moving 10,000 of them around under the GC's write barrier
@@ -304,6 +360,11 @@ func sortTuples(ts []Tuple) []Tuple {
 func (p *Plan) HasIPv6() bool {
 	return slices.ContainsFunc(p.Allow, func(t Tuple) bool { return t.Addr.Is6() })
 }
+
+// needsND reports whether the table accepts icmpv6 neighbor discovery:
+// IPv6 destinations need it, and so do served ports (an IPv6 peer must
+// resolve the container's address, and the container the peer's).
+func (p *Plan) needsND() bool { return p.HasIPv6() || len(p.Serve) > 0 }
 
 func (p *Plan) hasPorts() bool {
 	return slices.ContainsFunc(p.Allow, func(t Tuple) bool { return t.Port != 0 })

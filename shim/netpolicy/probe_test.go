@@ -27,9 +27,13 @@ const (
 	probeEnvKind   = "GENSEE_NETPOLICY_PROBE"
 	probeEnvTarget = "GENSEE_NETPOLICY_PROBE_TARGET"
 	probeEnvNetns  = "GENSEE_NETPOLICY_PROBE_NETNS"
+	// probeEnvLocal, if set, is the local address tcp and udp probes bind
+	// before they dial (e.g. ":8080", a served port).
+	probeEnvLocal = "GENSEE_NETPOLICY_PROBE_LOCAL"
 )
 
-// probe runs one client (kind tcp|udp|icmp) against target from inside
+// probe runs one client (kind tcp|udp|icmp|pingsock, tcp and udp with an
+// optional "@<local address>") against target from inside
 // cgroup p (placed there at clone, CLONE_INTO_CGROUP, before any socket
 // exists) and namespace n. nil means the target answered.
 func probe(t *testing.T, h cgroup.Hierarchy, p string, n *kerneltest.Netns, kind, target string) error {
@@ -54,7 +58,9 @@ func probeCmd(t *testing.T, h cgroup.Hierarchy, p string, n *kerneltest.Netns, k
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), probeEnvKind+"="+kind, probeEnvTarget+"="+target, probeEnvNetns+"="+n.Path)
+	// "tcp@:8080": a tcp probe from local port 8080.
+	kind, local, _ := strings.Cut(kind, "@")
+	cmd.Env = append(os.Environ(), probeEnvKind+"="+kind, probeEnvTarget+"="+target, probeEnvNetns+"="+n.Path, probeEnvLocal+"="+local)
 	if err := kerneltest.IntoCgroup(t, cmd, dir); err != nil {
 		return nil, err
 	}
@@ -115,16 +121,28 @@ func runProbe(kind, target, nsPath string) error {
 	const wait = 1500 * time.Millisecond
 	deadline := time.Now().Add(wait)
 	msg := []byte("gensee-" + kind)
+	var local net.Addr
+	if l := os.Getenv(probeEnvLocal); l != "" {
+		a, err := net.ResolveTCPAddr("tcp", l)
+		if err != nil {
+			return err
+		}
+		local = a
+		if kind == "udp" {
+			local = &net.UDPAddr{IP: a.IP, Port: a.Port}
+		}
+	}
+	d := net.Dialer{Timeout: wait, LocalAddr: local}
 	switch kind {
 	case "tcp":
-		c, err := net.DialTimeout("tcp", target, wait)
+		c, err := d.Dial("tcp", target)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		return echo(c, msg, deadline)
 	case "udp":
-		c, err := net.Dial("udp", target)
+		c, err := d.Dial("udp", target)
 		if err != nil {
 			return err
 		}
@@ -149,6 +167,10 @@ func runProbe(kind, target, nsPath string) error {
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		_, err = io.Copy(c, c)
 		return err
+	case "serve-http":
+		return serveHTTP(target)
+	case "serve-udp":
+		return serveUDP(target)
 	}
 	return fmt.Errorf("unknown probe %q", kind)
 }
@@ -208,11 +230,71 @@ func ping(target string, deadline time.Time) error {
 	}
 }
 
+// httpReply is what serve-http answers every request with.
+const httpReply = "HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\ngensee"
+
+// serveHTTP answers HTTP-like requests on addr until killed: it reads a
+// request head, writes httpReply and closes (the server closes first, so
+// its TIME_WAIT socket sends the last ACK).
+func serveHTTP(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			r := bufio.NewReader(c)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if line == "\r\n" {
+					break
+				}
+			}
+			io.WriteString(c, httpReply)
+		}()
+	}
+}
+
+// serveUDP echoes every datagram on addr until killed.
+func serveUDP(addr string) error {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		pc.WriteTo(buf[:n], from)
+	}
+}
+
 // startServer runs a probe server ("serve-tcp") inside cgroup p and waits
 // until it listens.
 func startServer(t *testing.T, h cgroup.Hierarchy, p string, n *kerneltest.Netns, addr string) *exec.Cmd {
 	t.Helper()
-	cmd, err := probeCmd(t, h, p, n, "serve-tcp", addr)
+	return startServerKind(t, h, p, n, "serve-tcp", addr)
+}
+
+// startServerKind runs probe server kind (serve-tcp, serve-http,
+// serve-udp) inside cgroup p and waits until it listens; it is killed at
+// cleanup.
+func startServerKind(t *testing.T, h cgroup.Hierarchy, p string, n *kerneltest.Netns, kind, addr string) *exec.Cmd {
+	t.Helper()
+	cmd, err := probeCmd(t, h, p, n, kind, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

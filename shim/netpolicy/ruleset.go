@@ -19,12 +19,17 @@ const (
 	// Netns scope only: packets no cgroup rule decided.
 	counterAllowO = "allowed_outside"
 	counterDenyO  = "denied_outside"
-	setCgroup     = "cg"
-	setAllow4     = "allow4" // ipv4_addr . inet_proto . inet_service
-	setAllow6     = "allow6" // ipv6_addr . inet_proto . inet_service
-	setICMP4      = "icmp4"  // ipv4_addr
-	setICMP6      = "icmp6"  // ipv6_addr
-	setND6        = "nd6"    // icmpv6_type
+	// With served ports only: replies of served connections, and the
+	// SYN-ACKs among them.
+	counterServed     = "served"
+	counterServedConn = "served_conn"
+	setCgroup         = "cg"
+	setAllow4         = "allow4" // ipv4_addr . inet_proto . inet_service
+	setAllow6         = "allow6" // ipv6_addr . inet_proto . inet_service
+	setICMP4          = "icmp4"  // ipv4_addr
+	setICMP6          = "icmp6"  // ipv6_addr
+	setND6            = "nd6"    // icmpv6_type
+	setServe          = "serve"  // inet_proto . inet_service
 )
 
 // ICMPv6 neighbor discovery types accepted when IPv6 destinations are allowed.
@@ -34,6 +39,7 @@ var ndTypes = []byte{133, 135, 136} // router solicit, neighbor solicit, neighbo
 var (
 	keyAllow4 = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
 	keyAllow6 = nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetProto, nftables.TypeInetService)
+	keyServe  = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
 )
 
 // ruleset is one gensee table as nftables objects: what build makes from a
@@ -60,6 +66,8 @@ type setElems struct {
 	elems []nftables.SetElement
 	// tuples[i] is the plan tuple elems[i] encodes (allow and icmp sets).
 	tuples []Tuple
+	// ports[i] is the served port elems[i] encodes (the serve set).
+	ports []ServePort
 	// index maps a key to its position in elems; see indexKeys.
 	index map[string]int32
 }
@@ -104,6 +112,9 @@ func build(p *Plan) *ruleset {
 	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}, {Table: t, Name: counterDenyK}}
 	if netns {
 		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterAllowO}, &nftables.CounterObj{Table: t, Name: counterDenyO})
+	}
+	if len(p.Serve) > 0 {
+		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterServed}, &nftables.CounterObj{Table: t, Name: counterServedConn})
 	}
 
 	// Set IDs are chosen here, not by the library's package-global
@@ -151,12 +162,20 @@ func build(p *Plan) *ruleset {
 	if len(i6) > 0 {
 		sets.i6 = addSet(&nftables.Set{Name: setICMP6, KeyType: nftables.TypeIP6Addr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i6, addrKeys(i6))
 	}
-	if p.HasIPv6() {
+	// The serve set, keyed by the container's local port: replies of
+	// served connections leave from it (th sport). Hash set, no
+	// NFT_SET_CONCAT flag, like the allow sets.
+	if len(p.Serve) > 0 {
+		sets.serve = addSet(&nftables.Set{Name: setServe, KeyType: keyServe, Counter: true}, nil, serveKeys(p.Serve))
+		rs.sets[len(rs.sets)-1].ports = p.Serve
+	}
+	if p.needsND() {
 		keys := make([][]byte, len(ndTypes))
 		for i, ty := range ndTypes {
 			keys[i] = []byte{ty}
 		}
 		sets.nd = addSet(&nftables.Set{Name: setND6, KeyType: nftables.TypeICMP6Type}, nil, keys)
+		sets.ndServe = !p.HasIPv6()
 	}
 
 	// Policy accept in cgroup scope: other cgroups in a shared namespace
@@ -197,6 +216,16 @@ func build(p *Plan) *ruleset {
 	rule("gensee: deny", m.deny())
 	rule("gensee: deny, no owning process", m.denyKernel())
 	if !netns {
+		// A SYN-ACK leaves from a request socket, not a full one: no
+		// cgroup rule can attribute it, and policy accept lets it pass
+		// (TCP Fast Open's, sent by the child socket, excepted). This
+		// rule only counts those sent from a served port, so
+		// served_conn counts connections in this scope too; it accepts
+		// nothing, and in a shared namespace it cannot tell whose
+		// listener answered.
+		if sets.serve != nil {
+			rule("gensee: count served connections answered"+outsideNote, matcher{}.served(sets.serve, true, false))
+		}
 		return rs
 	}
 	// Netns scope: what is left has no socket the kernel attributes to
@@ -216,12 +245,22 @@ const outsideNote = ", outside the cgroup"
 // allowSets are the sets the accept rules look up; nil when the plan has
 // no such tuple.
 type allowSets struct {
-	a4, a6, i4, i6, nd *nftables.Set
+	a4, a6, i4, i6, nd, serve *nftables.Set
+	// ndServe: nd is there for served ports only (no IPv6 destination).
+	ndServe bool
 }
 
 // accepts adds the accept rules of m in their fixed order. note ends each
 // comment.
 func accepts(rule func(string, []expr.Any), m matcher, loopback bool, s allowSets, note string) {
+	// Served ports first, so "served" counts every reply of a served
+	// connection, whatever else would accept it too. The SYN-ACK rule
+	// comes before the reply rule: both look the port up, and an
+	// element counter counts once per lookup that matches.
+	if s.serve != nil {
+		rule("gensee: served connections answered"+note, m.served(s.serve, true, true))
+		rule("gensee: replies on served ports"+note, m.served(s.serve, false, true))
+	}
 	if loopback {
 		rule("gensee: loopback allowed by contract"+note, m.loopback())
 	}
@@ -240,7 +279,11 @@ func accepts(rule func(string, []expr.Any), m matcher, loopback bool, s allowSet
 		rule("gensee: allowed icmpv6 destinations"+note, m.icmp(v6, s.i6))
 	}
 	if s.nd != nil {
-		rule("gensee: icmpv6 neighbor discovery for allowed ipv6"+note, m.nd(s.nd))
+		what := "allowed ipv6"
+		if s.ndServe {
+			what = "served ports"
+		}
+		rule("gensee: icmpv6 neighbor discovery for "+what+note, m.nd(s.nd))
 	}
 }
 
@@ -264,6 +307,19 @@ func tupleKeys(ts []Tuple) [][]byte {
 		}
 		k[n-8] = tu.Proto
 		binary.BigEndian.PutUint16(k[n-4:], tu.Port)
+		keys[i] = k
+	}
+	return keys
+}
+
+// serveKeys encodes proto + 3 pad | port (BE) + 2 pad.
+func serveKeys(ps []ServePort) [][]byte {
+	buf := make([]byte, 8*len(ps))
+	keys := make([][]byte, len(ps))
+	for i, s := range ps {
+		k := buf[i*8 : (i+1)*8 : (i+1)*8]
+		k[0] = s.Proto
+		binary.BigEndian.PutUint16(k[4:], s.Port)
 		keys[i] = k
 	}
 	return keys
