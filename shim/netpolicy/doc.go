@@ -8,22 +8,30 @@
 //
 //	counter allowed, denied, denied_kernel
 //	counter allowed_outside, denied_outside                          netns scope only
+//	counter served, served_conn                                       with served ports only
 //	set cg      { type cgroupsv2 }                                  the container's cgroup id
 //	set allow4  { type ipv4_addr . inet_proto . inet_service; counter }   tcp/udp tuples
 //	set allow6  { type ipv6_addr . inet_proto . inet_service; counter }
 //	set icmp4, icmp6 { type ipv4_addr / ipv6_addr; counter }        icmp destinations (no ports)
-//	set nd6     { type icmpv6_type }                                 only with IPv6 tuples
+//	set serve   { type inet_proto . inet_service; counter }          network.serve: local ports
+//	set nd6     { type icmpv6_type }                                 only with IPv6 tuples or served ports
 //	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
 //	  A(C, allowed)
 //	  C meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
 //	  C meta skuid >= 0                            → denied, drop
 //	  C                                            → denied_kernel, drop
+//	  cgroup scope, with served ports:
+//	  S(-)                                          → served, served_conn  (count only)
 //	  netns scope only:
 //	  A(-, allowed_outside)
 //	    limit 20/s log group 2604 prefix "gensee outside <op> "
 //	                                               → denied_outside, drop }
 //	where C is `socket cgroupv2 level N @cg` and A(M, counter) the accepts,
 //	each starting with M (nothing for "-") and counting in counter:
+//	  M ct direction reply tcp flags & (syn|ack) == syn|ack meta l4proto . th sport @serve
+//	                                              → served, served_conn, accept
+//	  M ct direction reply meta l4proto . th sport @serve → served, accept
+//	  (these two are S(M), only with served ports; never counted in counter)
 //	  M oif lo                                    → accept   (loopback: allow)
 //	  M ip daddr . meta l4proto . th dport @allow4 → accept
 //	  M ct direction reply ip saddr . meta l4proto . th sport @allow4 → accept
@@ -52,6 +60,23 @@
 // rate-limited log rule (prefix "gensee outside <op> ", same group; kernel
 // packets carry no NFULA_UID) and a drop counted in denied_outside. Policy
 // drop as well, checked on read-back: a flushed chain still drops.
+//
+// Served ports (Plan.Serve, the contract's network.serve) are inbound
+// service, not outbound authority: the table accepts what the container
+// sends in the conntrack reply direction from a served local port, i.e. the
+// answers on connections (and UDP flows) a peer opened to that port; a peer
+// may be anyone that reaches the port. A connection the container opens is
+// in the original direction whatever its source port, so serving a port
+// lets nothing out that the contract does not allow (its first packet is
+// dropped, and a dropped packet never confirms a conntrack entry). The table
+// has no input chain: inbound packets reach a listener on any port, and
+// only its answers are filtered. A SYN-ACK leaves from a request socket,
+// which has no cgroup: in netns scope the outside copy of S decides it (a
+// port not served gets no SYN-ACK at all); in cgroup scope it passes, as
+// every unattributed packet does, so a client of a port not served
+// completes its handshake and then gets no data; the count-only S(-) at the
+// end counts the SYN-ACKs sent from served ports by whichever socket of the
+// shared namespace sent them.
 //
 // It never touches a table whose name does not start with "gensee_", never
 // resolves host names, never widens or narrows a contract's tuples, and never

@@ -1,0 +1,365 @@
+package netpolicy
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/spec"
+)
+
+func serveNetwork(mode string, s ...spec.ServeRule) spec.Network {
+	n := spec.Network{Mode: mode, Serve: s}
+	if mode == spec.NetworkAllowExact {
+		n.Allow = []spec.AllowRule{{IP: "192.0.2.10", Proto: "tcp", Port: 443}}
+	}
+	return n
+}
+
+func TestNewPlanServe(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		serve []spec.ServeRule
+		want  string // ports, or the error substring after "!"
+	}{
+		{"none", nil, ""},
+		{"sorted, unique", []spec.ServeRule{{Proto: "udp", Port: 53}, {Proto: "tcp", Port: 8080}, {Proto: "tcp", Port: 80}, {Proto: "udp", Port: 53}, {Proto: "tcp", Port: 8080}}, "80/tcp 8080/tcp 53/udp"},
+		{"highest port", []spec.ServeRule{{Proto: "tcp", Port: 65535}}, "65535/tcp"},
+		{"port 0", []spec.ServeRule{{Proto: "tcp", Port: 0}}, "!network.serve[0]: port 0: serving tcp needs a port in 1..65535"},
+		{"port too big", []spec.ServeRule{{Proto: "tcp", Port: 80}, {Proto: "udp", Port: 65536}}, "!network.serve[1]: port 65536"},
+		{"negative port", []spec.ServeRule{{Proto: "udp", Port: -1}}, "!1..65535"},
+		{"icmp", []spec.ServeRule{{Proto: "icmp", Port: 0}}, `!network.serve[0]: proto "icmp" cannot be served: use tcp or udp`},
+		{"empty proto", []spec.ServeRule{{Proto: "", Port: 80}}, `!proto ""`},
+		{"upper case", []spec.ServeRule{{Proto: "TCP", Port: 80}}, `!proto "TCP"`},
+	} {
+		for _, mode := range []string{spec.NetworkDenyAll, spec.NetworkAllowExact} {
+			for _, scope := range []Scope{ScopeCgroup, ScopeNetns} {
+				t.Run(tc.name+"/"+mode+"/"+string(scope), func(t *testing.T) {
+					p, err := NewPlanScoped("op1", serveNetwork(mode, tc.serve...), testCG, scope)
+					if msg, bad := strings.CutPrefix(tc.want, "!"); bad {
+						if err == nil || !strings.Contains(err.Error(), msg) {
+							t.Fatalf("err = %v, want it to contain %q", err, msg)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []string
+					for _, s := range p.Serve {
+						got = append(got, s.String())
+					}
+					if s := strings.Join(got, " "); s != tc.want {
+						t.Fatalf("Serve = %q, want %q", s, tc.want)
+					}
+					line := slices.IndexFunc(p.Implicit, func(s string) bool { return strings.HasPrefix(s, "served ports (") })
+					if (line >= 0) != (len(p.Serve) > 0) {
+						t.Fatalf("Implicit = %q: want a served-ports line exactly when serving", p.Implicit)
+					}
+					if line >= 0 && !strings.Contains(p.Implicit[line], "("+strings.Join(got, ", ")+")") {
+						t.Errorf("served-ports line %q does not list %q", p.Implicit[line], got)
+					}
+					nd := slices.ContainsFunc(p.Implicit, func(s string) bool { return strings.HasPrefix(s, "icmpv6 neighbor discovery") })
+					if nd != (len(p.Serve) > 0) { // the allow_exact tuple here is IPv4
+						t.Errorf("Implicit = %q: want the neighbor discovery line exactly when serving", p.Implicit)
+					}
+					netnsLine := slices.ContainsFunc(p.Implicit, func(s string) bool { return strings.HasPrefix(s, "netns scope:") })
+					if netnsLine != (scope == ScopeNetns && (len(p.Serve) > 0 || mode == spec.NetworkAllowExact)) {
+						t.Errorf("Implicit = %q: netns line wrong", p.Implicit)
+					}
+				})
+			}
+		}
+	}
+}
+
+// servedExprs is what nft(8) 1.0.6 emits for `ct direction reply [tcp flags
+// & (syn | ack) == syn | ack] meta l4proto . th sport @serve counter name
+// "served" [counter name "served_conn"] accept`, after prefix.
+func servedExprs(prefix []expr.Any, synack, terminal bool) []string {
+	e := append(slices.Clone(prefix),
+		&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}})
+	if synack {
+		e = append(e,
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{6}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{0x12}, Xor: []byte{0}},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0x12}})
+	}
+	e = append(e,
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
+		&expr.Lookup{SourceRegister: 1, SetName: "serve"},
+		&expr.Objref{Type: 1, Name: "served"})
+	if synack {
+		e = append(e, &expr.Objref{Type: 1, Name: "served_conn"})
+	}
+	if terminal {
+		e = append(e, &expr.Verdict{Kind: expr.VerdictAccept})
+	}
+	return canonAll(e...)
+}
+
+var cgPrefix = []expr.Any{
+	&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
+	&expr.Lookup{SourceRegister: 1, SetName: "cg"},
+}
+
+func TestBuildServe(t *testing.T) {
+	n := serveNetwork(spec.NetworkDenyAll, spec.ServeRule{Proto: "udp", Port: 53}, spec.ServeRule{Proto: "tcp", Port: 8080})
+	for _, tc := range []struct {
+		scope    Scope
+		comments []string
+		counters []string
+		// rule index → expressions, for the serve rules
+		served map[int][]string
+	}{
+		{ScopeCgroup, []string{
+			"gensee: served connections answered", "gensee: replies on served ports",
+			"gensee: icmpv6 neighbor discovery for served ports",
+			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
+			"gensee: count served connections answered, outside the cgroup",
+		}, []string{"allowed", "denied", "denied_kernel", "served", "served_conn"}, map[int][]string{
+			0: servedExprs(cgPrefix, true, true),
+			1: servedExprs(cgPrefix, false, true),
+			6: servedExprs(nil, true, false), // count only, the last rule
+		}},
+		{ScopeNetns, []string{
+			"gensee: served connections answered", "gensee: replies on served ports",
+			"gensee: icmpv6 neighbor discovery for served ports",
+			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
+			"gensee: served connections answered, outside the cgroup", "gensee: replies on served ports, outside the cgroup",
+			"gensee: icmpv6 neighbor discovery for served ports, outside the cgroup",
+			"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
+		}, []string{"allowed", "denied", "denied_kernel", "allowed_outside", "denied_outside", "served", "served_conn"}, map[int][]string{
+			0: servedExprs(cgPrefix, true, true),
+			1: servedExprs(cgPrefix, false, true),
+			6: servedExprs(nil, true, true),
+			7: servedExprs(nil, false, true),
+		}},
+	} {
+		t.Run(string(tc.scope), func(t *testing.T) {
+			p, err := NewPlanScoped("op1", n, testCG, tc.scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := build(p)
+			if got := comments(rs); !slices.Equal(got, tc.comments) {
+				t.Fatalf("rules:\n got %q\nwant %q", got, tc.comments)
+			}
+			var names []string
+			for _, c := range rs.counters {
+				names = append(names, c.Name)
+			}
+			if !slices.Equal(names, tc.counters) {
+				t.Errorf("counters = %q, want %q", names, tc.counters)
+			}
+			for i, want := range tc.served {
+				if !slices.Equal(rs.rules[i].exprs, want) {
+					t.Errorf("rule %d (%s):\n got %q\nwant %q", i, comments(rs)[i], rs.rules[i].exprs, want)
+				}
+			}
+			var serve *setElems
+			for _, s := range rs.sets {
+				if s.set.Name == "serve" {
+					serve = s
+				}
+			}
+			if serve == nil || !serve.set.Counter || serve.set.Concatenation || serve.set.KeyType.Bytes != 8 || serve.set.Size != 2 {
+				t.Fatalf("serve set = %+v", serve)
+			}
+			// Sorted: tcp (6) before udp (17). proto + 3 pad, port BE + 2 pad.
+			if k := serve.elems; len(k) != 2 || !bytes.Equal(k[0].Key, []byte{6, 0, 0, 0, 0x1f, 0x90, 0, 0}) || !bytes.Equal(k[1].Key, []byte{17, 0, 0, 0, 0, 53, 0, 0}) {
+				t.Errorf("serve keys = %v", k)
+			}
+			if !slices.Equal(serve.ports, p.Serve) {
+				t.Errorf("serve ports = %v, want %v", serve.ports, p.Serve)
+			}
+			// No rule but the count-only one lacks a verdict; no serve
+			// rule in cgroup scope accepts without the cgroup match.
+			for i, r := range rs.rules {
+				es := r.nft.Exprs
+				_, isVerdict := es[len(es)-1].(*expr.Verdict)
+				_, isLog := es[len(es)-1].(*expr.Log)
+				countOnly := tc.scope == ScopeCgroup && i == len(rs.rules)-1
+				if !isVerdict && !isLog && !countOnly {
+					t.Errorf("rule %d (%s) ends in %T", i, comments(rs)[i], es[len(es)-1])
+				}
+				if tc.scope == ScopeCgroup && isVerdict {
+					if _, ok := es[0].(*expr.Socket); !ok {
+						t.Errorf("cgroup scope rule %d (%s) decides without the cgroup match", i, comments(rs)[i])
+					}
+				}
+			}
+			if d := diff(rs, asDumped(build(p))); len(d) > 0 {
+				t.Errorf("plan does not equal itself: %v", d)
+			}
+		})
+	}
+}
+
+// A table without serve is what it was: no serve set, counters or rules.
+func TestBuildWithoutServeUnchanged(t *testing.T) {
+	for _, scope := range []Scope{ScopeCgroup, ScopeNetns} {
+		p, err := NewPlanScoped("op1", spec.Network{Mode: spec.NetworkDenyAll}, testCG, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := build(p)
+		for _, r := range rs.rules {
+			if strings.Contains(ruleName(r), "serve") {
+				t.Errorf("%s: rule %q without serve", scope, ruleName(r))
+			}
+		}
+		for _, c := range rs.counters {
+			if strings.HasPrefix(c.Name, "served") {
+				t.Errorf("%s: counter %s without serve", scope, c.Name)
+			}
+		}
+		if len(rs.sets) != 1 {
+			t.Errorf("%s: sets %d, want only cg", scope, len(rs.sets))
+		}
+	}
+}
+
+func TestDiffServeDrift(t *testing.T) {
+	p, err := NewPlanScoped("op1", serveNetwork(spec.NetworkDenyAll, spec.ServeRule{Proto: "tcp", Port: 8080}), testCG, ScopeNetns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func(rs *ruleset)
+		want   string
+	}{
+		{"other port", func(rs *ruleset) {
+			for _, s := range rs.sets {
+				if s.set.Name == "serve" {
+					s.elems[0].Key = []byte{6, 0, 0, 0, 0, 22, 0, 0}
+				}
+			}
+		}, "set serve lacks 1 elements: 8080/tcp; set serve has 1 extra elements: 22/tcp"},
+		{"no served_conn", func(rs *ruleset) {
+			rs.counters = slices.DeleteFunc(rs.counters, func(c *nftables.CounterObj) bool { return c.Name == "served_conn" })
+		}, "named counters are"},
+		{"reply rule loses its direction", func(rs *ruleset) {
+			rs.rules[1].exprs = slices.Delete(slices.Clone(rs.rules[1].exprs), 2, 4)
+		}, "rule 1 (gensee: replies on served ports) changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := asDumped(build(p))
+			tc.tamper(got)
+			d := diff(build(p), got)
+			if !strings.Contains(strings.Join(d, "; "), tc.want) {
+				t.Fatalf("diff = %v, want it to mention %q", d, tc.want)
+			}
+		})
+	}
+}
+
+func TestCountersOfServe(t *testing.T) {
+	p, err := NewPlanScoped("op1", serveNetwork(spec.NetworkAllowExact, spec.ServeRule{Proto: "udp", Port: 53}, spec.ServeRule{Proto: "tcp", Port: 8080}), testCG, ScopeNetns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := asDumped(build(p))
+	got.counters = nil
+	for _, name := range []string{"allowed", "denied", "denied_kernel", "allowed_outside", "denied_outside"} {
+		got.counters = append(got.counters, &nftables.CounterObj{Name: name})
+	}
+	got.counters = append(got.counters, &nftables.CounterObj{Name: "served", Packets: 30, Bytes: 3000}, &nftables.CounterObj{Name: "served_conn", Packets: 4, Bytes: 240})
+	for _, s := range got.sets {
+		if s.set.Name == "serve" {
+			s.elems[0].Counter = &expr.Counter{Packets: 20, Bytes: 2000}
+			s.elems[1].Counter = &expr.Counter{Packets: 10, Bytes: 1000}
+		}
+	}
+	c, err := countersOf(build(p), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServeCount{{ServePort{ProtoTCP, 8080}, Count{20, 2000}}, {ServePort{ProtoUDP, 53}, Count{10, 1000}}}
+	if c.Served != (Count{30, 3000}) || c.ServedConnections != 4 || !slices.Equal(c.ServeCounts, want) || len(c.Tuples) != 1 {
+		t.Errorf("counters = %+v, want served 30/3000, 4 connections, serve counts %+v, one tuple", c, want)
+	}
+	got.counters = slices.DeleteFunc(got.counters, func(c *nftables.CounterObj) bool { return c.Name == "served" })
+	if _, err := countersOf(build(p), got); err == nil || !strings.Contains(err.Error(), `"served"`) {
+		t.Errorf("missing served counter: err = %v", err)
+	}
+}
+
+// The bitwise decoder accepts only a mask-and-xor, attribute by attribute.
+func TestDecodeBitwise(t *testing.T) {
+	data := func(extra ...netlink.Attribute) []byte {
+		v := func(b byte) []byte {
+			d, _ := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_DATA_VALUE, Data: []byte{b}}})
+			return d
+		}
+		a := []netlink.Attribute{
+			{Type: unix.NFTA_BITWISE_SREG, Data: []byte{0, 0, 0, 1}},
+			{Type: unix.NFTA_BITWISE_DREG, Data: []byte{0, 0, 0, 1}},
+			{Type: unix.NFTA_BITWISE_LEN, Data: []byte{0, 0, 0, 1}},
+			{Type: unix.NFTA_BITWISE_MASK | unix.NLA_F_NESTED, Data: v(0x12)},
+			{Type: unix.NFTA_BITWISE_XOR | unix.NLA_F_NESTED, Data: v(0)},
+		}
+		b, _ := netlink.MarshalAttributes(append(a, extra...))
+		return b
+	}
+	want := canon(&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{0x12}, Xor: []byte{0}})
+	if got := decodeExpr("bitwise", data()); got != want {
+		t.Errorf("decode = %s, want %s", got, want)
+	}
+	if got := decodeExpr("bitwise", data(netlink.Attribute{Type: nftaBitwiseOp, Data: []byte{0, 0, 0, 0}})); got != want {
+		t.Errorf("decode with op mask-xor = %s, want %s", got, want)
+	}
+	for name, extra := range map[string]netlink.Attribute{
+		"left shift":     {Type: nftaBitwiseOp, Data: []byte{0, 0, 0, 1}},
+		"shift amount":   {Type: 7, Data: []byte{0, 0, 0, 1}}, // NFTA_BITWISE_DATA
+		"second source":  {Type: 8, Data: []byte{0, 0, 0, 2}}, // NFTA_BITWISE_SREG2
+		"short operator": {Type: nftaBitwiseOp, Data: []byte{0}},
+	} {
+		if got := decodeExpr("bitwise", data(extra)); !strings.HasPrefix(got, "undecodable bitwise") {
+			t.Errorf("%s: decode = %s, want undecodable", name, got)
+		}
+	}
+}
+
+// FuzzNewPlanServe: whatever network.serve says, a plan either refuses it
+// or holds only tcp/udp ports in 1..65535, sorted and unique, and its
+// table equals itself read back.
+func FuzzNewPlanServe(f *testing.F) {
+	f.Add("tcp", 8080, "udp", 53)
+	f.Add("udp", 0, "tcp", 65536)
+	f.Add("sctp", 1, "tcp", 1)
+	f.Fuzz(func(t *testing.T, proto1 string, port1 int, proto2 string, port2 int) {
+		n := serveNetwork(spec.NetworkDenyAll, spec.ServeRule{Proto: proto1, Port: port1}, spec.ServeRule{Proto: proto2, Port: port2})
+		for _, scope := range []Scope{ScopeCgroup, ScopeNetns} {
+			p, err := NewPlanScoped("fuzz", n, testCG, scope)
+			if err != nil {
+				return
+			}
+			if len(p.Serve) == 0 || len(p.Serve) > 2 {
+				t.Fatalf("Serve = %v from %v", p.Serve, n.Serve)
+			}
+			for i, s := range p.Serve {
+				if (s.Proto != ProtoTCP && s.Proto != ProtoUDP) || s.Port == 0 {
+					t.Fatalf("bad port %+v", s)
+				}
+				if i > 0 && (p.Serve[i-1].Proto > s.Proto || (p.Serve[i-1].Proto == s.Proto && p.Serve[i-1].Port >= s.Port)) {
+					t.Fatalf("Serve not sorted and unique: %v", p.Serve)
+				}
+			}
+			if d := diff(build(p), asDumped(build(p))); len(d) > 0 {
+				t.Fatalf("plan does not equal itself: %v", d)
+			}
+		}
+	})
+}
