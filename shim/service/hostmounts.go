@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/specpolicy"
 )
 
@@ -106,39 +106,5 @@ func hiddenByLater(ms []specs.Mount, i int) bool {
 }
 
 // hostPolicy is the operator policy plus the host facts spec admission
-// asks for: the filesystem a bind source is on, and what is mounted
-// beneath it (an rbind carries those along).
-func hostPolicy(cfg config.Config) specpolicy.Operator {
-	op := operatorPolicy(cfg.HookAllowlist, cfg.StateDir)
-	op.WritableBindRoots = cfg.WritableBindRoots
-	op.AllowedRuntimeFiles = cfg.AllowedRuntimeFiles
-	op.FSTyper = func(p string) (int64, error) {
-		var sf unix.Statfs_t
-		if err := unix.Statfs(p, &sf); err != nil {
-			return 0, err
-		}
-		return int64(sf.Type), nil
-	}
-	mounts := readMountTable()
-	op.Submounts = func(p string) []string {
-		var out []string
-		for _, m := range mounts {
-			if strings.HasPrefix(m.Mountpoint, strings.TrimSuffix(p, "/")+"/") {
-				out = append(out, m.FSType)
-			}
-		}
-		return out
-	}
-	return op
-}
-
-// readMountTable reads the shim's mount table (moby/sys/mountinfo, which
-// containerd itself uses). On error it returns one entry of unknown type,
-// so every recursive bind is treated as carrying submounts (fail closed).
-func readMountTable() []*mountinfo.Info {
-	ms, err := mountinfo.GetMounts(nil)
-	if err != nil {
-		return []*mountinfo.Info{{Mountpoint: "/", FSType: "unknown"}}
-	}
-	return ms
-}
+// asks for (shim/hostfacts, shared with the OCI hooks adapter).
+func hostPolicy(cfg config.Config) specpolicy.Operator { return hostfacts.Operator(cfg) }

@@ -5,8 +5,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
-
-	"github.com/gensee/gensee/shim/specpolicy"
 )
 
 // capNetRaw opens AF_PACKET sockets, which bypass the inet hooks.
@@ -142,9 +140,4 @@ func refuseJoinedNamespaces(s *specs.Spec) error {
 		}
 	}
 	return nil
-}
-
-// operatorPolicy is the part of the operator config spec admission reads.
-func operatorPolicy(hooks []string, stateDir string) specpolicy.Operator {
-	return specpolicy.Operator{HookAllowlist: hooks, StateDirs: []string{stateDir}}
 }

@@ -28,7 +28,7 @@ func TestSeccompHolds(t *testing.T) {
 		"none":          nil,
 		"default allow": {DefaultAction: specs.ActAllow},
 		"64-bit equal":  {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"socket"}, Action: specs.ActErrno, Args: []specs.LinuxSeccompArg{eq}}}},
-		"allow socket": {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"socket"}, Action: specs.ActAllow}}},
+		"allow socket":  {DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"socket"}, Action: specs.ActAllow}}},
 		"x86 with socket": func() *specs.LinuxSeccomp {
 			p := *strict
 			p.Architectures = append(append([]specs.Arch{}, p.Architectures...), specs.ArchX86)
