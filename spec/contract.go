@@ -20,6 +20,17 @@ const (
 	ProtoICMPv6 = "icmpv6"
 )
 
+// Unclaimed-change policies of a contract: what the gate does with changes
+// outside every declared product, exclusion and mount stub.
+const (
+	// UnclaimedCount (the default) counts them in the manifest
+	// (unclaimed.count and digest); the verdict does not depend on them.
+	UnclaimedCount = "count"
+	// UnclaimedFail fails the gate when there is any (rule
+	// unclaimed_change): "this workload may change only these paths".
+	UnclaimedFail = "fail"
+)
+
 // Product classes (DESIGN §4).
 const (
 	ClassBlob                = "blob"
@@ -39,6 +50,8 @@ type Contract struct {
 	Workspace string    `json:"workspace,omitempty"` // absolute path in the container; default "/"
 	Deadline  string    `json:"deadline,omitempty"`  // Go duration, e.g. "15m"; empty: none
 	Products  []Product `json:"products,omitempty"`
+	// Unclaimed is UnclaimedCount (default when empty) or UnclaimedFail.
+	Unclaimed string `json:"unclaimed,omitempty"`
 	// Capabilities the workload may hold beyond the runtime's default set
 	// (containerd's defaults minus CAP_NET_RAW). Never one of NeverGranted.
 	Capabilities []string `json:"capabilities,omitempty"`

@@ -118,6 +118,9 @@ func TestContractValidate(t *testing.T) {
 		{"deadline signed", func(c *Contract) { c.Deadline = "-5m" }, []string{`deadline: "-5m" is not a Go duration`}},
 		{"deadline overflow", func(c *Contract) { c.Deadline = "9999999999h" }, []string{`deadline: "9999999999h": time: invalid duration`}},
 		{"deadline compound", func(c *Contract) { c.Deadline = "1h30m0.5s" }, nil},
+		{"unclaimed fail", func(c *Contract) { c.Unclaimed = UnclaimedFail }, nil},
+		{"unclaimed count", func(c *Contract) { c.Unclaimed = UnclaimedCount }, nil},
+		{"unclaimed unknown", func(c *Contract) { c.Unclaimed = "Fail" }, []string{`unclaimed: "Fail" is not an unclaimed-change policy`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

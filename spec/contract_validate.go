@@ -30,6 +30,11 @@ func (c *Contract) check(p problems) {
 		checkDuration(p, "deadline", c.Deadline)
 	}
 	checkProducts(p, c.Products)
+	switch c.Unclaimed {
+	case "", UnclaimedCount, UnclaimedFail:
+	default:
+		p.addf("unclaimed", "%q is not an unclaimed-change policy: use \"count\" (the default: changes outside the products are counted) or \"fail\" (they fail the gate)", truncate(c.Unclaimed, 80))
+	}
 	checkCapabilities(p, c.Capabilities)
 }
 
@@ -59,6 +64,10 @@ func (c *Contract) WorkspaceOrDefault() string {
 	}
 	return c.Workspace
 }
+
+// FailUnclaimed reports whether changes outside the declared products,
+// exclusions and mount stubs fail the gate (unclaimed "fail").
+func (c *Contract) FailUnclaimed() bool { return c.Unclaimed == UnclaimedFail }
 
 // DeadlineDuration returns the contract's deadline, 0 when unset. It errors
 // only for a contract that did not validate.

@@ -63,9 +63,11 @@ func (g *gater) addUnclaimed(e *walk.Entry, ch change) {
 	g.unclaimed = append(g.unclaimed, unclaimedLine("/"+e.Path, ch))
 }
 
-// finishUnclaimed fills in the digest and a short sorted sample.
+// finishUnclaimed fills in the digest and a short sorted sample and, when
+// the contract allows changes only at its products (FailUnclaimed), makes
+// each unclaimed change an anomaly, in digest order.
 func (g *gater) finishUnclaimed() {
-	g.res.Unclaimed.Digest = digestLines(g.unclaimed)
+	g.res.Unclaimed.Digest = digestLines(g.unclaimed) // sorts g.unclaimed
 	for _, l := range g.unclaimed {
 		if len(g.res.Unclaimed.Sample) == 16 {
 			break
@@ -74,5 +76,18 @@ func (g *gater) finishUnclaimed() {
 		if p, err := strconv.Unquote(q); err == nil {
 			g.res.Unclaimed.Sample = append(g.res.Unclaimed.Sample, p)
 		}
+	}
+	if !g.strict {
+		return
+	}
+	for _, l := range g.unclaimed {
+		i := strings.LastIndexByte(l, ' ')
+		p, err := strconv.Unquote(l[:i])
+		if err != nil {
+			p = l[:i]
+		}
+		op := strings.TrimSuffix(l[i+1:], "\n")
+		g.res.Anomalies = addViolation(g.res.Anomalies, Violation{Rule: RuleUnclaimedChange, Path: p,
+			Detail: op + " outside every declared product and excluded name; the contract's unclaimed \"fail\" allows changes only at its products: declare a product for it or stop writing it"})
 	}
 }

@@ -86,6 +86,12 @@
 //     another writes them with O_DIRECT (when the filesystem allows), so the
 //     staged copy costs no second page-cache copy. Run does not fsync; the
 //     caller syncs the staging filesystem before writing the manifest.
+//   - Unclaimed changes (outside every product, exclusion and mount stub)
+//     are counted and digested; with Input.FailUnclaimed (the contract's
+//     unclaimed "fail") each is also an anomaly, rule unclaimed_change, so
+//     the gate fails while the products themselves are still judged and
+//     staged. The bind layout cannot see deletions, so there only additions
+//     and writes count.
 //   - Any anomaly (metacopy, redirect, xwhiteout, bad or forged overlay
 //     markers, entries that changed during the walk, scan caps, copy-ups
 //     that could not be compared with the image) fails the gate; products

@@ -62,6 +62,11 @@ type Input struct {
 	// Exclusions are path components skipped below the workspace; nil means
 	// DefaultExclusions.
 	Exclusions []string
+	// FailUnclaimed (the contract's unclaimed "fail") fails the gate when
+	// there is any unclaimed change: each is an anomaly with rule
+	// RuleUnclaimedChange (at most maxViolations listed). Products are still
+	// judged and staged on their own; the verdict is fail.
+	FailUnclaimed bool
 	// ExcludeMounts are the mount destinations of config.json (absolute
 	// container paths); runc stubs them into the upperdir.
 	ExcludeMounts []string

@@ -27,6 +27,7 @@ type gater struct {
 	scanDepth   int
 	handlers    []handler // declaration order
 	patches     int       // valid workspace_patch products: they claim the workspace
+	strict      bool      // Input.FailUnclaimed
 	stagingDir  string
 
 	// compareBytes caps the bytes of each side read to compare copy-ups
@@ -69,6 +70,7 @@ func newGater(in Input) (*gater, error) {
 		scanDepth:    int(orDefault(int64(in.ScanDepth), DefaultScanDepth)),
 		compareBytes: orDefault(in.CompareBytes, DefaultCompareBytes),
 		stagingDir:   filepath.Clean(in.StagingDir),
+		strict:       in.FailUnclaimed,
 		res:          &Result{Layout: layout, Workspace: wsPath, Excluded: Excluded{Names: []string{}}},
 	}
 	g.compareLeft = g.compareBytes

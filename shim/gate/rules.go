@@ -30,6 +30,7 @@ const (
 	RuleUnknownClass    = "unknown_class"    // class not in DESIGN §4
 	RuleBadContract     = "bad_contract"     // unusable declaration (mode string, negative cap)
 	RuleIncompleteScan  = "incomplete_scan"  // the scan stopped early, so no product can pass
+	RuleUnclaimedChange = "unclaimed_change" // a change outside every product, exclusion and mount stub, with Input.FailUnclaimed
 	RuleTooMany         = "too_many_violations"
 
 	RuleMetacopy     = walk.MarkMetacopy

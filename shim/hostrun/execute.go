@@ -399,6 +399,7 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	x.gateRes, x.gateErr = gate.Run(gctx, gate.Input{
 		UpperDir: filepath.Join(dir, upperDir), LowerDirs: []string{r.cmd.Workspace}, Workspace: "/",
 		Products: r.contract.Products, StagingDir: filepath.Join(dir, record.StagedDir), StartTime: x.started,
+		FailUnclaimed: r.contract.FailUnclaimed(),
 	})
 	cancel()
 	for _, ev := range effect.GateEvents(x.gateRes, x.gateErr) {
