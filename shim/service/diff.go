@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/moby/sys/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gensee/gensee/shim/effect"
@@ -15,13 +17,16 @@ import (
 )
 
 // diffSource is where the gate reads what the task changed: the overlay
-// upperdir over its image layers, or the directory of a bind-mounted
-// single-layer snapshot. Problem is set when neither is available.
+// upperdir over its image layers (given in the rootfs mount, or found in the
+// mount table for a bind of a mounted overlay), or the directory of a
+// bind-mounted single-layer snapshot. Problem is set when neither is
+// available.
 type diffSource struct {
 	Upper     string   `json:"upperdir,omitempty"`
 	Lowers    []string `json:"lowerdirs,omitempty"`
 	UserXattr bool     `json:"userxattr,omitempty"`
 	Root      string   `json:"root,omitempty"`
+	BindOf    string   `json:"bind_of,omitempty"` // Upper/Lowers read from the mount table for this bind source
 	Problem   string   `json:"problem,omitempty"`
 }
 
@@ -42,9 +47,56 @@ func diffSourceOf(r *taskAPI.CreateTaskRequest) diffSource {
 		}
 		return diffSource{Upper: d.Upper, Lowers: d.Lowers, UserXattr: d.UserXattr}
 	case "bind":
-		return diffSource{Root: m.Source}
+		ms, err := mountinfo.GetMounts(nil)
+		if err != nil {
+			return diffSource{Problem: fmt.Sprintf("read the mount table to place bind rootfs %s: %v", m.Source, err)}
+		}
+		return bindDiffSource(m.Source, ms)
 	}
 	return diffSource{Problem: fmt.Sprintf("rootfs mount type %q is not overlay or bind", m.Type)}
+}
+
+// bindDiffSource places a bind-mounted rootfs. A client that mounts the
+// snapshot itself and hands the task one bind of the merged directory
+// (BuildKit's containerd worker: an overlay at
+// <root>/containerd-overlayfs/cachemounts/buildkitNNN) gives the gate a tree
+// that mixes the image with the task's writes; the overlay's own upperdir
+// and lowerdirs, from the mount table, are the task's diff and its image.
+// So: when the source is the root of an overlay mount (the topmost one
+// there), gate that overlay; when it lies inside an overlay any other way
+// (a subdirectory, a bind of one), the upperdir holds more than the task's
+// tree and no diff is claimed; otherwise it is a plain directory (a
+// single-layer snapshot) and is gated as it is.
+func bindDiffSource(source string, table []*mountinfo.Info) diffSource {
+	src, err := filepath.EvalSymlinks(source)
+	if err != nil {
+		return diffSource{Problem: fmt.Sprintf("bind rootfs %s: %v", source, err)}
+	}
+	var at *mountinfo.Info // the mount src is on: the longest mount point above it, topmost
+	for _, mi := range table {
+		if mi.Mountpoint == src || mi.Mountpoint == "/" || strings.HasPrefix(src, mi.Mountpoint+"/") {
+			if at == nil || len(mi.Mountpoint) >= len(at.Mountpoint) {
+				at = mi
+			}
+		}
+	}
+	if at == nil || at.FSType != "overlay" {
+		return diffSource{Root: source}
+	}
+	if at.Mountpoint != src || at.Root != "/" {
+		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is inside the overlay mounted at %s (root %s) but is not that overlay's root; its upperdir holds more than this task's tree, so no diff is claimed", src, at.Mountpoint, at.Root)}
+	}
+	d, err := gate.ParseMountinfoOverlay(at.VFSOptions)
+	if err != nil {
+		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is an overlay: %v", src, err)}
+	}
+	if d.Upper == "" {
+		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is a read-only overlay (no upperdir)", src)}
+	}
+	if len(d.Lowers) == 0 {
+		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is an overlay without lowerdirs", src)}
+	}
+	return diffSource{Upper: d.Upper, Lowers: d.Lowers, UserXattr: d.UserXattr, BindOf: src}
 }
 
 func mountDestinations(s *specs.Spec) []string {
@@ -72,7 +124,7 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 	}()
 	src := op.diff
 	if src.Problem != "" {
-		if len(op.contract.Products) == 0 {
+		if len(op.contract.Products) == 0 && !op.contract.FailUnclaimed() {
 			return gateOutcome{}
 		}
 		return gateOutcome{err: fmt.Errorf("no diff to gate: %s", src.Problem)}
@@ -85,7 +137,7 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr, RootDir: src.Root,
 		Workspace: op.contract.WorkspaceOrDefault(), Products: op.contract.Products,
 		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: started,
-		ExcludeMounts: op.mounts,
+		ExcludeMounts: op.mounts, FailUnclaimed: op.contract.FailUnclaimed(),
 	}
 	used := h
 	h = nil
