@@ -42,4 +42,10 @@ build containerd-shim-runc-v2 containerd github.com/containerd/containerd/v2/cmd
 CGO_ENABLED=1 build runc runc github.com/opencontainers/runc -tags seccomp
 build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl
 build staticcheck staticcheck honnef.co/go/tools/cmd/staticcheck
+# BuildKit for the builders integration (docs/builders.md). `go install ...@version` refuses
+# buildkit (its go.mod has exclude directives), so it is a tool module like the others; the
+# version is stamped from that module's go.mod so `buildkitd --version` is not v0.0.0+unknown.
+bkver=$(awk '$1=="github.com/moby/buildkit" {print $2}' "$top/integration/tools/buildkit/go.mod")
+CGO_ENABLED=0 build buildkitd buildkit github.com/moby/buildkit/cmd/buildkitd -ldflags "-X github.com/moby/buildkit/version.Version=$bkver"
+CGO_ENABLED=0 build buildctl buildkit github.com/moby/buildkit/cmd/buildctl -ldflags "-X github.com/moby/buildkit/version.Version=$bkver"
 echo "deps: ok ($bin)"
