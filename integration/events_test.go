@@ -211,7 +211,7 @@ func TestDenialLoop(t *testing.T) {
 		t.Fatalf("%d hint_loop events for ten retries, want 1", got)
 	}
 	twoLoops := "for i in 1 2 3 4 5; do /bin/probe connect udp " + serverIP + ":9999; done; " +
-		"/bin/probe connect tcp " + serverIP + ":8080; sleep 1.5; " +
+		"/bin/probe connect tcp " + serverIP + ":8080; sleep 3; " + // the flow pollers must see it first, even on a loaded machine
 		"for i in 1 2 3 4 5; do /bin/probe connect udp " + serverIP + ":9999; done; true"
 	if _, code := e.run("it-evallow", "loops", netns, "/bin/sh", "-c", twoLoops); code != 0 {
 		t.Fatalf("exit %d", code)
