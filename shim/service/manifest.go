@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -47,6 +48,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		Enforcement: spec.Enforcement{Network: spec.NetworkEnforcement{
 			Mechanism: "nftables", Scope: "cgroupv2", Mode: op.contract.Network.Mode,
 			Loopback: op.contract.Network.Loopback, Table: a.Table, Allow: op.contract.Network.Allow,
+			Serve:        op.contract.Network.Serve,
 			TableRemoved: x.removal,
 		}},
 		Drained: x.drained,
@@ -96,6 +98,14 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Observation.Counters.Error = x.countErr
 	case a.Table != "":
 		m.Observation.Counters.Error = "not read: the task never ran"
+	}
+	if c := x.counters; c != nil && len(op.contract.Network.Serve) > 0 {
+		sv := &spec.Served{Packets: c.Served.Packets, Bytes: c.Served.Bytes, Connections: c.ServedConnections}
+		for _, p := range c.ServeCounts {
+			sv.Ports = append(sv.Ports, spec.ServedCount{Proto: netpolicy.ProtoName(p.Port.Proto), Port: int(p.Port.Port),
+				Packets: p.Count.Packets, Bytes: p.Count.Bytes})
+		}
+		m.Observation.Served = sv
 	}
 	// Complete only when every denied packet the table counted was heard
 	// and listed: an empty list never claims that nothing was tried.

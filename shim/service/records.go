@@ -75,7 +75,11 @@ type countersRecord struct {
 	// Outside the bound cgroup, in the container's own netns (netns scope).
 	AllowedOutside netpolicy.Count `json:"allowed_outside"`
 	DeniedOutside  netpolicy.Count `json:"denied_outside"`
-	Tuples         []tupleCount    `json:"tuples,omitempty"`
+	// Replies of connections that arrived on a network.serve port.
+	Served            netpolicy.Count        `json:"served"`
+	ServedConnections uint64                 `json:"served_connections"`
+	ServeCounts       []netpolicy.ServeCount `json:"serve_counts,omitempty"`
+	Tuples            []tupleCount           `json:"tuples,omitempty"`
 }
 
 type tupleCount struct {
@@ -85,7 +89,8 @@ type tupleCount struct {
 
 func recordCounters(c netpolicy.Counters) *countersRecord {
 	r := &countersRecord{Allowed: c.Allowed, Denied: c.Denied, DeniedKernel: c.DeniedKernel,
-		AllowedOutside: c.AllowedOutside, DeniedOutside: c.DeniedOutside}
+		AllowedOutside: c.AllowedOutside, DeniedOutside: c.DeniedOutside,
+		Served: c.Served, ServedConnections: c.ServedConnections, ServeCounts: c.ServeCounts}
 	for _, t := range c.Tuples {
 		r.Tuples = append(r.Tuples, tupleCount{Tuple: t.Tuple.String(), Count: t.Count})
 	}
