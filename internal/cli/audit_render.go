@@ -23,6 +23,9 @@ func renderAudit(w io.Writer, rep AuditReport) {
 	for _, a := range g.Network.Allow {
 		row(tw, "", "allow "+tupleText(a))
 	}
+	for _, p := range g.Network.Serve {
+		row(tw, "", fmt.Sprintf("serve %s/%d (replies of inbound connections)", p.Proto, p.Port))
+	}
 	row(tw, "  workspace", g.Workspace)
 	row(tw, "  deadline", orDash(g.Deadline))
 	if len(g.Products) == 0 {

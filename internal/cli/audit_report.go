@@ -57,6 +57,7 @@ type AuditNetwork struct {
 	Mode     string           `json:"mode"`
 	Allow    []spec.AllowRule `json:"allow"`
 	Loopback string           `json:"loopback"` // deny | allow
+	Serve    []spec.ServeRule `json:"serve"`    // ports whose inbound connections' replies are allowed
 }
 
 // AuditControl is one control and whether this host can enforce it.
@@ -146,6 +147,7 @@ func grantsOf(c *spec.Contract) AuditGrants {
 		Network: AuditNetwork{
 			Mode:     c.Network.Mode,
 			Allow:    append([]spec.AllowRule{}, c.Network.Allow...),
+			Serve:    append([]spec.ServeRule{}, c.Network.Serve...),
 			Loopback: c.Network.Loopback,
 		},
 		Workspace: c.WorkspaceOrDefault(),
@@ -163,7 +165,15 @@ func networkMechanism(n AuditNetwork) string {
 	if n.Mode == spec.NetworkAllowExact {
 		what = fmt.Sprintf("%d exact address/protocol/port tuple(s) are accepted, everything else is counted, logged (rate-limited, NFLOG) and dropped", len(n.Allow))
 	}
-	return fmt.Sprintf("one nftables inet table in the container's network namespace: %s; loopback %s. In the container's own netns the table covers every packet of the netns (fail closed: leaving the cgroup gains nothing); in a shared netns (host, pod) it matches the container's cgroup by `socket cgroupv2`, and a process found outside that cgroup is a policy_unbound finding, never reported as enforced", what, loopbackWord(n.Loopback))
+	serve := ""
+	if len(n.Serve) > 0 {
+		var ports []string
+		for _, p := range n.Serve {
+			ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Proto))
+		}
+		serve = "; replies of connections that arrived on " + strings.Join(ports, ", ") + " are accepted (network.serve), nothing the container opens gains from it"
+	}
+	return fmt.Sprintf("one nftables inet table in the container's network namespace: %s%s; loopback %s. In the container's own netns the table covers every packet of the netns (fail closed: leaving the cgroup gains nothing); in a shared netns (host, pod) it matches the container's cgroup by `socket cgroupv2`, and a process found outside that cgroup is a policy_unbound finding, never reported as enforced", what, serve, loopbackWord(n.Loopback))
 }
 
 func capabilitiesMechanism(c *spec.Contract) string {

@@ -46,6 +46,9 @@ func (o *validateOptions) run(_ context.Context, env *Env) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "valid: %s\n", c.ID)
+	for _, p := range c.Network.Serve {
+		fmt.Fprintf(env.Stdout, "  serves %s/%d: replies of connections that arrive on it are allowed\n", p.Proto, p.Port)
+	}
 	return nil
 }
 
