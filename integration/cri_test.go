@@ -20,17 +20,25 @@ import (
 const (
 	k8sCI     = "gensee-ci"
 	k8sStrict = "gensee-strict"
+	k8sWeb    = "gensee-web"    // pods admitted under a contract that serves a port
+	k8sClient = "gensee-client" // pods that may reach that port on loopback
 )
 
 // criCatalog routes the two Kubernetes namespaces. Class "fetch" may reach
 // the host loopback server on port; everything else is deny_all.
-func criCatalog(port int) spec.Catalog {
+func criCatalog(port, servePort int) spec.Catalog {
 	lo := spec.Contract{ID: "lo-server", Version: 1, Network: spec.Network{Mode: spec.NetworkAllowExact,
 		Allow: []spec.AllowRule{{IP: "127.0.0.1", Proto: spec.ProtoTCP, Port: port}}}}
 	match := func(k8sNS string) spec.SelectorMatch {
 		return spec.SelectorMatch{ContainerdNamespace: criNS, Runtime: runtimeName, K8sNamespace: k8sNS}
 	}
-	return catalogOf([]spec.Contract{denyAll("pod-deny"), lo},
+	web := denyAll("web-serve")
+	web.Network.Serve = []spec.ServeRule{{Proto: spec.ProtoTCP, Port: servePort}}
+	client := spec.Contract{ID: "web-client", Version: 1, Network: spec.Network{Mode: spec.NetworkAllowExact,
+		Allow: []spec.AllowRule{{IP: "127.0.0.1", Proto: spec.ProtoTCP, Port: servePort}}}}
+	return catalogOf([]spec.Contract{denyAll("pod-deny"), lo, web, client},
+		spec.Selector{ID: "k8s-web", Match: match(k8sWeb), Routes: map[string]string{"build": "web-serve"}, SafeDefault: "web-serve"},
+		spec.Selector{ID: "k8s-client", Match: match(k8sClient), Routes: map[string]string{"build": "web-client"}, SafeDefault: "web-client"},
 		spec.Selector{ID: "k8s-ci", Match: match(k8sCI), Routes: map[string]string{"build": "pod-deny", "fetch": "lo-server"}, SafeDefault: "pod-deny"},
 		spec.Selector{ID: "k8s-strict", Match: match(k8sStrict), Routes: map[string]string{"build": "pod-deny"}})
 }
@@ -44,7 +52,8 @@ func TestCRI(t *testing.T) {
 	roottest.Require(t)
 	l, addr := hostListener(t)
 	port := l.ln.Addr().(*net.TCPAddr).Port
-	e := startCRI(t, criCatalog(port))
+	servePort, closedPort := freePort(t), freePort(t)
+	e := startCRI(t, criCatalog(port, servePort))
 	probe := []string{"/bin/probe", "connect", "tcp", addr}
 
 	t.Run("HandlerFromContrib", func(t *testing.T) { e.with(t).checkHandler() })
@@ -52,6 +61,7 @@ func TestCRI(t *testing.T) {
 	t.Run("AdmissionErrors", func(t *testing.T) { e.with(t).admissionErrors(probe, l) })
 	t.Run("TwoContractsOnePod", func(t *testing.T) { e.with(t).twoContracts(probe, l) })
 	t.Run("HostileSpec", func(t *testing.T) { e.with(t).hostile() })
+	t.Run("Serve", func(t *testing.T) { e.with(t).serve(servePort, closedPort, l) })
 }
 
 // with returns e reporting to t (a subtest); the daemon is shared.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,4 +99,27 @@ func nestedConnect(proto, addr string) error {
 		return fmt.Errorf("nested: %w", err)
 	}
 	return nil
+}
+
+// serve answers "pong\n" to every TCP connection on each port, forever.
+func serve(ports []string) error {
+	errc := make(chan error, len(ports))
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", ":"+p)
+		if err != nil {
+			return err
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					errc <- err
+					return
+				}
+				c.Write([]byte("pong\n"))
+				c.Close()
+			}
+		}()
+	}
+	return <-errc
 }

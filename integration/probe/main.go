@@ -12,6 +12,7 @@
 //	probe cgmove DIR                  write the probe's pid into DIR/cgroup.procs
 //	probe cgmove-connect DIR tcp|udp HOST:PORT   cgmove, then connect
 //	probe nested-connect tcp|udp HOST:PORT  connect from a child in a new user+network namespace
+//	probe serve PORT...               answer "pong" to every TCP connection on each port (until killed)
 //	probe rewrite PATH TEXT           write TEXT over PATH (same length) and restore its size and mtime
 package main
 
@@ -79,6 +80,11 @@ func main() {
 			usage()
 		}
 		err = nestedConnect(os.Args[2], os.Args[3])
+	case "serve":
+		if len(os.Args) < 3 {
+			usage()
+		}
+		err = serve(os.Args[2:])
 	case "rewrite":
 		if len(os.Args) != 4 {
 			usage()
