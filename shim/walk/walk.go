@@ -59,10 +59,11 @@ func Open(root string, opts Options) (t *Tree, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	t = &Tree{opts: opts, root: fd}
+	tree := &Tree{opts: opts, root: fd}
+	t = tree
 	defer func() {
 		if retErr != nil {
-			t.Close()
+			tree.Close() // t is nil here: the error return set it
 		}
 	}()
 	for i, l := range opts.Lowers {
