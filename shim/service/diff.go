@@ -63,10 +63,10 @@ func diffSourceOf(r *taskAPI.CreateTaskRequest) diffSource {
 // that mixes the image with the task's writes; the overlay's own upperdir
 // and lowerdirs, from the mount table, are the task's diff and its image.
 // So: when the source is the root of an overlay mount (the topmost one
-// there), gate that overlay; when it lies inside an overlay any other way
-// (a subdirectory, a bind of one), the upperdir holds more than the task's
-// tree and no diff is claimed; otherwise it is a plain directory (a
-// single-layer snapshot) and is gated as it is.
+// there), gate that overlay, and claim no diff when its options cannot be
+// read or it has no upperdir; anything else is gated as the plain
+// directory it is (bind layout: a single-layer snapshot, deletions
+// invisible), as before.
 func bindDiffSource(source string, table []*mountinfo.Info) diffSource {
 	src, err := filepath.EvalSymlinks(source)
 	if err != nil {
@@ -80,11 +80,11 @@ func bindDiffSource(source string, table []*mountinfo.Info) diffSource {
 			}
 		}
 	}
-	if at == nil || at.FSType != "overlay" {
+	if at == nil || at.FSType != "overlay" || at.Mountpoint != src || at.Root != "/" {
+		// A plain directory, or one inside an overlay (a subdirectory, a
+		// bind of one): that overlay's upperdir holds more than this tree,
+		// so the directory is gated as a single-layer snapshot.
 		return diffSource{Root: source}
-	}
-	if at.Mountpoint != src || at.Root != "/" {
-		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is inside the overlay mounted at %s (root %s) but is not that overlay's root; its upperdir holds more than this task's tree, so no diff is claimed", src, at.Mountpoint, at.Root)}
 	}
 	d, err := gate.ParseMountinfoOverlay(at.VFSOptions)
 	if err != nil {

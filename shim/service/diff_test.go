@@ -10,8 +10,8 @@ import (
 )
 
 // TestBindDiffSource: a bind of a mounted overlay's root is gated as that
-// overlay; a bind inside an overlay is not claimed; a plain directory is
-// gated as it is.
+// overlay (no diff when its options cannot be read or it is read-only);
+// anything else is gated as the directory it is.
 func TestBindDiffSource(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -35,8 +35,9 @@ func TestBindDiffSource(t *testing.T) {
 	}{
 		{"overlay root", merged, []*mountinfo.Info{root, ovl}, diffSource{Upper: "/s/3/fs", Lowers: []string{"/s/2/fs", "/s/1/fs"}, BindOf: merged}, ""},
 		{"plain directory", filepath.Join(dir, "plain"), []*mountinfo.Info{root, ovl}, diffSource{Root: filepath.Join(dir, "plain")}, ""},
-		{"inside an overlay", sub, []*mountinfo.Info{root, ovl}, diffSource{}, "is not that overlay's root"},
-		{"bind of an overlay subdirectory", merged, []*mountinfo.Info{root, {Mountpoint: merged, Root: "/sub", FSType: "overlay", VFSOptions: ovl.VFSOptions}}, diffSource{}, "is not that overlay's root"},
+		{"inside an overlay", sub, []*mountinfo.Info{root, ovl}, diffSource{Root: sub}, ""},
+		{"bind of an overlay subdirectory", merged, []*mountinfo.Info{root, {Mountpoint: merged, Root: "/sub", FSType: "overlay", VFSOptions: ovl.VFSOptions}}, diffSource{Root: merged}, ""},
+		{"unreadable overlay options", merged, []*mountinfo.Info{root, {Mountpoint: merged, Root: "/", FSType: "overlay", VFSOptions: "rw,lowerdir=/a,datadir+=/d,upperdir=/u"}}, diffSource{}, "data-only"},
 		{"read-only overlay", merged, []*mountinfo.Info{root, {Mountpoint: merged, Root: "/", FSType: "overlay", VFSOptions: "ro,lowerdir=/a:/b"}}, diffSource{}, "read-only overlay"},
 		{"topmost mount wins", merged, []*mountinfo.Info{root, ovl, {Mountpoint: merged, Root: "/x", FSType: "ext4"}}, diffSource{Root: merged}, ""},
 		{"missing source", filepath.Join(dir, "gone"), []*mountinfo.Info{root}, diffSource{}, "no such file"},
