@@ -142,10 +142,19 @@ type bkBuild struct {
 // the Dockerfile itself), without the cache, and returns the operations of
 // the steps it ran.
 func (b *buildkitd) build(name, dockerfile string) bkBuild {
+	b.e.t.Helper()
+	return b.buildWith(name, dockerfile, nil)
+}
+
+// buildWith is build with more files in the context.
+func (b *buildkitd) buildWith(name, dockerfile string, files map[string]string) bkBuild {
 	t := b.e.t
 	t.Helper()
 	ctxDir := filepath.Join(b.dir, "ctx-"+name)
 	must(t, os.MkdirAll(ctxDir, 0o755))
+	for f, content := range files {
+		must(t, os.WriteFile(filepath.Join(ctxDir, f), []byte(content), 0o644))
+	}
 	bb, err := os.ReadFile("/bin/busybox")
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(ctxDir, "busybox"), bb, 0o755))
@@ -244,11 +253,19 @@ func ids(out string) []string {
 	return l
 }
 
-// leftovers lists what the builds left on the host: gensee tables, cgroups
+// leftovers lists what the builds left on the host: their gensee tables, cgroups
 // below /buildkit, mounts under the test directory, buildkitd.
 func (b *buildkitd) leftovers() []string {
 	var out []string
-	out = append(out, hostTables()...)
+	// Only this test's tables: other tests on the host may hold theirs.
+	ops, _ := record.Store{Dir: b.e.state}.Operations()
+	for _, tb := range hostTables() {
+		for _, op := range ops {
+			if strings.Contains(tb, "gensee_"+op[:12]) {
+				out = append(out, tb)
+			}
+		}
+	}
 	for _, mnt := range cgroupMounts() {
 		ents, _ := os.ReadDir(filepath.Join(mnt, bkNamespace))
 		for _, en := range ents {

@@ -124,6 +124,30 @@ func TestBuildKit(t *testing.T) {
 		}
 	})
 
+	// A slot an earlier layer already holds: the step's own upperdir decides,
+	// so the earlier layer's file is not this step's product.
+	t.Run("slot from an earlier layer", func(t *testing.T) {
+		df := func(run string) string {
+			return "FROM scratch\nCOPY busybox /bin/busybox\nCOPY result.json /out/result.json\n" +
+				"SHELL [\"/bin/busybox\", \"sh\", \"-c\"]\nRUN " + run + "\n"
+		}
+		r := bk.buildWith("stale", df("/bin/busybox true"), map[string]string{"result.json": "{\"stale\": true}\n"})
+		if r.err == nil {
+			t.Fatalf("a step that did not write its product built:\n%s", r.out)
+		}
+		m := bk.manifestOf(r.only(t))
+		if m.Gate.Verdict != spec.VerdictFail || len(m.Gate.Violations) == 0 || m.Gate.Violations[0].Slot != "result.json" {
+			t.Fatalf("gate %+v, want result.json to fail", m.Gate)
+		}
+		r = bk.buildWith("rewrite", df("echo '{\"fresh\": true}' > /out/result.json"), map[string]string{"result.json": "{\"stale\": true}\n"})
+		if r.err != nil {
+			t.Fatalf("a step that rewrote its product failed: %v\n%s\n%+v", r.err, r.out, bk.manifestOf(r.only(t)).Gate)
+		}
+		if p := product(bk.manifestOf(r.only(t)), "result.json"); p == nil || p.SHA256 != hexSum([]byte("{\"fresh\": true}\n")) {
+			t.Fatalf("product record %+v, want the rewritten file", p)
+		}
+	})
+
 	t.Run("invalid json fails the step", func(t *testing.T) {
 		r := bk.build("badjson", bkDockerfile("/bin/busybox mkdir -p /out && echo '{\"ok\": tru' > /out/result.json"))
 		if r.err == nil {
