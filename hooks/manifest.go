@@ -1,0 +1,85 @@
+package hooks
+
+import (
+	"fmt"
+
+	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/spec"
+)
+
+// notEnforcedHooks are what this front door leaves open that the shim
+// closes; every manifest of a hook operation lists them.
+var notEnforcedHooks = []string{
+	"exec'd processes (podman exec): they join the container's cgroup and are bound by the table and the container's seccomp profile, but no hook runs for them: their capabilities are not admitted and no_new_privs is not forced",
+	"exit status: an OCI hook is not told the init's exit status; exit_status 0 here says nothing",
+	"exit ordering: the engine reports the container's exit before poststop runs; the manifest is written after it (podman run returns only after poststop)",
+}
+
+// manifest assembles the effect manifest. Like the shim's, it claims only
+// what a control enforced (the installed, read-back table; the verified
+// seccomp profile) or what was observed (counters, attempts, the gate's
+// reading of the upperdir).
+func (op *operation) manifest(x exitFacts) *spec.Manifest {
+	a := op.adm
+	c := a.Contract
+	m := &spec.Manifest{
+		Schema:            spec.SchemaManifest,
+		OperationID:       a.OperationID,
+		Namespace:         Namespace,
+		ContainerID:       a.ContainerID,
+		Contract:          spec.ContractRef{ID: a.ContractID, Digest: a.ContractDigest},
+		CatalogVersion:    a.CatalogVersion,
+		ObservationDigest: a.ObservationDigest,
+		CommandDigest:     a.Observation.CommandDigest,
+		Inference:         spec.InferenceSummary{SafeDefault: a.SafeDefault, Reason: a.FallbackFrom},
+		Deadlines:         spec.Deadlines{Task: c.Deadline, CatalogExpiresAt: a.CatalogExpiresAt, Exceeded: x.deadline},
+		Enforcement: spec.Enforcement{
+			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
+				Table: a.Table, Allow: c.Network.Allow, Serve: c.Network.Serve, TableRemoved: x.removed, Status: spec.NetworkEnforced,
+				AbstractUnix: spec.AbstractUnixNotEnforced},
+			Seccomp:     a.Seccomp,
+			NotEnforced: append([]string{}, notEnforcedHooks...),
+		},
+		Drained: x.drained,
+	}
+	if s := a.Subject; s != nil {
+		m.Subject = *s
+		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), %s netns", s.CgroupPath, s.CgroupID, a.Netns)
+		if a.Netns == netnsPrivate {
+			m.Enforcement.Network.Scope = fmt.Sprintf("netns (private: everything it sends; denials of cgroupv2 %s (id %d) counted apart)", s.CgroupPath, s.CgroupID)
+		}
+	}
+	if a.Netns == netnsPrivate {
+		m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNetns
+	} else {
+		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
+			"abstract AF_UNIX sockets: the container shares the "+a.Netns+" network namespace, whose abstract socket names (@name) nftables cannot see",
+			"processes outside the bound cgroup: in the shared "+a.Netns+" netns the table matches the container's cgroup; one the host moves out is found by polling (policy_unbound, observation.escapes), not stopped")
+	}
+	if !x.poststop {
+		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
+			"poststop never came: the monitor finished the operation on its own after the container's init was gone")
+	}
+	if inf := a.Inference; inf != nil {
+		m.Inference.Analyzer, m.Inference.Model = inf.Analyzer, inf.Model
+		m.Inference.Class, m.Inference.ConfidenceBP = inf.Class, inf.ConfidenceBP
+		m.Deadlines.InferenceExpiresAt = inf.ExpiresAt
+	}
+	if d, err := c.DeadlineDuration(); err == nil && d > 0 && !op.ready.IsZero() {
+		m.Deadlines.TaskExpiresAt = op.ready.Add(d).UTC()
+	}
+	switch k := x.counters; {
+	case k != nil:
+		m.Observation.Counters = spec.Counters{AllowedPackets: k.Allowed.Packets + k.AllowedOutside.Packets, AllowedBytes: k.Allowed.Bytes + k.AllowedOutside.Bytes,
+			DeniedPackets: k.Denied.Packets + k.DeniedKernel.Packets + k.DeniedOutside.Packets, DeniedBytes: k.Denied.Bytes + k.DeniedKernel.Bytes + k.DeniedOutside.Bytes}
+	case x.countErr != nil:
+		m.Observation.Counters.Error = x.countErr.Error()
+	}
+	m.Observation.DeniedAttempts = x.attempts
+	m.Observation.Escapes = x.escapes
+	if len(x.escapes) > 0 && a.Netns != netnsPrivate {
+		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
+	}
+	effect.Gate(m, x.gateRan, x.gateRes, x.gateErr, x.drainErr)
+	return m
+}

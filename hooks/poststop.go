@@ -1,0 +1,67 @@
+package hooks
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containerd/log"
+
+	"github.com/gensee/gensee/shim/record"
+)
+
+// Poststop is the poststop stage: it asks the operation's monitor to
+// finish (gate, staging, counters, table removal, manifest) and waits for
+// its answer. A poststop cannot fail the run (podman only logs a failing
+// one), so what went wrong is in the manifest and the log; the error
+// returned is for that log. Without a live monitor it removes what the
+// operation left (CleanOrphans).
+func Poststop(ctx context.Context, o Options, s State) error {
+	st := record.Store{Dir: o.Config.StateDir}
+	id, err := st.Lookup(Namespace, s.ID)
+	if err != nil {
+		return nil // never admitted by this hook (or refused): nothing to finish
+	}
+	if dir, err := st.OperationDir(id); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, record.ManifestFile)); err == nil {
+			return nil // already finished (a second poststop, or after Grace)
+		}
+	}
+	timeout := o.Config.GateTimeout.Duration
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	c, err := net.DialTimeout("unix", socketPath(st.Dir, id), 5*time.Second)
+	if err != nil {
+		cleaned, cerr := CleanOrphans(ctx, st.Dir)
+		log.G(ctx).WithField("operation_id", id).WithField("cleaned", cleaned).WithError(err).
+			Error("the operation's monitor process is gone: no manifest; its table was removed")
+		if cerr != nil {
+			return cerr
+		}
+		return fmt.Errorf("reach the monitor of operation %s: %w", id, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout + 30*time.Second))
+	if _, err := c.Write([]byte("poststop\n")); err != nil {
+		return fmt.Errorf("ask the monitor to finish: %w", err)
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("wait for the monitor to finish: %w", err)
+	}
+	var r poststopReply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return fmt.Errorf("decode the monitor's answer: %w", err)
+	}
+	if r.Error != "" {
+		return fmt.Errorf("operation %s: %s", id, r.Error)
+	}
+	log.G(ctx).WithField("operation_id", id).WithField("verdict", r.Verdict).Info("operation finished at poststop")
+	return nil
+}
