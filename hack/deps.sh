@@ -7,7 +7,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/bin
 mkdir -p "$bin"
 
-pkgs=(nftables busybox-static libseccomp-dev pkg-config iproute2 conntrack containernetworking-plugins gcc make git)
+pkgs=(nftables busybox-static libseccomp-dev pkg-config iproute2 conntrack containernetworking-plugins gcc make git podman)
+# podman (4.3, with conmon and crun) drives the OCI hooks front door's tests; it pulls no containerd.
+# The tests give it a private containers.conf/storage.conf (CONTAINERS_CONF, CONTAINERS_STORAGE_CONF).
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
