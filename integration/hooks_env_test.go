@@ -29,7 +29,6 @@ type podmanEnv struct {
 	e            *env // the trust material and catalog publishing (no containerd)
 	cgroupParent string
 	podmanEnv    []string
-	hookLog      string
 }
 
 // hookFlags make podman 4.3's default spec one the spec policy admits as
