@@ -1,7 +1,10 @@
 package observe
 
 import (
+	"bytes"
+	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -43,10 +46,12 @@ func CheckMountsCover(rootfs string, config *specs.Spec) error {
 		return err
 	}
 	real, err := inRootPath(root, exe.f)
-	exe.f.Close()
 	if err != nil {
+		exe.f.Close()
 		return err
 	}
+	loaders := loadersOf(exe.f)
+	exe.f.Close()
 	// Paths whose being covered changes what runc executes: the file as
 	// named and as resolved, and every PATH entry searched before it.
 	paths := []string{path.Clean(exe.path), real}
@@ -62,12 +67,57 @@ func CheckMountsCover(rootfs string, config *specs.Spec) error {
 			}
 		}
 	}
+	// What runs with it: its ELF interpreter or #! interpreter, and the
+	// dynamic loader's configuration; library directories are trees: a
+	// mount anywhere in them replaces what the executable loads.
+	paths = append(paths, loaders...)
+	paths = append(paths, "/etc/ld.so.preload", "/etc/ld.so.cache")
 	for i, m := range config.Mounts {
 		for _, d := range mountDests(root, m.Destination) {
 			for _, q := range paths {
 				if d == "/" || q == d || strings.HasPrefix(q, d+"/") {
 					return &CoveredError{Mount: i, Dest: m.Destination, Executable: real}
 				}
+			}
+			for _, lib := range libraryTrees {
+				if d == lib || strings.HasPrefix(d, lib+"/") || strings.HasPrefix(lib, d+"/") {
+					return &CoveredError{Mount: i, Dest: m.Destination, Executable: real}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// libraryTrees are where the dynamic loader looks for libraries.
+var libraryTrees = []string{"/lib", "/lib32", "/lib64", "/libx32", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/local/lib"}
+
+// loadersOf returns the interpreter f names: PT_INTERP of an ELF file, or
+// the first word after "#!" of a script (both as absolute paths inside the
+// rootfs). A file it cannot read names none.
+func loadersOf(f *os.File) []string {
+	head := make([]byte, 256)
+	n, _ := f.ReadAt(head, 0)
+	head = head[:n]
+	if rest, ok := bytes.CutPrefix(head, []byte("#!")); ok {
+		line, _, _ := bytes.Cut(rest, []byte("\n"))
+		if fs := strings.Fields(string(line)); len(fs) > 0 && path.IsAbs(fs[0]) {
+			return []string{path.Clean(fs[0])}
+		}
+		return nil
+	}
+	ef, err := elf.NewFile(io.NewSectionReader(f, 0, 1<<30))
+	if err != nil {
+		return nil
+	}
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_INTERP || p.Filesz > 4096 {
+			continue
+		}
+		b := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(b, 0); err == nil {
+			if in := strings.TrimRight(string(b), "\x00"); path.IsAbs(in) {
+				return []string{path.Clean(in)}
 			}
 		}
 	}

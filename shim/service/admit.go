@@ -34,6 +34,7 @@ const (
 	// namespace, where only the CRI plugin creates containers.
 	AnnotationSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
 	AnnotationContainerName    = "io.kubernetes.cri.container-name"
+	AnnotationSandboxID        = "io.kubernetes.cri.sandbox-id"
 	CRINamespace               = "k8s.io"
 )
 

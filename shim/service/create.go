@@ -70,6 +70,11 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}
+	if uns.path != "" {
+		if err := checkJoinedUserns(uns.path); err != nil {
+			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+		}
+	}
 	var wantNetns nsID
 	if kind == netnsPath {
 		if wantNetns, err = checkJoinedNetns(nsPath, uns); err != nil {
@@ -102,7 +107,13 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if n := privateCgroupns(oci); n != "" {
 		notes = append(notes, n)
 	}
-	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, hostPolicy(cfg))
+	host := hostPolicy(cfg)
+	if ns == CRINamespace {
+		// CRI's own annotation, set after the pass-through ones; only in
+		// CRI's namespace, where only CRI creates containers.
+		host.SandboxID = oci.Annotations[AnnotationSandboxID]
+	}
+	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, host)
 	if err != nil {
 		var rf *specpolicy.Refusal
 		if !errors.As(err, &rf) {

@@ -70,7 +70,8 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 			"processes outside the bound cgroup: in the shared "+a.Netns+" netns the table matches the container's cgroup; the container cannot leave it (its own cgroup namespace, no writable cgroupfs), but a process the host moves out is found by polling (policy_unbound, observation.escapes), not stopped")
 	}
 	m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
-		"exec'd programs: each exec is admitted by the capability policy and bound by the table, but its program is not part of the observation the contract was chosen for")
+		"exec'd programs: each exec is admitted by the capability policy and bound by the table, but its program is not part of the observation the contract was chosen for",
+		"the image's other files: the observation hashes the entrypoint's bytes; the libraries, interpreter and data it loads from the image are not hashed (mounts over them are refused)")
 	if a.Seccomp != nil {
 		m.Enforcement.Seccomp = a.Seccomp
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,10 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	}
 	op.initPID = pid
 	if err := op.checkNetns(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := freshCgroup(sub.CgroupPath, pid); err != nil {
 		f.Close()
 		return err
 	}
@@ -106,6 +111,39 @@ func (op *operation) checkNetns(f *os.File) error {
 	}
 	if !ok {
 		return fmt.Errorf("the init's network namespace is owned by a user namespace that is neither the host's nor the container's, whose root could delete the table")
+	}
+	return nil
+}
+
+// freshCgroup requires the init's cgroup to hold the init alone and no
+// child cgroups: a spec's linux.cgroupsPath may name an existing cgroup
+// (another container's, a host service's), which runc joins with a
+// warning; the table would then govern those processes and the exit drain
+// would kill them.
+func freshCgroup(path string, pid int) error {
+	h, err := cgroup.Find()
+	if err != nil {
+		return err
+	}
+	dir, err := h.Dir(path)
+	if err != nil {
+		return err
+	}
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return fmt.Errorf("read cgroup.procs of %s: %w", path, err)
+	}
+	if f := strings.Fields(string(procs)); len(f) != 1 || f[0] != strconv.Itoa(pid) {
+		return fmt.Errorf("the container's cgroup %s already holds other processes (%d): linux.cgroupsPath must name a cgroup of its own", path, len(f))
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read cgroup %s: %w", path, err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			return fmt.Errorf("the container's cgroup %s has a child cgroup %s: linux.cgroupsPath must name a cgroup of its own", path, e.Name())
+		}
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"os"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/nsfile"
@@ -47,4 +49,35 @@ func checkJoinedNetns(path string, u userns) (nsID, error) {
 		return nsID{}, refuse("netns_foreign_userns", "linux.namespaces network path %q is owned by a user namespace that is neither the host's nor the container's own, whose root can delete the container's network table; join a network namespace created by host root or by the container's user namespace", path)
 	}
 	return nsIDOf(f)
+}
+
+// checkJoinedUserns refuses a user namespace joined by path unless host
+// root made it directly below the initial one: a user namespace an
+// unprivileged host user made is that user's, who holds every capability
+// in it — over the netns it owns too — whatever the container's sets say.
+func checkJoinedUserns(path string) error {
+	f, err := openNamespace(path, unix.CLONE_NEWUSER)
+	if err != nil {
+		return refuse("userns_path", "linux.namespaces user path %q: %v; join a user namespace file", path, err)
+	}
+	defer f.Close()
+	uid, err := unix.IoctlGetUint32(int(f.Fd()), unix.NS_GET_OWNER_UID)
+	if err != nil {
+		return refuse("userns_path", "linux.namespaces user path %q: owner: %v", path, err)
+	}
+	pfd, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_PARENT)
+	if err != nil {
+		return refuse("userns_path", "linux.namespaces user path %q: parent: %v", path, err)
+	}
+	parent := os.NewFile(uintptr(pfd), "parent userns")
+	defer parent.Close()
+	got, err := nsIDOf(parent)
+	if err != nil {
+		return refuse("userns_path", "linux.namespaces user path %q: parent: %v", path, err)
+	}
+	want, err := nsIDOfPath("/proc/self/ns/user")
+	if err != nil || got != want || uid != 0 {
+		return refuse("userns_foreign_owner", "linux.namespaces user path %q was made by uid %d, or below another user namespace than the host's: its maker holds every capability there, over the network namespace it owns too; join a user namespace host root made (a pod's)", path, uid)
+	}
+	return nil
 }

@@ -98,7 +98,7 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		if fs == "cgroup" || fs == "cgroup2" || under(src, "/sys/fs/cgroup") || (recursive && under("/sys/fs/cgroup", src)) {
 			cgroupMount = m.Destination
 		}
-		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src) && !underAny(src, op.WritableBindRoots) {
+		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src, op.SandboxID) && !underAny(src, op.WritableBindRoots) {
 			return "", refuse(RuleWritableHostPath, field,
 				"the spec binds host path %s writable; a writable host path outside the operator's writable_bind_roots (%s) could change the host beneath the boundary; bind it read-only (ro; rro when it has submounts), or have the operator list its directory in writable_bind_roots", src, strings.Join(op.WritableBindRoots, ", "))
 		}
@@ -156,7 +156,7 @@ func checkRuntimeBind(src, field string, op Operator) error {
 	if slices.Contains(socketNames, path.Base(src)) {
 		return runtimeRefusal(field, src)
 	}
-	if isCRISandboxFile(src) {
+	if isCRISandboxFile(src, op.SandboxID) {
 		return nil
 	}
 	if slices.Contains(op.AllowedRuntimeFiles, src) {
@@ -176,15 +176,20 @@ func runtimeRefusal(field, src string) error {
 		"the spec binds %s, which is or contains a container runtime's socket or state, letting the workload start containers outside its boundary; drop the bind (no -v /run/containerd, no docker.sock)", src)
 }
 
-// isCRISandboxFile matches <root>/io.containerd.grpc.v1.cri/sandboxes/<id>/<file>.
-func isCRISandboxFile(src string) bool {
+// isCRISandboxFile matches <root>/io.containerd.grpc.v1.cri/sandboxes/<id>/<file>
+// for the container's own pod sandbox id only (none: no file matches), so a
+// pod cannot bind another pod's hosts, resolv.conf or shm.
+func isCRISandboxFile(src, sandboxID string) bool {
+	if sandboxID == "" {
+		return false
+	}
 	for _, root := range []string{"/var/lib/containerd", "/run/containerd", "/var/run/containerd"} {
 		rest, ok := strings.CutPrefix(src, root+"/io.containerd.grpc.v1.cri/sandboxes/")
 		if !ok {
 			continue
 		}
 		parts := strings.Split(rest, "/")
-		if len(parts) == 2 && parts[0] != "" && slices.Contains(criSandboxFiles, parts[1]) {
+		if len(parts) == 2 && parts[0] == sandboxID && slices.Contains(criSandboxFiles, parts[1]) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package specpolicy
 
 import (
+	"slices"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -52,6 +53,13 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 
 	// Admitted: narrow.
 	res.Notes = notes(s.Process)
+	if s.Process != nil && s.Process.Capabilities == nil {
+		// runc leaves a process without a capabilities object with every
+		// capability root has: the default set, explicitly.
+		s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: slices.Clone(Default),
+			Effective: slices.Clone(Default), Permitted: slices.Clone(Default)}
+		res.Notes = append(res.Notes, "process.capabilities: absent (runc would keep every capability); set to the default set")
+	}
 	res.CapabilitiesRemoved = dropNetRaw(s.Process)
 	if s.Linux == nil {
 		s.Linux = &specs.Linux{}

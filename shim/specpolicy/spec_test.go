@@ -44,7 +44,7 @@ func TestDefaultSpecsAdmitted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := mk(t)
 			orig := clone(t, s)
-			res, err := CheckSpec(s, Grants{}, Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}})
+			res, err := CheckSpec(s, Grants{}, Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}, SandboxID: criSandbox})
 			if err != nil {
 				t.Fatalf("default spec refused: %v", err)
 			}
@@ -431,5 +431,43 @@ func TestAllowedRuntimeFiles(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("bind %s: %v, want admitted %v", src, err, ok)
 		}
+	}
+}
+
+// TestNilCapabilitiesGetDefault: runc keeps every capability of a process
+// whose spec has no capabilities object; admission sets the default set.
+func TestNilCapabilitiesGetDefault(t *testing.T) {
+	s := ctrDefaultSpec(t)
+	s.Process.Capabilities = nil
+	res, err := CheckSpec(s, Grants{}, Operator{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Process.Capabilities
+	if c == nil || !slices.Equal(c.Bounding, Default) || !slices.Equal(c.Effective, Default) || !slices.Equal(c.Permitted, Default) || len(c.Ambient) != 0 {
+		t.Fatalf("capabilities %+v, want the default set", c)
+	}
+	if len(res.Notes) == 0 {
+		t.Errorf("not recorded: %v", res.Notes)
+	}
+}
+
+func TestBoundarySysctlsRefused(t *testing.T) {
+	for _, k := range []string{"net.ipv6.ip_nonlocal_bind", "net.ipv4.ip_nonlocal_bind", "net.ipv4.conf.all.route_localnet",
+		"net.ipv4.ip_forward", "net.ipv6.conf.eth0.forwarding", "net.ipv4.conf.default.accept_local"} {
+		s := ctrDefaultSpec(t)
+		s.Linux.Sysctl = map[string]string{k: "1"}
+		_, err := CheckSpec(s, Grants{}, Operator{})
+		var r *Refusal
+		if !errors.As(err, &r) || r.Rule != RuleSysctl {
+			t.Errorf("%s: %v, want a sysctl refusal", k, err)
+		}
+	}
+}
+
+func TestOtherPodsSandboxFilesRefused(t *testing.T) {
+	s := criContainerSpec(t)
+	if _, err := CheckSpec(s, Grants{}, Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}, SandboxID: "another-pod"}); err == nil {
+		t.Fatal("binds of another sandbox's hosts/resolv.conf/shm admitted")
 	}
 }

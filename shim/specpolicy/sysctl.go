@@ -55,10 +55,25 @@ func sysctlRefusal(k string, privateNet bool) string {
 		return "tunes the host-global BPF JIT"
 	case strings.HasPrefix(k, "net.netfilter."), slices.Contains([]string{"net.nf_conntrack_max"}, k):
 		return "changes how conntrack classifies the boundary table's packets"
+	case boundaryNetSysctl(k):
+		return "changes which source addresses or forwarded paths the namespace's packets may take, which the boundary table's rules assume"
 	case !privateNet:
 		return "would change the host's network stack (the spec has no network namespace)"
 	}
 	return ""
+}
+
+// boundaryNetSysctl reports whether k is a net.* sysctl the table's rules
+// depend on: binding a non-local source address (which would let a socket
+// pose as an allowed peer's reply), routing loopback addresses off the
+// host, accepting local sources from outside, or forwarding.
+func boundaryNetSysctl(k string) bool {
+	last := k[strings.LastIndexByte(k, '.')+1:]
+	switch last {
+	case "ip_nonlocal_bind", "route_localnet", "accept_local", "forwarding", "ip_forward", "proxy_arp", "proxy_ndp":
+		return true
+	}
+	return false
 }
 
 func wellFormedKey(k string) bool {

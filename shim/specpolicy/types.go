@@ -27,6 +27,10 @@ type Operator struct {
 	// directories that a spec may bind anyway (an image builder's trace
 	// socket, say): the operator vouches that they start nothing.
 	AllowedRuntimeFiles []string
+	// SandboxID is the CRI pod sandbox the container belongs to (CRI's own
+	// annotation, read only in CRI's containerd namespace): only that
+	// sandbox's hosts, hostname, resolv.conf and shm may be bound.
+	SandboxID string
 }
 
 // Result says what admission changed and noticed, for the records.
