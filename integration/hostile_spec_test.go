@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +137,14 @@ func TestHostileMounts(t *testing.T) {
 	e.refusedWith(t, "it-hostile", "over", "entrypoint_mount",
 		[]string{"--mount", "type=bind,src=" + bin + ",dst=/bin,options=rbind:ro"}, "/bin/probe", "sleep", "1")
 	e.refusedWith(t, "it-hostile", "dev", "device", []string{"--device", "/dev/kmsg"}, "/bin/true")
+	// A tree holding a unix socket: connect(2) works through read-only.
+	sockDir := filepath.Join(e.dir, "sockdir")
+	must(t, os.MkdirAll(filepath.Join(sockDir, "sub"), 0o755))
+	sl, err := net.Listen("unix", filepath.Join(sockDir, "sub", "host.sock"))
+	must(t, err)
+	defer sl.Close()
+	e.refusedWith(t, "it-hostile", "sockbind", "bind_socket",
+		[]string{"--mount", "type=bind,src=" + sockDir + ",dst=/opt/s,options=rbind:ro"}, "/bin/true")
 	// A writable host path outside the operator's writable_bind_roots.
 	e.refusedWith(t, "it-hostile", "etcrw", "writable_host_path",
 		[]string{"--mount", "type=bind,src=" + bin + ",dst=/opt/w,options=rbind:rw"}, "/bin/true")
@@ -172,6 +181,7 @@ func TestHostileSpecFields(t *testing.T) {
 		{"hostpid", "host_pid", func(s *specs.Spec) {
 			s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.PIDNamespace })
 		}},
+		{"nonlocalbind", "sysctl", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.ipv6.ip_nonlocal_bind": "1"} }},
 		{"foreignns", "netns_foreign_userns", func(s *specs.Spec) {
 			for i := range s.Linux.Namespaces {
 				if s.Linux.Namespaces[i].Type == specs.NetworkNamespace {
@@ -188,6 +198,32 @@ func TestHostileSpecFields(t *testing.T) {
 				t.Fatalf("want refusal %s: %v\n%s", tc.rule, err, out)
 			}
 		})
+	}
+	// No capabilities object: runc would keep every capability; admission
+	// gives the default set, so a raw socket (NET_RAW) and CAP_SYS_ADMIN
+	// are absent.
+	nocaps := base()
+	nocaps.Process.Capabilities = nil
+	nocaps.Process.Args = []string{"/bin/busybox", "sh", "-c", "grep CapBnd /proc/self/status; /bin/probe socket raw4"}
+	if out, err := e.runSpec(t, "it-hostile", "spec-nocaps", nocaps); err == nil || !strings.Contains(out, "operation not permitted") || !strings.Contains(out, "CapBnd:\t00000000a80405fb") {
+		t.Fatalf("spec without capabilities: %v\n%s", err, out)
+	}
+	// linux.cgroupsPath naming a cgroup that already holds a process.
+	h, err := cgroup.Find()
+	must(t, err)
+	busy := filepath.Join(h.Mountpoint, fmt.Sprintf("gensee-it-busy-%d", os.Getpid()))
+	must(t, os.Mkdir(busy, 0o755))
+	sleeper := exec.Command("sleep", "60")
+	must(t, sleeper.Start())
+	must(t, os.WriteFile(filepath.Join(busy, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0))
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait(); os.Remove(busy) })
+	joined := base()
+	joined.Linux.CgroupsPath = "/" + filepath.Base(busy)
+	if out, err := e.runSpec(t, "it-hostile", "spec-busycg", joined); err == nil || !strings.Contains(out, "admission refused: cgroup_not_own:") {
+		t.Fatalf("joining a busy cgroup: %v\n%s", err, out)
+	}
+	if err := sleeper.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the process in the joined cgroup was killed: %v", err)
 	}
 	// A host directory as root must be read-only and no runtime's tree.
 	for name, root := range map[string]*specs.Root{"rootrw": {Path: e.dir + "/spec-rootfs"}, "rootslash": {Path: "/", Readonly: true}} {

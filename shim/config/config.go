@@ -70,6 +70,14 @@ type Config struct {
 	// e.g. BuildKit's /run/buildkit/otel-grpc.sock trace socket, which it
 	// binds into every RUN step. Nothing else there is ever bindable.
 	AllowedRuntimeFiles []string `toml:"allowed_runtime_files"`
+	// ReadableBindRoots are host directories a spec may bind without the
+	// runtime scanning them for unix sockets (large trees the operator
+	// vouches for, e.g. a toolchain or dataset directory).
+	ReadableBindRoots []string `toml:"readable_bind_roots"`
+	// Retention bounds the records under StateDir (operations/, the index,
+	// refusals.jsonl); the shim enforces it after a task's Delete, gensee
+	// prune on demand.
+	Retention Retention `toml:"retention"`
 
 	// Path is where the config was read from ("" for built-in defaults).
 	Path string `toml:"-"`
@@ -102,6 +110,7 @@ func Default() Config {
 		StateDir:          DefaultStateDir,
 		GateTimeout:       Duration{2 * time.Minute},
 		WritableBindRoots: []string{DefaultKubeletPods},
+		Retention:         DefaultRetention(),
 	}
 }
 
@@ -162,15 +171,18 @@ func Parse(path string, data []byte) (Config, error) {
 	c := Default()
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, writable_bind_roots, allowed_runtime_files, [runc])", path, err)
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, writable_bind_roots, allowed_runtime_files, [runc], [retention] max_age, max_count, max_bytes)", path, err)
 	}
 	c.Path = path
+	if err := c.Retention.validate(); err != nil {
+		return Config{}, fmt.Errorf("operator config %s: %w", path, err)
+	}
 	for name, p := range map[string]string{"catalog": c.Catalog, "trust_anchor": c.TrustAnchor, "state_dir": c.StateDir} {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
 		}
 	}
-	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "writable_bind_roots": c.WritableBindRoots, "allowed_runtime_files": c.AllowedRuntimeFiles} {
+	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "writable_bind_roots": c.WritableBindRoots, "allowed_runtime_files": c.AllowedRuntimeFiles, "readable_bind_roots": c.ReadableBindRoots} {
 		for _, h := range list {
 			if !filepath.IsAbs(h) || filepath.Clean(h) != h || h == "/" {
 				return Config{}, fmt.Errorf("operator config %s: %s entry %q must be an absolute, clean path other than /", path, key, h)

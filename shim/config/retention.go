@@ -46,6 +46,9 @@ func (r Retention) validate() error {
 	if r.MaxCount < 0 {
 		return fmt.Errorf("retention.max_count %d must not be negative (0 lifts the limit)", r.MaxCount)
 	}
+	if r.MaxBytes < 0 {
+		return fmt.Errorf("retention.max_bytes %d must not be negative (0 lifts the limit)", r.MaxBytes)
+	}
 	return nil
 }
 
@@ -78,7 +81,8 @@ var byteUnits = []struct {
 	mult   int64
 }{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}}
 
-// UnmarshalText parses "8GiB", "512MiB", "4096B" or a bare integer.
+// UnmarshalText parses "8GiB", "512MiB", "4096B" or a bare integer in a
+// string; a TOML integer decodes as the byte count itself.
 func (s *ByteSize) UnmarshalText(b []byte) error {
 	v, err := ParseByteSize(string(b))
 	if err != nil {
@@ -86,21 +90,6 @@ func (s *ByteSize) UnmarshalText(b []byte) error {
 	}
 	*s = v
 	return nil
-}
-
-// UnmarshalTOML accepts a bare TOML integer as well as a string.
-func (s *ByteSize) UnmarshalTOML(v any) error {
-	switch x := v.(type) {
-	case int64:
-		if x < 0 {
-			return fmt.Errorf("byte size %d must not be negative", x)
-		}
-		*s = ByteSize(x)
-		return nil
-	case string:
-		return s.UnmarshalText([]byte(x))
-	}
-	return fmt.Errorf("byte size %v: want an integer or a string such as \"8GiB\"", v)
 }
 
 // ParseByteSize parses a byte count with an optional binary unit.

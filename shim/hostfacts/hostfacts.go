@@ -26,6 +26,8 @@ func Operator(cfg config.Config) specpolicy.Operator {
 		}
 		return int64(sf.Type), nil
 	}
+	op.SocketFinder = FindSocket
+	op.ReadableBindRoots = cfg.ReadableBindRoots
 	mounts := MountTable()
 	op.Submounts = func(p string) []string {
 		var out []string

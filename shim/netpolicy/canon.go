@@ -84,6 +84,15 @@ func decodeExpr(name string, data []byte) string {
 			return fmt.Sprintf("undecodable bitwise %s: %v", hex.EncodeToString(data), err)
 		}
 		return canon(b)
+	case "fib":
+		// v0.3.0's Fib decoder drops what it does not know: a result
+		// other than oif, oifname or type reads back as no result at
+		// all, and unknown flag bits vanish.
+		f, err := decodeFib(data)
+		if err != nil {
+			return fmt.Sprintf("undecodable fib %s: %v", hex.EncodeToString(data), err)
+		}
+		return canon(f)
 	default:
 		return fmt.Sprintf("unknown %s %s", name, hex.EncodeToString(data))
 	}
@@ -165,4 +174,46 @@ func decodeBitwise(data []byte) (*expr.Bitwise, error) {
 		}
 	}
 	return b, nil
+}
+
+// decodeFib accepts the fib expressions the library can express (one of
+// the three results, the six flags); anything else is an error, so it never
+// reads as the plan.
+func decodeFib(data []byte) (*expr.Fib, error) {
+	f := &expr.Fib{}
+	for a := range attrsOf(data) {
+		if len(a.data) != 4 {
+			return nil, fmt.Errorf("attribute %d has %d bytes", a.typ, len(a.data))
+		}
+		v := binary.BigEndian.Uint32(a.data)
+		switch a.typ {
+		case unix.NFTA_FIB_DREG:
+			f.Register = v
+		case unix.NFTA_FIB_RESULT:
+			switch v {
+			case unix.NFT_FIB_RESULT_OIF:
+				f.ResultOIF = true
+			case unix.NFT_FIB_RESULT_OIFNAME:
+				f.ResultOIFNAME = true
+			case unix.NFT_FIB_RESULT_ADDRTYPE:
+				f.ResultADDRTYPE = true
+			default:
+				return nil, fmt.Errorf("unknown result %d", v)
+			}
+		case unix.NFTA_FIB_FLAGS:
+			const known = unix.NFTA_FIB_F_SADDR | unix.NFTA_FIB_F_DADDR | unix.NFTA_FIB_F_MARK | unix.NFTA_FIB_F_IIF | unix.NFTA_FIB_F_OIF | unix.NFTA_FIB_F_PRESENT
+			if v&^known != 0 {
+				return nil, fmt.Errorf("unknown flags %#x", v&^known)
+			}
+			f.FlagSADDR = v&unix.NFTA_FIB_F_SADDR != 0
+			f.FlagDADDR = v&unix.NFTA_FIB_F_DADDR != 0
+			f.FlagMARK = v&unix.NFTA_FIB_F_MARK != 0
+			f.FlagIIF = v&unix.NFTA_FIB_F_IIF != 0
+			f.FlagOIF = v&unix.NFTA_FIB_F_OIF != 0
+			f.FlagPRESENT = v&unix.NFTA_FIB_F_PRESENT != 0
+		default:
+			return nil, fmt.Errorf("unknown attribute %d", a.typ)
+		}
+	}
+	return f, nil
 }

@@ -36,6 +36,20 @@ type ServeCount struct {
 // are authoritative; NFLOG events are rate-limited samples of Denied (prefix
 // Plan.LogPrefix) and DeniedOutside (Plan.LogPrefixOutside).
 //
+// Spoofed counts the packets dropped, before any accept, because their
+// source address is not an address of the namespace (a socket bound with
+// IPV6_FREEBIND, IP_TRANSPARENT or ip_nonlocal_bind, a raw socket): in
+// either scope the cgroup's, in netns scope every other packet's too. Each
+// is also counted where its sender puts it — Denied (a process of the
+// cgroup), DeniedKernel (the cgroup's kernel sockets: multicast listener
+// reports from ::, sent while no link-local address is usable) or
+// DeniedOutside — so those keep counting every packet the table dropped.
+// In cgroup scope a packet no cgroup rule attributes is not checked: the
+// shared namespace's other tenants (a transparent proxy) may own such
+// sources. A duplicate address detection probe (neighbor solicitation
+// from ::) is accepted, counted in Allowed or AllowedOutside, where the
+// table accepts neighbor discovery; elsewhere it is spoofed like any other.
+//
 // With served ports (Plan.Serve), Served counts the replies of connections
 // that arrived on one, which the table accepted (never counted in Allowed
 // or AllowedOutside), and ServedConnections the SYN-ACKs among them: one
@@ -49,6 +63,7 @@ type Counters struct {
 	Allowed           Count
 	Denied            Count
 	DeniedKernel      Count
+	Spoofed           Count        // also counted in Denied, DeniedKernel or DeniedOutside
 	AllowedOutside    Count        // netns scope only
 	DeniedOutside     Count        // netns scope only
 	Tuples            []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
@@ -85,7 +100,7 @@ func countersOf(want, got *ruleset) (Counters, error) {
 	var c Counters
 	var conn Count
 	dst := map[string]*Count{
-		counterAllow: &c.Allowed, counterDeny: &c.Denied, counterDenyK: &c.DeniedKernel,
+		counterAllow: &c.Allowed, counterDeny: &c.Denied, counterDenyK: &c.DeniedKernel, counterSpoofed: &c.Spoofed,
 		counterAllowO: &c.AllowedOutside, counterDenyO: &c.DeniedOutside,
 		counterServed: &c.Served, counterServedConn: &conn,
 	}

@@ -111,6 +111,14 @@ func TestDiffFindsDrift(t *testing.T) {
 		{"rule changed", func(g *ruleset) {
 			g.rules[len(g.rules)-2].exprs[0] = canon(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 7, Register: 1})
 		}, "(gensee: deny) changed"},
+		{"spoof check gone", func(g *ruleset) {
+			i := slices.IndexFunc(g.rules, func(r *rule) bool { return ruleName(r) == "gensee: deny non-local source" })
+			g.rules = slices.Delete(g.rules, i, i+1)
+		}, "(gensee: deny non-local source) is missing"},
+		{"spoof check loosened to daddr", func(g *ruleset) {
+			i := slices.IndexFunc(g.rules, func(r *rule) bool { return ruleName(r) == "gensee: deny non-local source" })
+			g.rules[i].exprs[2] = canon(&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true})
+		}, "(gensee: deny non-local source) changed"},
 		{"unknown expression", func(g *ruleset) {
 			g.rules[0].exprs = append(g.rules[0].exprs, decodeExpr("rt", []byte{1, 2}))
 		}, "unknown rt 0102"},
@@ -118,7 +126,7 @@ func TestDiffFindsDrift(t *testing.T) {
 			n := len(g.rules)
 			g.rules[n-1], g.rules[n-2] = g.rules[n-2], g.rules[n-1]
 		}, "gensee: "},
-		{"counter gone", func(g *ruleset) { g.counters = g.counters[:1] }, "named counters are [allowed], want [allowed denied denied_kernel]"},
+		{"counter gone", func(g *ruleset) { g.counters = g.counters[:1] }, "named counters are [allowed], want [allowed denied denied_kernel spoofed]"},
 		{"set missing", func(g *ruleset) { g.sets = g.sets[:1] }, "set allow4 is missing"},
 		{"set type", func(g *ruleset) { g.sets[1].set.KeyType = nftables.TypeIPAddr }, "set allow4 is {type \"ipv4_addr\""},
 		{"catch-all element", func(g *ruleset) {
@@ -146,7 +154,7 @@ func TestDiffFindsDrift(t *testing.T) {
 func TestCountersOf(t *testing.T) {
 	p := exactPlan(t)
 	got := asDumped(build(p))
-	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 5, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}}
+	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 5, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}, {Name: "spoofed", Packets: 1, Bytes: 60}}
 	for _, s := range got.sets {
 		for i := range s.elems {
 			if s.elems[i].Counter != nil {
@@ -158,7 +166,7 @@ func TestCountersOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Allowed != (Count{5, 500}) || c.Denied != (Count{2, 120}) || c.DeniedKernel != (Count{1, 40}) {
+	if c.Allowed != (Count{5, 500}) || c.Denied != (Count{2, 120}) || c.DeniedKernel != (Count{1, 40}) || c.Spoofed != (Count{1, 60}) {
 		t.Errorf("counters = %+v", c)
 	}
 	if len(c.Tuples) != len(p.Allow) {

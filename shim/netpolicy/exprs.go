@@ -234,3 +234,80 @@ func (m matcher) denyKernel() []expr.Any {
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	})
 }
+
+// notLocalSource is `fib saddr type != local`: the packet's source address
+// is not an address of this namespace. The kernel evaluates it in the output
+// hook (NFT_FIB_RESULT_ADDRTYPE is valid in every hook) with no interface
+// restriction: IPv4 looks the address up in the local table
+// (inet_dev_addr_type), IPv6 routes to it and asks for RTF_LOCAL. Loopback
+// (127.0.0.0/8, ::1) and the link-local addresses of the namespace's
+// interfaces are local; broadcast, multicast, 0.0.0.0, :: and every address
+// the namespace does not own are not. A socket bound with IP(V6)_FREEBIND,
+// IP_TRANSPARENT or net.ipv[46].ip_nonlocal_bind, or a raw socket writing its
+// own header, sends with any source it likes (an IPv6 socket does it for
+// IPv4 too, through a v4-mapped address), and the reply and serve rules
+// trust the source: this match runs before them.
+func notLocalSource() []expr.Any {
+	local := make([]byte, 4)
+	binary.NativeEndian.PutUint32(local, unix.RTN_LOCAL)
+	return []expr.Any{
+		&expr.Fib{Register: reg1, FlagSADDR: true, ResultADDRTYPE: true},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: local},
+	}
+}
+
+// dad: cgroup ∧ ipv6 ∧ ip6 saddr :: ∧ icmpv6 type neighbor solicit →
+// allowed, accept. A duplicate address detection probe is the one packet
+// that legitimately leaves without a local source (RFC 4862 §5.4.2: an
+// address under test is not assigned yet). It precedes the non-local source
+// drop, only where the table accepts neighbor discovery at all. Linux sends
+// router solicitations from a link-local address only, and a neighbor
+// advertisement must come from an address of the interface (RFC 4861 §7.2.4),
+// so neither is exempt.
+func (m matcher) dad() []expr.Any {
+	return join(m.cgroup(), nfproto(v6), []expr.Any{
+		load(expr.PayloadBaseNetworkHeader, v6.saddrOff, v6.addrLen, reg1),
+		cmpEq(reg1, make([]byte, 16)),
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{ProtoICMPv6}),
+		load(expr.PayloadBaseTransportHeader, 0, 1, reg1),
+		cmpEq(reg1, []byte{ndNeighborSolicit}),
+	}, accept(m.allow))
+}
+
+// logSpoofed: cgroup ∧ source not local ∧ owned ∧ limit → log, with the
+// deny prefix: a workload sending from an address it does not own is a
+// denied attempt, and its own rule keeps the rate limit from gating the drop.
+func (m matcher) logSpoofed(group uint16, prefix string) []expr.Any {
+	return join(m.cgroup(), notLocalSource(), owned(), logLimited(group, prefix))
+}
+
+// denySpoofed: cgroup ∧ source not local ∧ owned → spoofed, denied, drop.
+func (m matcher) denySpoofed() []expr.Any {
+	return join(m.cgroup(), notLocalSource(), owned(), countDrop(counterSpoofed, counterDeny))
+}
+
+// denySpoofedKernel: cgroup ∧ source not local → spoofed, denied_kernel,
+// drop: the cgroup's sockets no process owns (the namespace's multicast
+// listener reports from ::, sent while no link-local address is usable).
+func (m matcher) denySpoofedKernel() []expr.Any {
+	return join(m.cgroup(), notLocalSource(), countDrop(counterSpoofed, counterDenyK))
+}
+
+// logSpoofedOutside, denySpoofedOutside: the same, netns scope, for packets
+// the cgroup's rules did not attribute (another cgroup, kernel sockets,
+// SYN-ACKs of request sockets, TIME_WAIT): counted in denied_outside.
+func logSpoofedOutside(group uint16, prefix string) []expr.Any {
+	return join(notLocalSource(), logLimited(group, prefix))
+}
+
+func denySpoofedOutside() []expr.Any {
+	return join(notLocalSource(), countDrop(counterSpoofed, counterDenyO))
+}
+
+func countDrop(counters ...string) []expr.Any {
+	var e []expr.Any
+	for _, c := range counters {
+		e = append(e, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: c})
+	}
+	return append(e, &expr.Verdict{Kind: expr.VerdictDrop})
+}

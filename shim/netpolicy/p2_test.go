@@ -52,7 +52,7 @@ func nftScript(p *Plan, cgPath string) string {
 	netns := p.Scope == ScopeNetns
 	serve := len(p.Serve) > 0
 	var b strings.Builder
-	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n\tcounter denied_kernel { }\n", p.Table)
+	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n\tcounter denied_kernel { }\n\tcounter spoofed { }\n", p.Table)
 	if netns {
 		b.WriteString("\tcounter allowed_outside { }\n\tcounter denied_outside { }\n")
 	}
@@ -101,12 +101,30 @@ func nftScript(p *Plan, cgPath string) string {
 			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv6 meta l4proto ipv6-icmp icmpv6 type @nd6 counter name %q accept comment \"gensee: icmpv6 neighbor discovery for served ports%s\"\n", m, counter, note)
 		}
 	}
+	// Duplicate address detection and the non-local source drops, before
+	// every accept; the cgroup's copy splits the drop by owner.
+	spoofed := func(m, counter, note, prefix string, owned bool) {
+		if serve {
+			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv6 ip6 saddr :: meta l4proto ipv6-icmp icmpv6 type nd-neighbor-solicit counter name %q accept comment \"gensee: icmpv6 duplicate address detection (source ::)%s\"\n", m, counter, note)
+		}
+		own, deny := "", "denied_outside"
+		if owned {
+			own, deny = "meta skuid >= 0 ", "denied"
+		}
+		fmt.Fprintf(&b, "\t\t%sfib saddr type != local %slimit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log non-local source%s\"\n", m, own, logRate, logBurst, prefix, p.LogGroup, note)
+		fmt.Fprintf(&b, "\t\t%sfib saddr type != local %scounter name \"spoofed\" counter name %q drop comment \"gensee: deny non-local source%s\"\n", m, own, deny, note)
+		if owned {
+			fmt.Fprintf(&b, "\t\t%sfib saddr type != local counter name \"spoofed\" counter name \"denied_kernel\" drop comment \"gensee: deny non-local source, no owning process\"\n", m)
+		}
+	}
 	cg := fmt.Sprintf("socket cgroupv2 level %d @cg ", p.Cgroup.Level)
+	spoofed(cg, "allowed", "", p.LogPrefix, true)
 	accepts(cg, "allowed", "")
 	fmt.Fprintf(&b, "\t\t%smeta skuid >= 0 limit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied\"\n", cg, logRate, logBurst, p.LogPrefix, p.LogGroup)
 	fmt.Fprintf(&b, "\t\t%smeta skuid >= 0 counter name \"denied\" drop comment \"gensee: deny\"\n", cg)
 	fmt.Fprintf(&b, "\t\t%scounter name \"denied_kernel\" drop comment \"gensee: deny, no owning process\"\n", cg)
 	if netns {
+		spoofed("", "allowed_outside", outsideNote, p.LogPrefixOutside, false)
 		accepts("", "allowed_outside", outsideNote)
 		fmt.Fprintf(&b, "\t\tlimit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied%s\"\n", logRate, logBurst, p.LogPrefixOutside, p.LogGroup, outsideNote)
 		fmt.Fprintf(&b, "\t\tcounter name \"denied_outside\" drop comment \"gensee: deny%s\"\n", outsideNote)
@@ -186,6 +204,11 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 		{"other port", "tcp . 8080", "tcp . 8088"},
 		{"no direction", "ct direction reply meta l4proto . th sport @serve counter name \"served\" accept", "meta l4proto . th sport @serve counter name \"served\" accept"},
 		{"dport", "meta l4proto . th sport @serve", "meta l4proto . th dport @serve"},
+		// The non-local source check: its address, its type, its place.
+		{"fib daddr", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib daddr type != local counter name \"spoofed\" counter name \"denied_outside\""},
+		{"fib type unicast", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib saddr type unicast counter name \"spoofed\" counter name \"denied_outside\""},
+		{"fib oif", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib saddr . oif type != local counter name \"spoofed\" counter name \"denied_outside\""},
+		{"dad any type", "icmpv6 type nd-neighbor-solicit counter name \"allowed_outside\"", "icmpv6 type nd-neighbor-advert counter name \"allowed_outside\""},
 	} {
 		t.Run("mutated/"+m.name, func(t *testing.T) {
 			err := loadNftScript(t, nftBin, cg, ref, spec.Network{Mode: spec.NetworkDenyAll, Serve: serve}, ScopeNetns, func(s string) string {

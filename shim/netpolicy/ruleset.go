@@ -16,6 +16,10 @@ const (
 	counterAllow = "allowed"
 	counterDeny  = "denied"
 	counterDenyK = "denied_kernel"
+	// Packets dropped because their source is not an address of the
+	// namespace; each is counted in denied, denied_kernel or
+	// denied_outside as well.
+	counterSpoofed = "spoofed"
 	// Netns scope only: packets no cgroup rule decided.
 	counterAllowO = "allowed_outside"
 	counterDenyO  = "denied_outside"
@@ -33,7 +37,11 @@ const (
 )
 
 // ICMPv6 neighbor discovery types accepted when IPv6 destinations are allowed.
-var ndTypes = []byte{133, 135, 136} // router solicit, neighbor solicit, neighbor advert
+var ndTypes = []byte{133, ndNeighborSolicit, 136} // router solicit, neighbor solicit, neighbor advert
+
+// ndNeighborSolicit is the one ICMPv6 type accepted from :: (duplicate
+// address detection).
+const ndNeighborSolicit = 135
 
 // Key types of the allow sets. Concatenated fields are padded to 4 bytes.
 var (
@@ -109,7 +117,7 @@ func build(p *Plan) *ruleset {
 	netns := p.Scope == ScopeNetns
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: p.Table}
 	rs := &ruleset{table: t}
-	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}, {Table: t, Name: counterDenyK}}
+	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}, {Table: t, Name: counterDenyK}, {Table: t, Name: counterSpoofed}}
 	if netns {
 		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterAllowO}, &nftables.CounterObj{Table: t, Name: counterDenyO})
 	}
@@ -210,7 +218,22 @@ func build(p *Plan) *ruleset {
 	// already-closed sockets — counted apart so "denied" means attempts
 	// by the workload. A packet the kernel attributes to the cgroup never
 	// gets past these rules.
+	//
+	// Before any accept, the cgroup's packets whose source is not an
+	// address of the namespace are dropped (spoofed): the reply and serve
+	// rules trust the source address and port, and a socket bound to a
+	// foreign address with IPV6_FREEBIND (unprivileged) could otherwise
+	// answer as an allowed tuple or a served port to anyone. Only a
+	// duplicate address detection probe from :: is accepted ahead of
+	// them, where neighbor discovery is.
 	m := matcher{cg: cg, level: p.Cgroup.Level, allow: counterAllow}
+	nd := sets.nd != nil
+	if nd {
+		rule("gensee: icmpv6 duplicate address detection (source ::)", m.dad())
+	}
+	rule("gensee: log non-local source", m.logSpoofed(p.LogGroup, p.LogPrefix))
+	rule("gensee: deny non-local source", m.denySpoofed())
+	rule("gensee: deny non-local source, no owning process", m.denySpoofedKernel())
 	accepts(rule, m, p.Loopback, sets, "")
 	rule("gensee: log denied", m.log(p.LogGroup, p.LogPrefix))
 	rule("gensee: deny", m.deny())
@@ -231,7 +254,15 @@ func build(p *Plan) *ruleset {
 	// Netns scope: what is left has no socket the kernel attributes to
 	// the cgroup. The same accepts without the cgroup match, counted as
 	// allowed_outside; then log every remaining packet and drop it.
+	// Non-local sources first here too: a SYN-ACK or TIME_WAIT reply of
+	// a socket bound to a foreign address has no cgroup, and the outside
+	// serve and reply rules would accept it.
 	o := matcher{allow: counterAllowO}
+	if nd {
+		rule("gensee: icmpv6 duplicate address detection (source ::)"+outsideNote, o.dad())
+	}
+	rule("gensee: log non-local source"+outsideNote, logSpoofedOutside(p.LogGroup, p.LogPrefixOutside))
+	rule("gensee: deny non-local source"+outsideNote, denySpoofedOutside())
 	accepts(rule, o, p.Loopback, sets, outsideNote)
 	rule("gensee: log denied"+outsideNote, logOutside(p.LogGroup, p.LogPrefixOutside))
 	rule("gensee: deny"+outsideNote, denyOutside())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/nftables"
@@ -57,7 +58,20 @@ func TestBuildDenyAll(t *testing.T) {
 		&expr.Byteorder{SourceRegister: 1, DestRegister: 1, Op: expr.ByteorderHton, Len: 4, Size: 4},
 		&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: []byte{0, 0, 0, 0}},
 	}
+	// `fib saddr type != local`, as nft(8) compiles it.
+	notLocal := []expr.Any{
+		&expr.Fib{Register: 1, FlagSADDR: true, ResultADDRTYPE: true},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, unix.RTN_LOCAL)},
+	}
+	logDeny := []expr.Any{
+		&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
+		&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee deny op-deny ")},
+	}
+	drop := &expr.Verdict{Kind: expr.VerdictDrop}
 	want := [][]string{
+		canonAll(slices.Concat(cg, notLocal, owned, logDeny)...),
+		canonAll(slices.Concat(cg, notLocal, owned, []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied"}, drop})...),
+		canonAll(slices.Concat(cg, notLocal, []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied_kernel"}, drop})...),
 		canonAll(slices.Concat(cg, owned, []expr.Any{
 			&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
 			&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee deny op-deny ")},
@@ -85,6 +99,8 @@ func TestBuildAllowExact(t *testing.T) {
 	p := exactPlan(t)
 	rs := build(p)
 	wantComments := []string{
+		"gensee: icmpv6 duplicate address detection (source ::)",
+		"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 		"gensee: loopback allowed by contract",
 		"gensee: allowed ipv4 tuples", "gensee: replies from allowed ipv4 tuples",
 		"gensee: allowed ipv6 tuples", "gensee: replies from allowed ipv6 tuples",
@@ -110,20 +126,39 @@ func TestBuildAllowExact(t *testing.T) {
 		&expr.Objref{Type: 1, Name: "allowed"},
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	)
-	if !slices.Equal(rs.rules[1].exprs, want) {
-		t.Errorf("ipv4 tuple rule:\n got %q\nwant %q", rs.rules[1].exprs, want)
+	if !slices.Equal(rs.rules[5].exprs, want) {
+		t.Errorf("ipv4 tuple rule:\n got %q\nwant %q", rs.rules[5].exprs, want)
+	}
+	// Duplicate address detection: `meta nfproto ipv6 ip6 saddr :: meta
+	// l4proto ipv6-icmp icmpv6 type nd-neighbor-solicit`, nothing wider.
+	want = canonAll(
+		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
+		&expr.Lookup{SourceRegister: 1, SetName: "cg"},
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV6}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 8, Len: 16},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: make([]byte, 16)},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{58}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{135}},
+		&expr.Objref{Type: 1, Name: "allowed"},
+		&expr.Verdict{Kind: expr.VerdictAccept},
+	)
+	if !slices.Equal(rs.rules[0].exprs, want) {
+		t.Errorf("duplicate address detection rule:\n got %q\nwant %q", rs.rules[0].exprs, want)
 	}
 	// IPv6: daddr at nh+24 into reg 1, l4proto into reg 2, dport into reg 13.
-	v6 := rs.rules[3].nft.Exprs
+	v6 := rs.rules[7].nft.Exprs
 	if pl := v6[4].(*expr.Payload); pl.Offset != 24 || pl.Len != 16 || pl.DestRegister != 1 ||
 		v6[5].(*expr.Meta).Register != 2 || v6[6].(*expr.Payload).DestRegister != 13 {
-		t.Errorf("ipv6 tuple rule registers: %q", rs.rules[3].exprs)
+		t.Errorf("ipv6 tuple rule registers: %q", rs.rules[7].exprs)
 	}
 	// Replies: ct direction reply, then the source side of the tuple.
-	rp := rs.rules[2].nft.Exprs
+	rp := rs.rules[6].nft.Exprs
 	if ct := rp[2].(*expr.Ct); ct.Key != expr.CtKeyDIRECTION || !bytes.Equal(rp[3].(*expr.Cmp).Data, []byte{1}) ||
 		rp[6].(*expr.Payload).Offset != 12 || rp[8].(*expr.Payload).Offset != 0 {
-		t.Errorf("reply rule: %q", rs.rules[2].exprs)
+		t.Errorf("reply rule: %q", rs.rules[6].exprs)
 	}
 
 	sets := map[string]*setElems{}
@@ -160,9 +195,14 @@ func TestBuildAllowExact(t *testing.T) {
 	}
 
 	// Invariants of every rule (DESIGN §8: positive matches and an
-	// explicit drop; never `!=`; the limit never gates the drop).
+	// explicit drop; never `!=` but on the address type, in the rules
+	// that drop non-local sources; the limit never gates the drop).
+	spoof := func(i int) bool { return strings.Contains(comments(rs)[i], "non-local source") }
 	for i, r := range rs.rules {
 		es := r.nft.Exprs
+		if spoof(i) != (i >= 1 && i <= 3) {
+			t.Errorf("rule %d (%s): the non-local source rules are 1..3, right after duplicate address detection and before every other accept", i, comments(rs)[i])
+		}
 		if s, ok := es[0].(*expr.Socket); !ok || s.Key != expr.SocketKeyCgroupv2 || s.Level != p.Cgroup.Level {
 			t.Errorf("rule %d does not start with the cgroup match: %q", i, r.exprs)
 		}
@@ -172,8 +212,10 @@ func TestBuildAllowExact(t *testing.T) {
 		for _, e := range es {
 			switch v := e.(type) {
 			case *expr.Cmp:
-				// Only equality, and the `meta skuid >= 0` tautology.
-				if v.Op != expr.CmpOpEq && (v.Op != expr.CmpOpGte || !bytes.Equal(v.Data, []byte{0, 0, 0, 0})) {
+				// Only equality, the `meta skuid >= 0` tautology, and
+				// `fib saddr type != local` in the non-local source rules.
+				fibNeq := spoof(i) && v.Op == expr.CmpOpNeq && slices.Equal(r.exprs[2:4], canonAll(notLocalSource()...))
+				if v.Op != expr.CmpOpEq && (v.Op != expr.CmpOpGte || !bytes.Equal(v.Data, []byte{0, 0, 0, 0})) && !fibNeq {
 					t.Errorf("rule %d uses a negative or range comparison: %q", i, r.exprs)
 				}
 			case *expr.Lookup:
@@ -184,14 +226,22 @@ func TestBuildAllowExact(t *testing.T) {
 					t.Errorf("rule %d looks up unknown set %s/%d", i, v.SetName, v.SetID)
 				}
 			case *expr.Limit:
-				if comments(rs)[i] != "gensee: log denied" {
+				if c := comments(rs)[i]; c != "gensee: log denied" && c != "gensee: log non-local source" {
 					t.Errorf("rule %d is rate-limited", i)
 				}
 			}
 		}
 		last := es[len(es)-1]
 		switch comments(rs)[i] {
-		case "gensee: log denied":
+		case "gensee: deny non-local source", "gensee: deny non-local source, no owning process":
+			want := []string{canon(&expr.Objref{Type: 1, Name: "spoofed"}), canon(&expr.Objref{Type: 1, Name: "denied"}), canon(&expr.Verdict{Kind: expr.VerdictDrop})}
+			if strings.HasSuffix(comments(rs)[i], "process") {
+				want[1] = canon(&expr.Objref{Type: 1, Name: "denied_kernel"})
+			}
+			if !slices.Equal(r.exprs[len(es)-3:], want) {
+				t.Errorf("rule %d (%s) does not count spoofed and drop: %q", i, comments(rs)[i], r.exprs)
+			}
+		case "gensee: log denied", "gensee: log non-local source":
 			if _, ok := last.(*expr.Log); !ok {
 				t.Errorf("log rule ends in %T", last)
 			}

@@ -72,11 +72,13 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 	for _, c := range rs.counters {
 		names = append(names, c.Name)
 	}
-	if !slices.Equal(names, []string{"allowed", "denied", "denied_kernel", "allowed_outside", "denied_outside"}) {
+	if !slices.Equal(names, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside"}) {
 		t.Fatalf("counters = %q", names)
 	}
 	wantComments := []string{
+		"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 		"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
+		"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
 		"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
 	}
 	if got := comments(rs); !slices.Equal(got, wantComments) {
@@ -89,7 +91,11 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 			t.Errorf("rule %d differs from cgroup scope:\n got %q\nwant %q", i, rs.rules[i].exprs, r.exprs)
 		}
 	}
+	limit := &expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40}
+	logOut := &expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee outside op1 ")}
 	want := [][]string{
+		canonAll(slices.Concat(notLocalSource(), []expr.Any{limit, logOut})...),
+		canonAll(slices.Concat(notLocalSource(), []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied_outside"}, &expr.Verdict{Kind: expr.VerdictDrop}})...),
 		canonAll(
 			&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
 			&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee outside op1 ")},
@@ -97,7 +103,7 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 		canonAll(&expr.Objref{Type: 1, Name: "denied_outside"}, &expr.Verdict{Kind: expr.VerdictDrop}),
 	}
 	for i, w := range want {
-		if got := rs.rules[3+i].exprs; !slices.Equal(got, w) {
+		if got := rs.rules[6+i].exprs; !slices.Equal(got, w) {
 			t.Errorf("outside rule %d:\n got %q\nwant %q", i, got, w)
 		}
 	}
@@ -132,6 +138,8 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 	}
 	outside := rs.rules[n:]
 	wantOut := []string{
+		"gensee: icmpv6 duplicate address detection (source ::), outside the cgroup",
+		"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
 		"gensee: loopback allowed by contract, outside the cgroup",
 		"gensee: allowed ipv4 tuples, outside the cgroup", "gensee: replies from allowed ipv4 tuples, outside the cgroup",
 		"gensee: allowed ipv6 tuples, outside the cgroup", "gensee: replies from allowed ipv6 tuples, outside the cgroup",
@@ -153,12 +161,12 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 					t.Errorf("outside rule %d looks up %s/%d", i, v.SetName, v.SetID)
 				}
 			case *expr.Cmp:
-				if v.Op != expr.CmpOpEq {
+				if v.Op != expr.CmpOpEq && !(i == 1 || i == 2) {
 					t.Errorf("outside rule %d uses a non-equality comparison", i)
 				}
 			}
 		}
-		if i >= len(outside)-2 {
+		if i >= len(outside)-2 || i == 1 || i == 2 {
 			continue
 		}
 		if o, ok := es[len(es)-2].(*expr.Objref); !ok || o.Name != "allowed_outside" {
@@ -166,7 +174,13 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 		}
 		// Each outside accept is its cgroup twin minus the cgroup match
 		// and with the other counter.
-		twin := cgroupOnly.rules[i].exprs
+		// The cgroup's copy has one more non-local source rule (no
+		// owning process).
+		j := i
+		if i > 2 {
+			j++
+		}
+		twin := cgroupOnly.rules[j].exprs
 		if !slices.Equal(r.exprs[:len(r.exprs)-2], twin[2:len(twin)-2]) {
 			t.Errorf("outside accept %d:\n got %q\nwant the tail of %q", i, r.exprs, twin)
 		}
@@ -193,7 +207,11 @@ func TestDiffNetnsDrift(t *testing.T) {
 			g.chains = []*nftables.Chain{&c}
 		}, "chain output is {type filter hook 3 priority 0 policy 1}, want {type filter hook 3 priority 0 policy 0}"},
 		{"outside drop missing", func(g *ruleset) { g.rules = g.rules[:len(g.rules)-1] }, "(gensee: deny, outside the cgroup) is missing"},
-		{"outside counter gone", func(g *ruleset) { g.counters = g.counters[:4] }, "want [allowed allowed_outside denied denied_kernel denied_outside]"},
+		{"outside counter gone", func(g *ruleset) { g.counters = g.counters[:4] }, "want [allowed allowed_outside denied denied_kernel denied_outside spoofed]"},
+		{"outside spoof check gone", func(g *ruleset) {
+			i := slices.IndexFunc(g.rules, func(r *rule) bool { return ruleName(r) == "gensee: deny non-local source"+outsideNote })
+			g.rules = slices.Delete(g.rules, i, i+1)
+		}, "(gensee: deny non-local source, outside the cgroup) is missing"},
 		{"cgroup scope table", func(g *ruleset) { *g = *asDumped(build(mustPlan(t, exactNetwork()))) }, "policy 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,7 +229,7 @@ func TestCountersOfNetns(t *testing.T) {
 	p := netnsPlan(t, spec.Network{Mode: spec.NetworkDenyAll})
 	got := asDumped(build(p))
 	got.counters = []*nftables.CounterObj{
-		{Name: "allowed"}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel"},
+		{Name: "allowed"}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel"}, {Name: "spoofed"},
 		{Name: "allowed_outside", Packets: 4, Bytes: 240}, {Name: "denied_outside", Packets: 3, Bytes: 180},
 	}
 	c, err := countersOf(build(p), got)
@@ -221,7 +239,7 @@ func TestCountersOfNetns(t *testing.T) {
 	if c.Denied != (Count{2, 120}) || c.AllowedOutside != (Count{4, 240}) || c.DeniedOutside != (Count{3, 180}) {
 		t.Errorf("counters = %+v", c)
 	}
-	got.counters = got.counters[:4]
+	got.counters = got.counters[:5]
 	if _, err := countersOf(build(p), got); err == nil || !strings.Contains(err.Error(), "denied_outside") {
 		t.Errorf("missing denied_outside: err = %v", err)
 	}

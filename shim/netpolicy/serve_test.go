@@ -123,27 +123,33 @@ func TestBuildServe(t *testing.T) {
 		served map[int][]string
 	}{
 		{ScopeCgroup, []string{
+			"gensee: icmpv6 duplicate address detection (source ::)",
+			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: served connections answered", "gensee: replies on served ports",
 			"gensee: icmpv6 neighbor discovery for served ports",
 			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 			"gensee: count served connections answered, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "served", "served_conn"}, map[int][]string{
-			0: servedExprs(cgPrefix, true, true),
-			1: servedExprs(cgPrefix, false, true),
-			6: servedExprs(nil, true, false), // count only, the last rule
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "served", "served_conn"}, map[int][]string{
+			4:  servedExprs(cgPrefix, true, true),
+			5:  servedExprs(cgPrefix, false, true),
+			10: servedExprs(nil, true, false), // count only, the last rule
 		}},
 		{ScopeNetns, []string{
+			"gensee: icmpv6 duplicate address detection (source ::)",
+			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: served connections answered", "gensee: replies on served ports",
 			"gensee: icmpv6 neighbor discovery for served ports",
 			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
+			"gensee: icmpv6 duplicate address detection (source ::), outside the cgroup",
+			"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
 			"gensee: served connections answered, outside the cgroup", "gensee: replies on served ports, outside the cgroup",
 			"gensee: icmpv6 neighbor discovery for served ports, outside the cgroup",
 			"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "allowed_outside", "denied_outside", "served", "served_conn"}, map[int][]string{
-			0: servedExprs(cgPrefix, true, true),
-			1: servedExprs(cgPrefix, false, true),
-			6: servedExprs(nil, true, true),
-			7: servedExprs(nil, false, true),
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside", "served", "served_conn"}, map[int][]string{
+			4:  servedExprs(cgPrefix, true, true),
+			5:  servedExprs(cgPrefix, false, true),
+			13: servedExprs(nil, true, true),
+			14: servedExprs(nil, false, true),
 		}},
 	} {
 		t.Run(string(tc.scope), func(t *testing.T) {
@@ -251,8 +257,11 @@ func TestDiffServeDrift(t *testing.T) {
 			rs.counters = slices.DeleteFunc(rs.counters, func(c *nftables.CounterObj) bool { return c.Name == "served_conn" })
 		}, "named counters are"},
 		{"reply rule loses its direction", func(rs *ruleset) {
-			rs.rules[1].exprs = slices.Delete(slices.Clone(rs.rules[1].exprs), 2, 4)
-		}, "rule 1 (gensee: replies on served ports) changed"},
+			rs.rules[5].exprs = slices.Delete(slices.Clone(rs.rules[5].exprs), 2, 4)
+		}, "rule 5 (gensee: replies on served ports) changed"},
+		{"served before the non-local source check", func(rs *ruleset) {
+			rs.rules[2], rs.rules[5] = rs.rules[5], rs.rules[2]
+		}, "gensee: deny non-local source"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := asDumped(build(p))
@@ -272,7 +281,7 @@ func TestCountersOfServe(t *testing.T) {
 	}
 	got := asDumped(build(p))
 	got.counters = nil
-	for _, name := range []string{"allowed", "denied", "denied_kernel", "allowed_outside", "denied_outside"} {
+	for _, name := range []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside"} {
 		got.counters = append(got.counters, &nftables.CounterObj{Name: name})
 	}
 	got.counters = append(got.counters, &nftables.CounterObj{Name: "served", Packets: 30, Bytes: 3000}, &nftables.CounterObj{Name: "served_conn", Packets: 4, Bytes: 240})

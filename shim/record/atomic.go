@@ -1,7 +1,6 @@
 package record
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,27 +50,4 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
-}
-
-// AppendRefusal appends one JSON line to the refusals log, which keeps
-// admission refusals that never became an operation.
-func (s Store) AppendRefusal(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode refusal: %w", err)
-	}
-	// One write(2) of one line under O_APPEND: concurrent appends from the
-	// shims of several containers never interleave within a line.
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(s.Dir, refusalsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open refusals log: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("append refusal: %w", err)
-	}
-	return f.Sync()
 }

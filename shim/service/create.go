@@ -81,6 +81,11 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 		}
 	}
+	if oci.Linux != nil {
+		if err := refuseBusyCgroup(oci.Linux.CgroupsPath); err != nil {
+			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+		}
+	}
 	if err := refuseJoinedNamespaces(oci); err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 	}
@@ -205,7 +210,10 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 // remove any table.
 func (s *service) rollback(ctx context.Context, op *operation) {
 	ctx = context.WithoutCancel(ctx)
-	if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true}); err != nil {
+	// The init only (it is still in runc init: nothing else of the task
+	// exists yet), never "all": the cgroup may be one the task was refused
+	// for sharing with processes that are not the task's.
+	if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL)}); err != nil {
 		op.logger(ctx).WithError(err).Warn("rollback: kill")
 	}
 	if _, err := s.TTRPCTaskService.Delete(ctx, &taskAPI.DeleteRequest{ID: op.containerID}); err != nil {

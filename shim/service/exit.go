@@ -12,6 +12,7 @@ import (
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/retention"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -41,13 +42,6 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	if op.mon != nil {
 		sub := op.admission.Subject
 		op.mon.Start(int(op.netns.Fd()), op.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
-	}
-	if op.diff.Problem == "" { // otherwise the exit path has no diff to hand it
-		h, err := spawnGateHelper()
-		if err != nil {
-			op.logger(ctx).WithError(err).Warn("start gate helper ahead of exit; it starts at exit instead")
-		}
-		op.gateHelper = h // read only by watchExit, started below
 	}
 	s.startDeadline(op)
 	go s.watchExit(op)
@@ -101,6 +95,15 @@ func (s *service) watchExit(op *operation) {
 	}
 	op.transition(opExited)
 	t0 := time.Now()
+	if op.diff.Problem == "" { // otherwise the exit path has no diff to hand it
+		// Started now, not at Start: it holds no memory while the task
+		// runs, and its start-up overlaps the drain.
+		h, err := spawnGateHelper()
+		if err != nil {
+			op.logger(ctx).WithError(err).Warn("start gate helper ahead of the drain; the gate starts one after it")
+		}
+		op.gateHelper = h // read only by this goroutine
+	}
 	if sub := op.admission.Subject; sub != nil {
 		k := drain.All(ctx, sub.CgroupPath, drain.StepsFor(op.mon))
 		x.drained, x.drainErr, x.escapes = k.Drained, k.Err, k.Escapes
@@ -195,5 +198,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		op.logger(ctx).Error("network table left after delete; the shim's cleanup path retries it")
 	}
 	s.drop(r.ID)
+	// Records retention, off the start path: a bounded background run.
+	retention.Background(ctx, op.store, retention.FromConfig(op.cfg.Retention))
 	return resp, nil
 }

@@ -8,47 +8,35 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/containerd/containerd/v2/pkg/sys/reaper"
 	runc "github.com/containerd/go-runc"
+	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/gate"
 )
 
-// GateHelperArg, as argv[1] of the shim binary, runs one gate and exits.
-// The shim runs the gate in such a helper process so that a panic, a hang or
-// a memory blow-up in the gate costs a failed verdict, never the shim (which
-// serves every container of a pod) or a hung Delete.
+// GateHelperArg, as argv[1] of the shim binary, runs one gate and exits
+// (gate.HelperMain): the fallback when the dedicated helper binary is not
+// installed next to the shim. The shim runs the gate in a helper process so
+// that a panic, a hang or a memory blow-up in the gate costs a failed
+// verdict, never the shim (which serves every container of a pod) or a hung
+// Delete.
 const GateHelperArg = "gensee-gate-helper"
+
+// GateHelperBinary is the dedicated helper (cmd/gensee-gate-helper), looked
+// up in the directory of the shim's own binary. It links the gate alone:
+// about a fifth of the shim, and it starts in half the time.
+const GateHelperBinary = "gensee-gate-helper"
 
 const maxGateResultBytes = 64 << 20
 
-// GateHelperMain reads a gate.Input as JSON on stdin, runs the gate and
-// writes the gate.Result as JSON on stdout. Exit 0: a result was written
-// (whatever its verdict); 1: the gate could not run (message on stderr).
-func GateHelperMain(stdin io.Reader, stdout, stderr io.Writer) int {
-	var in gate.Input
-	if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&in); err != nil {
-		fmt.Fprintln(stderr, "gate helper: decode input:", err)
-		return 1
-	}
-	res, err := gate.Run(context.Background(), in)
-	if err != nil {
-		fmt.Fprintln(stderr, "gate helper:", err)
-		return 1
-	}
-	if err := json.NewEncoder(stdout).Encode(res); err != nil {
-		fmt.Fprintln(stderr, "gate helper: encode result:", err)
-		return 1
-	}
-	return 0
-}
-
-// gateHelper is a gate helper process started ahead of need: at Start, so
-// the exec and runtime start-up of the helper overlap the task's run instead
-// of lengthening its exit. It waits on stdin for its input; closing stdin
-// without input makes it exit.
+// gateHelper is a gate helper process, started when the init exits: its
+// exec and start-up overlap the drain, and nothing of it stays resident
+// while the task runs (a sleeping container costs the shim alone). It waits
+// on stdin for its input; closing stdin without input makes it exit.
 type gateHelper struct {
 	cmd            *exec.Cmd
 	ec             chan runc.Exit
@@ -56,13 +44,30 @@ type gateHelper struct {
 	stdout, stderr bytes.Buffer
 }
 
-// spawnGateHelper starts a waiting gate helper through the shim's reaper.
-func spawnGateHelper() (*gateHelper, error) {
+// helperCommand is the dedicated helper binary when it sits next to the
+// shim's and is as trusted as it (a regular file of the same owner,
+// writable by nobody else), or else the shim binary itself as the helper.
+func helperCommand() (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find shim binary: %w", err)
 	}
-	h := &gateHelper{cmd: exec.Command(self, GateHelperArg)}
+	p := filepath.Join(filepath.Dir(self), GateHelperBinary)
+	var st, own unix.Stat_t
+	if unix.Stat(p, &st) == nil && unix.Stat(self, &own) == nil &&
+		st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0 && st.Mode&0o022 == 0 && st.Uid == own.Uid {
+		return exec.Command(p), nil
+	}
+	return exec.Command(self, GateHelperArg), nil
+}
+
+// spawnGateHelper starts a waiting gate helper through the shim's reaper.
+func spawnGateHelper() (*gateHelper, error) {
+	cmd, err := helperCommand()
+	if err != nil {
+		return nil, err
+	}
+	h := &gateHelper{cmd: cmd}
 	h.cmd.Env = []string{"GOMAXPROCS=2", "GOGC=40"}
 	h.cmd.Stdout = &limitedBuffer{&h.stdout, maxGateResultBytes}
 	h.cmd.Stderr = &limitedBuffer{&h.stderr, 64 << 10}

@@ -115,6 +115,39 @@ func (op *operation) checkNetns(f *os.File) error {
 	return nil
 }
 
+// refuseBusyCgroup refuses, before runc runs, a linux.cgroupsPath (the
+// cgroupfs form, "/a/b") that names an existing cgroup with processes or
+// children: runc would join it. The systemd form is checked after create
+// (freshCgroup) only.
+func refuseBusyCgroup(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return nil
+	}
+	h, err := cgroup.Find()
+	if err != nil {
+		return nil // bind refuses the task without cgroup2 anyway
+	}
+	dir, err := h.Dir(path)
+	if err != nil {
+		return nil
+	}
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil // does not exist yet: runc makes it
+	}
+	ents, _ := os.ReadDir(dir)
+	sub := 0
+	for _, e := range ents {
+		if e.IsDir() {
+			sub++
+		}
+	}
+	if n := len(strings.Fields(string(procs))); n > 0 || sub > 0 {
+		return refuse("cgroup_not_own", "linux.cgroupsPath %s names an existing cgroup with %d processes and %d child cgroups; the network table and the exit drain would govern them too: give the container a cgroup of its own", path, n, sub)
+	}
+	return nil
+}
+
 // freshCgroup requires the init's cgroup to hold the init alone and no
 // child cgroups: a spec's linux.cgroupsPath may name an existing cgroup
 // (another container's, a host service's), which runc joins with a

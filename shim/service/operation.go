@@ -74,7 +74,7 @@ type operation struct {
 	done        chan struct{} // closed when the exit path finished
 	held        *hold
 	diff        diffSource  // where the gate reads the task's changes
-	gateHelper  *gateHelper // spawned at Start, used (or abandoned) by the exit path
+	gateHelper  *gateHelper // spawned and used (or abandoned) by the exit path
 	mounts      []string    // mount destinations of config.json (runc stubs them in the upperdir)
 	startedAt   time.Time   // guarded by mu
 	// override replaces the init's exit status when the gate failed and the

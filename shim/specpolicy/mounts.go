@@ -98,6 +98,9 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		if fs == "cgroup" || fs == "cgroup2" || under(src, "/sys/fs/cgroup") || (recursive && under("/sys/fs/cgroup", src)) {
 			cgroupMount = m.Destination
 		}
+		if err := checkSockets(src, fs, field, op); err != nil {
+			return "", err
+		}
 		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src, op.SandboxID) && !underAny(src, op.WritableBindRoots) {
 			return "", refuse(RuleWritableHostPath, field,
 				"the spec binds host path %s writable; a writable host path outside the operator's writable_bind_roots (%s) could change the host beneath the boundary; bind it read-only (ro; rro when it has submounts), or have the operator list its directory in writable_bind_roots", src, strings.Join(op.WritableBindRoots, ", "))
@@ -194,6 +197,29 @@ func isCRISandboxFile(src, sandboxID string) bool {
 		}
 	}
 	return false
+}
+
+// checkSockets refuses a bind whose source is, or holds, a unix socket:
+// connect(2) works through a read-only mount, so it would be a channel to
+// whatever listens there (systemd, dbus, a runtime), outside the cgroup
+// and the table, in any netns. Kernel filesystem trees hold none; the
+// operator's writable and readable roots and allowed runtime files are
+// vouched for.
+func checkSockets(src, fs, field string, op Operator) error {
+	if op.SocketFinder == nil || fs != "" || isCRISandboxFile(src, op.SandboxID) ||
+		slices.Contains(op.AllowedRuntimeFiles, src) || underAny(src, op.WritableBindRoots) || underAny(src, op.ReadableBindRoots) {
+		return nil
+	}
+	found, err := op.SocketFinder(src)
+	if err != nil {
+		return refuse(RuleBindSocket, field,
+			"the spec binds %s, which cannot be checked for unix sockets (%v); bind a smaller tree, or have the operator list it in readable_bind_roots", src, err)
+	}
+	if found != "" {
+		return refuse(RuleBindSocket, field,
+			"the spec binds %s, which holds the unix socket %s: connecting to it reaches its listener (a host service acts as host root) past the network boundary, even read-only; bind a tree without sockets", src, found)
+	}
+	return nil
 }
 
 // submounts lists what an rbind of src carries along. Without the

@@ -32,4 +32,5 @@ const (
 	RuleCgroupUnified       = "cgroup_unified"
 	RuleWritableHostPath    = "writable_host_path"
 	RuleRootPath            = "root_path"
+	RuleBindSocket          = "bind_socket"
 )

@@ -31,6 +31,12 @@ type Operator struct {
 	// annotation, read only in CRI's containerd namespace): only that
 	// sandbox's hosts, hostname, resolv.conf and shm may be bound.
 	SandboxID string
+	// SocketFinder, when set, returns a unix socket at or below a host
+	// path ("" for none) or why it cannot tell; nil: no scan.
+	SocketFinder func(path string) (string, error)
+	// ReadableBindRoots are host directories the operator vouches for: a
+	// bind under them is not scanned for unix sockets.
+	ReadableBindRoots []string
 }
 
 // Result says what admission changed and noticed, for the records.
