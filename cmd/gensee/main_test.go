@@ -33,6 +33,9 @@ func TestBinary(t *testing.T) {
 	}{
 		{[]string{"--help"}, 0, "Exit codes:", ""},
 		{[]string{"version"}, 0, "gensee ", ""},
+		{[]string{"--version"}, 0, "gensee ", ""},
+		{[]string{"completion", "bash"}, 0, "gensee __complete", ""},
+		{[]string{"ls", "--nope"}, 2, "", "gensee: ls: flag provided but not defined"},
 		{[]string{"boundary", "validate", "--contract", "../../contrib/boundary/offline-structured-result.json"}, 0, "valid: offline-structured-result", ""},
 		{[]string{"boundary", "validate", "--contract", bad}, 1, "network.allow[0].ip: ", "gensee: boundary validate: "},
 		{[]string{"boundary", "validate", "--contract", "/nonexistent"}, 2, "", "gensee: boundary validate: read contract"},

@@ -131,9 +131,10 @@ type attentionClearOptions struct {
 
 func attentionClearCommand() *Command {
 	return &Command{
-		Name:    "clear",
-		Summary: "clear an operation's attention after a person looked at it",
-		Args:    "--operation ID [--config F]",
+		Name:       "clear",
+		Summary:    "clear an operation's attention after a person looked at it",
+		Args:       "(OPID | --operation OPID) [--config F]",
+		Positional: "operation",
 		Long: `Removes the operation's attention.json and prints what was cleared. Clearing
 is a person's decision: nothing else but the task ending clears it, and a
 later finding sets it again. The operation's events and its effect manifest

@@ -17,9 +17,10 @@ type auditOptions struct {
 
 func auditCommand() *Command {
 	return &Command{
-		Name:    "audit",
-		Summary: "show which of a contract's controls this host can enforce, or what an operation ran into",
-		Args:    "--contract F [--json]\n  gensee boundary audit " + opRefArgs + " [--json]",
+		Name:       "audit",
+		Summary:    "show which of a contract's controls this host can enforce, or what an operation ran into",
+		Positional: opRefPositional,
+		Args:       "--contract F [--json]\n  gensee boundary audit " + opRefArgs + " [--json]",
 		Long: `Two modes: --contract audits this host against a contract before anything
 runs; --operation (or --container) audits what one operation ran into.
 

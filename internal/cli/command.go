@@ -26,6 +26,10 @@ type Command struct {
 	// UsageCode, when set, is the exit code of the leaf's usage errors
 	// (boundary run: its refusal status, distinct from the command's own).
 	UsageCode int
+	// Positional names the flag a leaf's one positional argument sets, as
+	// ctr takes ids: gensee manifest show ID is gensee manifest show
+	// --container ID. Flags may come before or after it.
+	Positional string
 }
 
 // Runner runs a leaf after its flags parsed.
@@ -48,10 +52,44 @@ func isHelpArg(a string) bool {
 	return false
 }
 
-// dispatch walks args down the tree from root and runs the leaf it names.
-// Help asked for explicitly goes to stdout and succeeds; a missing or
-// unknown command is a usage error.
+// dispatch parses the global flags (ctr's: -a, -n, --debug; and
+// --config, --version), then walks the rest down the tree from root and
+// runs the leaf it names. Help asked for explicitly goes to stdout and
+// succeeds; a missing or unknown command is a usage error.
 func dispatch(ctx context.Context, env *Env, root *Command, args []string) error {
+	if len(args) > 0 && args[0] == completeArg {
+		return complete(env, root, args[1:])
+	}
+	g := defaultGlobals(env.Getenv)
+	fs := quietFlagSet("gensee")
+	g.define(fs, true)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeGroupHelp(env.Stdout, root, nil)
+			return nil
+		}
+		return withPath(nil, errUsage("%v", err))
+	}
+	env.global = g
+	if g.debug {
+		env.enableDebug()
+	}
+	if g.version {
+		writeVersion(env.Stdout)
+		return nil
+	}
+	return walk(ctx, env, root, fs.Args())
+}
+
+func quietFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // dispatch reports parse errors itself
+	fs.Usage = func() {}
+	return fs
+}
+
+// walk finds the leaf args name below root and runs it.
+func walk(ctx context.Context, env *Env, root *Command, args []string) error {
 	cmd, path := root, []string{}
 	for cmd.Setup == nil {
 		if len(args) == 0 {
@@ -61,7 +99,7 @@ func dispatch(ctx context.Context, env *Env, root *Command, args []string) error
 		a := args[0]
 		if a == "help" && len(path) == 0 && len(args) > 1 {
 			// gensee help boundary validate == gensee boundary validate --help
-			return dispatch(ctx, env, root, append(append([]string{}, args[1:]...), "--help"))
+			return walk(ctx, env, root, append(append([]string{}, args[1:]...), "--help"))
 		}
 		if isHelpArg(a) {
 			writeGroupHelp(env.Stdout, cmd, path)
@@ -73,21 +111,77 @@ func dispatch(ctx context.Context, env *Env, root *Command, args []string) error
 		}
 		cmd, path, args = next, append(path, a), args[1:]
 	}
-	fs := flag.NewFlagSet(strings.Join(path, " "), flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // dispatch reports parse errors itself
-	fs.Usage = func() {}
-	run := cmd.Setup(fs)
-	if err := fs.Parse(args); err != nil {
+	fs, run := leafFlags(cmd, path, env.global)
+	pos, err := parseLeaf(fs, args, cmd.Trailing)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeLeafHelp(env.Stdout, cmd, path, fs)
 			return nil
 		}
 		return usageCode(cmd, withPath(path, errUsage("%v", err)))
 	}
-	if fs.NArg() > 0 && !cmd.Trailing {
-		return withPath(path, errUsage("unexpected argument %q (flags take the form --name value)", fs.Arg(0)))
+	if err := bindPositional(fs, cmd, pos); err != nil {
+		return usageCode(cmd, withPath(path, err))
+	}
+	if env.global != nil && env.global.debug {
+		env.enableDebug() // --debug given after the command
 	}
 	return usageCode(cmd, withPath(path, run(ctx, env)))
+}
+
+// leafFlags is a leaf's flag set: its own flags, --format next to --json,
+// and the persistent global flags bound to g.
+func leafFlags(cmd *Command, path []string, g *globalOptions) (*flag.FlagSet, Runner) {
+	if g == nil {
+		g = defaultGlobals(nil)
+	}
+	fs := quietFlagSet(strings.Join(path, " "))
+	run := cmd.Setup(fs)
+	addFormatFlag(fs)
+	g.define(fs, false)
+	return fs, run
+}
+
+// parseLeaf parses a leaf's args, letting flags follow positional
+// arguments (gensee manifest show ID --json). A Trailing leaf's arguments
+// stop flag parsing, as before: they are a command and its own flags.
+// Everything after -- is positional.
+func parseLeaf(fs *flag.FlagSet, args []string, trailing bool) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if trailing || len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// bindPositional sets the leaf's Positional flag from its one positional
+// argument; any other is a usage error.
+func bindPositional(fs *flag.FlagSet, cmd *Command, pos []string) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	if cmd.Positional == "" || len(pos) > 1 {
+		extra := pos[0]
+		if cmd.Positional != "" {
+			extra = pos[1]
+		}
+		return errUsage("unexpected argument %q (flags take the form --name value)", extra)
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == cmd.Positional })
+	if set {
+		return errUsage("%q and --%s both name what to read: pass one", pos[0], cmd.Positional)
+	}
+	return fs.Set(cmd.Positional, pos[0])
 }
 
 // usageCode gives a leaf's usage errors its own exit code, if it has one.

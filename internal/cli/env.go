@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/containerd/log"
 )
 
 // Env is everything a command touches outside its flags. Tests build one
@@ -18,6 +20,8 @@ type Env struct {
 	Now    func() time.Time
 	// Probe answers boundary audit's questions about this host.
 	Probe Prober
+
+	global *globalOptions // set by dispatch
 }
 
 // OSEnv is the environment of the running process.
@@ -42,7 +46,29 @@ func Main(ctx context.Context, env *Env, args []string) (code int) {
 			code = ExitUsage
 		}
 	}()
-	return report(env.Stderr, dispatch(ctx, env, root(), args))
+	e := *env // dispatch sets the global options on its own copy
+	return report(env.Stderr, dispatch(ctx, &e, root(), args))
+}
+
+// globals are the global options dispatch parsed (their defaults before).
+func (e *Env) globals() *globalOptions {
+	if e.global == nil {
+		e.global = defaultGlobals(e.Getenv)
+	}
+	return e.global
+}
+
+// enableDebug sends the containerd client's log, at debug level, to stderr.
+func (e *Env) enableDebug() {
+	log.L.Logger.SetOutput(e.Stderr)
+	_ = log.SetLevel("debug")
+}
+
+// debugf writes a debug line when --debug is on.
+func (e *Env) debugf(format string, args ...any) {
+	if e.global != nil && e.global.debug {
+		fmt.Fprintf(e.Stderr, "gensee: debug: "+format+"\n", args...)
+	}
 }
 
 // warnf writes a warning that does not change the exit code.

@@ -26,9 +26,10 @@ type eventsOptions struct {
 
 func eventsCommand() *Command {
 	return &Command{
-		Name:    "events",
-		Summary: "show an operation's boundary events, or follow them live",
-		Args:    "[--follow] " + opRefArgs + " [--json]\n  gensee events --follow --address SOCK [--json]",
+		Name:       "events",
+		Summary:    "show an operation's boundary events, or follow them live",
+		Args:       "[--follow] " + opRefArgs + " [--json]\n  gensee [-a SOCK] events --follow [--json]",
+		Positional: opRefPositional,
 		Long: `Reads <state_dir>/operations/<opid>/events.jsonl, the runtime's log of what
 the operation's controls refused and what the watchdog saw, and prints one
 row per event: time (local), kind, control/rule, target, detail. A hint is
@@ -44,8 +45,10 @@ these notes go to stderr.
 --follow prints the log, then every event appended to it, until interrupted
 (SIGINT or SIGTERM: exit 0); a log that does not exist yet is waited for.
 
---follow --address SOCK instead subscribes to a containerd daemon's events
-on /gensee/ topics: live events of every container that runs under gensee,
+--follow without an operation instead subscribes to the events of the
+containerd daemon at the global -a/--address (default $CONTAINERD_ADDRESS,
+else /run/containerd/containerd.sock; --address SOCK here names it too) on
+/gensee/ topics: live events of every container that runs under gensee,
 each row prefixed with its namespace and operation id, and every attention
 raised (ATTENTION control_defeat). With --json each is one line
 {"topic", "namespace", "event" | "attention"}.`,
@@ -69,6 +72,12 @@ func (o *eventsOptions) run(ctx context.Context, env *Env) error {
 			return errUsage("--address shows the live events of every container; --container and --operation read one operation's log instead")
 		}
 		return watchContainerd(ctx, env, o.address, o.json)
+	}
+	if o.ref.container == "" && o.ref.operation == "" {
+		if !o.follow {
+			return errUsage("pass --container ID (with --namespace NS) or --operation ID, or the container id as the argument; or add --follow for the live events of every container")
+		}
+		return watchContainerd(ctx, env, env.globals().address, o.json)
 	}
 	op, err := o.ref.resolve(env)
 	if err != nil {

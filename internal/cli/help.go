@@ -30,7 +30,7 @@ const exitCodesHelp = `Exit codes:
 
 func writeGroupHelp(w io.Writer, c *Command, path []string) {
 	if len(path) == 0 {
-		fmt.Fprintf(w, "%s\n\nUsage:\n  gensee <command> [<subcommand>] [flags]\n\nCommands:\n", rootIntro)
+		fmt.Fprintf(w, "%s\n\nUsage:\n  gensee [global flags] <command> [<subcommand>] [flags] [ID]\n\nCommands:\n", rootIntro)
 	} else {
 		fmt.Fprintf(w, "Usage:\n  gensee %s <subcommand> [flags]\n\n%s.\n\nSubcommands:\n", strings.Join(path, " "), capitalize(c.Summary))
 	}
@@ -40,8 +40,10 @@ func writeGroupHelp(w io.Writer, c *Command, path []string) {
 	}
 	tw.Flush()
 	if len(path) == 0 {
+		writeGlobalFlags(w, nil)
 		fmt.Fprintf(w, "\nRun 'gensee <command> [<subcommand>] --help' for its flags.\n")
 		fmt.Fprintf(w, "\nCommands that read records find the operator config by --config F, else\n$%s, else %s.\n", config.EnvConfig, config.DefaultPath)
+		fmt.Fprintf(w, "Ids are arguments, as in ctr: gensee manifest show ID takes a container id\n(in namespace -n), or an operation id as gensee ls prints it.\n")
 		fmt.Fprintf(w, "Errors go to stderr as \"gensee: <what failed>: <why>; <fix>\".\n")
 	} else {
 		fmt.Fprintf(w, "\nRun 'gensee %s <subcommand> --help' for its flags.\n", strings.Join(path, " "))
@@ -74,13 +76,29 @@ func writeLeafHelp(w io.Writer, c *Command, path []string, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
 	}
 	var flags []*flag.Flag
-	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
+	fs.VisitAll(func(f *flag.Flag) {
+		if !isGlobal(f) {
+			flags = append(flags, f)
+		}
+	})
 	if len(flags) > 0 {
 		fmt.Fprintf(w, "\nFlags:\n")
 		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+		short := map[string]string{} // usage -> a one-letter alias of the same flag
+		for _, f := range flags {
+			if len(f.Name) == 1 {
+				short[f.Usage] = f.Name
+			}
+		}
 		for _, f := range flags {
 			arg, usage := flag.UnquoteUsage(f)
 			name := "--" + f.Name
+			if len(f.Name) == 1 {
+				continue // listed with its long name
+			}
+			if s, ok := short[f.Usage]; ok {
+				name = "-" + s + ", " + name
+			}
 			if arg != "" {
 				name += " " + arg
 			}
@@ -91,7 +109,34 @@ func writeLeafHelp(w io.Writer, c *Command, path []string, fs *flag.FlagSet) {
 		}
 		tw.Flush()
 	}
+	writeGlobalFlags(w, fs)
 	fmt.Fprintf(w, "\n%s\n", exitCodesHelp)
+}
+
+// writeGlobalFlags lists the global flags: all on the root page (leaf
+// nil), on a leaf's page the ones it accepts after the command too and
+// does not define itself.
+func writeGlobalFlags(w io.Writer, leaf *flag.FlagSet) {
+	fmt.Fprintf(w, "\nGlobal flags:\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	for _, gf := range globalFlags {
+		if leaf != nil && (gf.root || !leafTakesGlobal(leaf, gf)) {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", gf.spelling(), gf.text())
+	}
+	tw.Flush()
+}
+
+// leafTakesGlobal reports whether one of gf's names is the global flag
+// on leaf (not a flag of the leaf's own by that name).
+func leafTakesGlobal(leaf *flag.FlagSet, gf globalFlag) bool {
+	for _, n := range gf.names {
+		if f := leaf.Lookup(n); f != nil && isGlobal(f) {
+			return true
+		}
+	}
+	return false
 }
 
 func capitalize(s string) string {

@@ -25,18 +25,44 @@ func manifestCommand() *Command {
 
 // opRef names one operation: by container (the newest operation the index
 // records for it) or by operation id. Both read the state dir the operator
-// config names.
+// config names. A leaf that takes one sets Positional: "container", so
+// gensee manifest show ID is --container ID; an ID the index does not know
+// that is an operation id (as gensee ls prints it) names that operation.
 type opRef struct {
 	container, namespace, operation, config string
+	fs                                      *flag.FlagSet
 }
 
-const opRefArgs = "(--container ID [--namespace NS] | --operation ID) [--config F]"
+const (
+	opRefArgs       = "[ID | --container ID | --operation ID] [-n NS] [--config F]"
+	opRefPositional = "container"
+)
 
 func (r *opRef) flags(fs *flag.FlagSet) {
-	fs.StringVar(&r.container, "container", "", "container `ID` whose newest operation to read")
-	fs.StringVar(&r.namespace, "namespace", "default", "containerd namespace `NS` of --container (CRI uses k8s.io)")
+	r.fs = fs
+	fs.StringVar(&r.container, "container", "", "container `ID` whose newest operation to read (or ID as the argument)")
+	// The leaf's own -n/--namespace, so a namespace given here (and only
+	// here) is checked against --operation. Defined while empty so help
+	// shows no default; unset, resolve takes the global one.
+	for _, name := range []string{"namespace", "n"} {
+		fs.StringVar(&r.namespace, name, "", "containerd namespace `NS` of the container (default: the global -n, $"+EnvNamespace+", else "+DefaultNamespace+"; CRI uses k8s.io)")
+	}
+	r.namespace = DefaultNamespace
 	fs.StringVar(&r.operation, "operation", "", "operation `ID` (32 hex characters) to read")
 	addConfigFlag(fs, &r.config)
+}
+
+// namespaceOf is the namespace the container is looked up in: the leaf's
+// -n/--namespace when given, else the global one.
+func (r *opRef) namespaceOf(env *Env) string {
+	set := false
+	if r.fs != nil {
+		r.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "namespace" || f.Name == "n" })
+	}
+	if set {
+		return r.namespace
+	}
+	return env.globals().namespace
 }
 
 // operation is one operation's directory and its parsed manifest.
@@ -55,7 +81,7 @@ type operation struct {
 func (r *opRef) resolve(env *Env) (*operation, error) {
 	switch {
 	case r.container == "" && r.operation == "":
-		return nil, errUsage("pass --container ID (with --namespace NS) or --operation ID")
+		return nil, errUsage("pass --container ID (with --namespace NS) or --operation ID, or the container id as the argument")
 	case r.container != "" && r.operation != "":
 		return nil, errUsage("--container and --operation exclude each other")
 	case r.operation != "" && r.namespace != "default":
@@ -68,9 +94,14 @@ func (r *opRef) resolve(env *Env) (*operation, error) {
 	store := record.Store{Dir: cfg.StateDir}
 	op := &operation{stateDir: cfg.StateDir, id: r.operation}
 	if r.container != "" {
-		if op.id, err = store.Lookup(r.namespace, r.container); err != nil {
-			return nil, fail(ExitUsage, "find operation", err,
-				"check --container and --namespace (CRI uses k8s.io), or pass --config F naming the runtime's state_dir")
+		ns := r.namespaceOf(env)
+		if op.id, err = store.Lookup(ns, r.container); err != nil {
+			if dir, derr := store.OperationDir(r.container); derr == nil && exists(dir) {
+				op.id = r.container // an operation id given as the argument
+			} else {
+				return nil, fail(ExitUsage, "find operation", err,
+					"check the container id and -n/--namespace (CRI uses k8s.io), or pass --config F naming the runtime's state_dir")
+			}
 		}
 	}
 	if op.dir, err = store.OperationDir(op.id); err != nil {
@@ -82,6 +113,12 @@ func (r *opRef) resolve(env *Env) (*operation, error) {
 	}
 	op.who = admittedContainer(op.dir)
 	return op, nil
+}
+
+// exists reports whether p names anything, without following a symlink.
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // store is the state dir op was found in.
@@ -160,9 +197,10 @@ type manifestShowOptions struct {
 
 func manifestShowCommand() *Command {
 	return &Command{
-		Name:    "show",
-		Summary: "print an operation's effect manifest: a summary, the JSON, or an in-toto statement",
-		Args:    opRefArgs + " [--json | --in-toto]",
+		Name:       "show",
+		Summary:    "print an operation's effect manifest: a summary, the JSON, or an in-toto statement",
+		Args:       opRefArgs + " [--json | --in-toto]",
+		Positional: opRefPositional,
 		Long: `Reads <state_dir>/operations/<opid>/manifest.json, for the newest operation
 of a container (the runtime's index) or for an operation id, and checks it
 with the runtime's strict manifest rules: an invalid one exits 1 with one

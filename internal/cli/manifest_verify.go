@@ -21,9 +21,10 @@ type manifestVerifyOptions struct {
 
 func manifestVerifyCommand() *Command {
 	return &Command{
-		Name:    "verify",
-		Summary: "re-hash an operation's staged products against its manifest",
-		Args:    opRefArgs,
+		Name:       "verify",
+		Summary:    "re-hash an operation's staged products against its manifest",
+		Args:       opRefArgs,
+		Positional: opRefPositional,
 		Long: `Reads the operation's manifest (as manifest show does) and checks every
 staged copy under <state_dir>/operations/<opid>/staged against it, reading
 through file descriptors that never follow a symlink: each single-file

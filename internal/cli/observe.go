@@ -16,12 +16,13 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// maxOCIConfigBytes bounds --config; the runtime's bound is the same 4 MiB.
+// maxOCIConfigBytes bounds --spec; the runtime's bound is the same 4 MiB.
 const maxOCIConfigBytes = 4 << 20
 
 type observeOptions struct {
-	bundle, rootfs, config string
+	bundle, rootfs, config string // config: --spec, the OCI config.json
 	digest                 bool
+	oldConfig              bool // the deprecated --config spelling was used
 	// host command mode (gensee observe -- CMD)
 	user, workspace string
 	env             stringList
@@ -32,7 +33,7 @@ func observeCommand() *Command {
 	return &Command{
 		Name:     "observe",
 		Summary:  "compute the observation the runtime derives at Create (preflight)",
-		Args:     "--bundle DIR | --rootfs DIR --config F | --workspace DIR [--user U] [--env K=V]... -- CMD [ARG]... [--digest]",
+		Args:     "--bundle DIR | --rootfs DIR --spec F | --workspace DIR [--user U] [--env K=V]... -- CMD [ARG]... [--digest]",
 		Trailing: true,
 		Long: `Derives what the runtime re-derives from a bundle at task Create: the
 process uid/gid, the sha256 of the executable process.args[0] resolves to
@@ -40,8 +41,8 @@ inside the rootfs (never escaping it), and the command digest over args,
 env and cwd. Prints the observation as canonical JSON on stdout (the value
 for the io.gensee.boundary.observation annotation, and the input of
 gensee inference make) and its digest on stderr; with --digest, prints only
-the digest on stdout. --config is an OCI runtime config.json, not the
-operator config.
+the digest on stdout. --spec is an OCI runtime config.json (observe reads
+no operator config); --config is its old, deprecated spelling.
 
 With a command after --, computes what gensee boundary run re-derives for
 it: the uid/gid of --user (a name or uid; default the invoking user, or
@@ -53,7 +54,8 @@ and cwd = --workspace.`,
 			var o observeOptions
 			fs.StringVar(&o.bundle, "bundle", "", "OCI bundle directory `DIR` (config.json and its root.path)")
 			fs.StringVar(&o.rootfs, "rootfs", "", "container root file system `DIR` (with --config)")
-			fs.StringVar(&o.config, "config", "", "OCI runtime config.json `F` (with --rootfs)")
+			fs.StringVar(&o.config, "spec", "", "OCI runtime config.json `F` (with --rootfs)")
+			fs.Var(deprecatedAlias{p: &o.config, used: &o.oldConfig}, "config", "deprecated: use --spec (an OCI config.json, not the operator config)")
 			fs.BoolVar(&o.digest, "digest", false, "print only the observation digest")
 			fs.StringVar(&o.workspace, "workspace", "", "host command: the workspace `DIR` (its cwd)")
 			fs.StringVar(&o.user, "user", "", "host command: the user `U` (name or uid) it runs as")
@@ -65,6 +67,9 @@ and cwd = --workspace.`,
 }
 
 func (o *observeOptions) run(_ context.Context, env *Env) error {
+	if o.oldConfig {
+		env.warnf("observe --config is deprecated: it names an OCI config.json, not the operator config; use --spec")
+	}
 	var (
 		obs spec.Observation
 		err error
@@ -73,7 +78,7 @@ func (o *observeOptions) run(_ context.Context, env *Env) error {
 	switch {
 	case o.fs != nil && o.fs.NArg() > 0:
 		if o.bundle != "" || o.rootfs != "" || o.config != "" {
-			return errUsage("a command after -- excludes --bundle, --rootfs and --config")
+			return errUsage("a command after -- excludes --bundle, --rootfs and --spec")
 		}
 		src = "host command " + o.fs.Arg(0)
 		if obs, err = o.host(env); err != nil {
@@ -82,7 +87,7 @@ func (o *observeOptions) run(_ context.Context, env *Env) error {
 	case o.workspace != "" || o.user != "" || len(o.env) > 0:
 		return errUsage("--workspace, --user and --env go with a command after --")
 	case o.bundle != "" && (o.rootfs != "" || o.config != ""):
-		return errUsage("--bundle excludes --rootfs and --config")
+		return errUsage("--bundle excludes --rootfs and --spec")
 	case o.bundle != "":
 		src = "bundle " + o.bundle
 		obs, err = observe.FromBundle(o.bundle)
@@ -94,9 +99,9 @@ func (o *observeOptions) run(_ context.Context, env *Env) error {
 		}
 		obs, err = observe.FromRootfs(o.rootfs, cfg)
 	case o.rootfs != "" || o.config != "":
-		return errUsage("--rootfs and --config go together")
+		return errUsage("--rootfs and --spec go together")
 	default:
-		return errUsage("pass --bundle DIR, or --rootfs DIR with --config F")
+		return errUsage("pass --bundle DIR, or --rootfs DIR with --spec F")
 	}
 	if err != nil {
 		return observeErr(src, err)
@@ -169,3 +174,18 @@ func (o *observeOptions) host(env *Env) (spec.Observation, error) {
 	}
 	return obs, nil
 }
+
+// deprecatedAlias is an old flag spelling that sets the new one's value.
+type deprecatedAlias struct {
+	p    *string
+	used *bool
+}
+
+func (a deprecatedAlias) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return *a.p
+}
+
+func (a deprecatedAlias) Set(v string) error { *a.p, *a.used = v, true; return nil }

@@ -40,6 +40,9 @@ func ConfigPath(flagValue string, getenv func(string) string) (path string, expl
 // operatorConfig loads the operator config ConfigPath resolves. The runtime
 // applies the same ownership checks (root-owned, not group/other-writable).
 func (e *Env) operatorConfig(flagValue string) (config.Config, error) {
+	if flagValue == "" {
+		flagValue = e.globals().config // gensee --config F <command>
+	}
 	path, explicit, err := ConfigPath(flagValue, e.Getenv)
 	if err != nil {
 		return config.Config{}, fail(ExitUsage, "", err, "pass --config with an absolute path")
@@ -58,5 +61,6 @@ func (e *Env) operatorConfig(flagValue string) (config.Config, error) {
 		return config.Config{}, fail(code, "load operator config", err,
 			"pass --config F or set $"+config.EnvConfig+" to a root-owned config file")
 	}
+	e.debugf("operator config %s (state dir %s)", orText(cfg.Path, "built-in defaults ("+config.DefaultPath+" is absent)"), cfg.StateDir)
 	return cfg, nil
 }

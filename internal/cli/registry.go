@@ -12,8 +12,12 @@ func root() *Command {
 			catalogCommand(),
 			eventsCommand(),
 			inferenceCommand(),
+			lsCommand(),
 			manifestCommand(),
 			observeCommand(),
+			pruneCommand(),
+			refusalsCommand(),
+			completionCommand(),
 			versionCommand(),
 		},
 	}

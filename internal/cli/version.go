@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/gensee/gensee/internal/version"
@@ -16,9 +17,14 @@ func versionCommand() *Command {
 		Args:    "",
 		Setup: func(*flag.FlagSet) Runner {
 			return func(_ context.Context, env *Env) error {
-				fmt.Fprintf(env.Stdout, "gensee %s (%s %s/%s)\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+				writeVersion(env.Stdout)
 				return nil
 			}
 		},
 	}
+}
+
+// writeVersion prints what gensee version and gensee --version print.
+func writeVersion(w io.Writer) {
+	fmt.Fprintf(w, "gensee %s (%s %s/%s)\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

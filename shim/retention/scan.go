@@ -22,6 +22,13 @@ const (
 	KeepAttention  = "attention"   // its attention is set
 )
 
+// Where an operation's task is, as its records say.
+const (
+	StateRunning = "running" // no manifest yet, or a host run's marker
+	StateExited  = "exited"  // manifest written, task not deleted yet
+	StateDeleted = "deleted" // deleted, nothing of it left but the record
+)
+
 // Op is what the state directory says about one operation record.
 type Op struct {
 	ID         string
@@ -31,6 +38,7 @@ type Op struct {
 	Verdict    string    // the gate's verdict; "" while running
 	Created    time.Time // admission.json created_at, else the directory's mtime
 	Finished   time.Time // when manifest.json was written; zero while running
+	State      string // StateRunning | StateExited | StateDeleted
 	Attention  bool
 	Bytes      int64  // regular files below the directory (Scan with sizes)
 	Keep       string // why it must stay, "" when it may go
@@ -102,6 +110,14 @@ func scanOne(st record.Store, id string, sizes bool) (Op, error) {
 		}
 	}
 	op.Attention = exists(filepath.Join(dir, record.AttentionFile))
+	switch {
+	case op.Finished.IsZero() || op.Keep == KeepHostRun:
+		op.State = StateRunning
+	case exists(filepath.Join(dir, record.CleanedMarker)):
+		op.State = StateDeleted
+	default:
+		op.State = StateExited
+	}
 	if sizes {
 		op.Bytes = dirBytes(dir)
 	}
