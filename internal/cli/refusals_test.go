@@ -2,8 +2,8 @@ package cli
 
 import (
 	"context"
-	"io"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
