@@ -38,7 +38,7 @@ type Op struct {
 	Verdict    string    // the gate's verdict; "" while running
 	Created    time.Time // admission.json created_at, else the directory's mtime
 	Finished   time.Time // when manifest.json was written; zero while running
-	State      string // StateRunning | StateExited | StateDeleted
+	State      string    // StateRunning | StateExited | StateDeleted
 	Attention  bool
 	Bytes      int64  // regular files below the directory (Scan with sizes)
 	Keep       string // why it must stay, "" when it may go
