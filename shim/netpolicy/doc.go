@@ -6,7 +6,7 @@
 //
 // The table, `inet gensee_<first 12 characters of the operation id>`:
 //
-//	counter allowed, denied, denied_kernel
+//	counter allowed, denied, denied_kernel, spoofed
 //	counter allowed_outside, denied_outside                          netns scope only
 //	counter served, served_conn                                       with served ports only
 //	set cg      { type cgroupsv2 }                                  the container's cgroup id
@@ -16,6 +16,10 @@
 //	set serve   { type inet_proto . inet_service; counter }          network.serve: local ports
 //	set nd6     { type icmpv6_type }                                 only with IPv6 tuples or served ports
 //	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
+//	  N(C, allowed)
+//	  C fib saddr type != local meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
+//	  C fib saddr type != local meta skuid >= 0   → spoofed, denied, drop
+//	  C fib saddr type != local                   → spoofed, denied_kernel, drop
 //	  A(C, allowed)
 //	  C meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
 //	  C meta skuid >= 0                            → denied, drop
@@ -23,10 +27,15 @@
 //	  cgroup scope, with served ports:
 //	  S(-)                                          → served, served_conn  (count only)
 //	  netns scope only:
+//	  N(-, allowed_outside)
+//	  fib saddr type != local limit 20/s log group 2604 prefix "gensee outside <op> "
+//	  fib saddr type != local                     → spoofed, denied_outside, drop
 //	  A(-, allowed_outside)
 //	    limit 20/s log group 2604 prefix "gensee outside <op> "
 //	                                               → denied_outside, drop }
-//	where C is `socket cgroupv2 level N @cg` and A(M, counter) the accepts,
+//	where C is `socket cgroupv2 level N @cg`, N(M, counter), only with nd6,
+//	  M ip6 saddr :: icmpv6 type nd-neighbor-solicit → accept (duplicate address detection)
+//	and A(M, counter) the accepts,
 //	each starting with M (nothing for "-") and counting in counter:
 //	  M ct direction reply tcp flags & (syn|ack) == syn|ack meta l4proto . th sport @serve
 //	                                              → served, served_conn, accept
@@ -77,6 +86,26 @@
 // completes its handshake and then gets no data; the count-only S(-) at the
 // end counts the SYN-ACKs sent from served ports by whichever socket of the
 // shared namespace sent them.
+//
+// Non-local sources. The reply and serve accepts trust a packet's source
+// address and port, and a socket bound with IPV6_FREEBIND (no privilege
+// needed), ip_nonlocal_bind, IP_TRANSPARENT or a raw socket sends from any
+// source: bound to R it opens a flow R → A to an allowed A:53, then bound to
+// A:53 it "replies" to R; or it sends from R to its own served port over lo
+// and answers R as a served peer. So before any accept, a packet whose
+// source is not an address of the namespace (`fib saddr type != local`:
+// loopback and link-local addresses are local; ::, 0.0.0.0, broadcast,
+// multicast and foreign addresses are not) is dropped and counted in
+// spoofed, and in denied, denied_kernel or denied_outside by its sender.
+// The one exemption is a duplicate address detection probe (neighbor
+// solicitation from ::), where the table accepts neighbor discovery. In
+// cgroup scope only the cgroup's packets are checked; a packet no cgroup
+// rule attributes passes by policy as before (another tenant's transparent
+// proxy may own such sources), and no accept there trusts its source. In
+// netns scope the outside copy runs before the outside accepts, so a
+// SYN-ACK or TIME_WAIT answer from a foreign address is dropped too. A
+// dropped packet confirms no conntrack entry, so the spoofed first step
+// leaves no flow to reply on.
 //
 // It never touches a table whose name does not start with "gensee_", never
 // resolves host names, never widens or narrows a contract's tuples, and never

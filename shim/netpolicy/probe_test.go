@@ -167,6 +167,8 @@ func runProbe(kind, target, nsPath string) error {
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		_, err = io.Copy(c, c)
 		return err
+	case "spoof":
+		return spoofUDP(target)
 	case "serve-http":
 		return serveHTTP(target)
 	case "serve-udp":

@@ -2,6 +2,7 @@ package netpolicy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"testing"
@@ -371,4 +372,33 @@ func FuzzNewPlanServe(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeFib reads what the kernel echoes for `fib saddr type` and refuses
+// what v0.3.0's decoder would silently drop.
+func TestDecodeFib(t *testing.T) {
+	attrs := func(a ...netlink.Attribute) []byte {
+		b, err := netlink.MarshalAttributes(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	u32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+	dreg := netlink.Attribute{Type: unix.NFTA_FIB_DREG, Data: u32(1)}
+	result := netlink.Attribute{Type: unix.NFTA_FIB_RESULT, Data: u32(unix.NFT_FIB_RESULT_ADDRTYPE)}
+	flags := netlink.Attribute{Type: unix.NFTA_FIB_FLAGS, Data: u32(unix.NFTA_FIB_F_SADDR)}
+	if got, want := decodeExpr("fib", attrs(dreg, result, flags)), canon(notLocalSource()[0]); got != want {
+		t.Fatalf("fib saddr type = %s, want %s", got, want)
+	}
+	for name, data := range map[string][]byte{
+		"unknown result": attrs(dreg, netlink.Attribute{Type: unix.NFTA_FIB_RESULT, Data: u32(4)}, flags),
+		"unknown flag":   attrs(dreg, result, netlink.Attribute{Type: unix.NFTA_FIB_FLAGS, Data: u32(unix.NFTA_FIB_F_SADDR | 0x40)}),
+		"extra attr":     attrs(dreg, result, flags, netlink.Attribute{Type: 9, Data: u32(0)}),
+		"short":          attrs(dreg, netlink.Attribute{Type: unix.NFTA_FIB_RESULT, Data: []byte{3}}),
+	} {
+		if got := decodeExpr("fib", data); !strings.HasPrefix(got, "undecodable fib") {
+			t.Errorf("%s: decoded as %s, want undecodable", name, got)
+		}
+	}
 }
