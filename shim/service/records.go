@@ -75,6 +75,8 @@ type countersRecord struct {
 	// Outside the bound cgroup, in the container's own netns (netns scope).
 	AllowedOutside netpolicy.Count `json:"allowed_outside"`
 	DeniedOutside  netpolicy.Count `json:"denied_outside"`
+	// Of the denied ones, packets with a source address not the netns's own.
+	Spoofed netpolicy.Count `json:"spoofed"`
 	// Replies of connections that arrived on a network.serve port.
 	Served            netpolicy.Count        `json:"served"`
 	ServedConnections uint64                 `json:"served_connections"`
@@ -89,7 +91,7 @@ type tupleCount struct {
 
 func recordCounters(c netpolicy.Counters) *countersRecord {
 	r := &countersRecord{Allowed: c.Allowed, Denied: c.Denied, DeniedKernel: c.DeniedKernel,
-		AllowedOutside: c.AllowedOutside, DeniedOutside: c.DeniedOutside,
+		AllowedOutside: c.AllowedOutside, DeniedOutside: c.DeniedOutside, Spoofed: c.Spoofed,
 		Served: c.Served, ServedConnections: c.ServedConnections, ServeCounts: c.ServeCounts}
 	for _, t := range c.Tuples {
 		r.Tuples = append(r.Tuples, tupleCount{Tuple: t.Tuple.String(), Count: t.Count})
