@@ -17,9 +17,10 @@ help: ## list targets
 deps: ## install Debian packages and build the pinned tools into bin/ (root)
 	./hack/deps.sh
 
-build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-oci-hook
+build: ## build bin/gensee, bin/containerd-shim-gensee-v2, bin/gensee-gate-helper and bin/gensee-oci-hook
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
 
 lint: ## go vet and staticcheck

@@ -9,12 +9,13 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/shim"
 
+	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/service"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == service.GateHelperArg {
-		os.Exit(service.GateHelperMain(os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(gate.HelperMain(os.Stdin, os.Stdout, os.Stderr))
 	}
 	service.Register()
 	shim.RunShim(context.Background(), service.NewManager(service.RuntimeName))
