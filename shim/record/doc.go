@@ -5,5 +5,7 @@
 //
 // Records outlive the bundle (containerd deletes it with the task). Every
 // file is written atomically (temp file, fsync, rename, directory fsync) and
-// no path component is taken from a caller without validation.
+// no path component is taken from a caller without validation; the cleaned
+// marker alone skips the fsyncs (ReplaceFile: losing it to a crash of the
+// machine only keeps the record for retention to see again).
 package record

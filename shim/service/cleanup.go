@@ -34,14 +34,18 @@ func (op *operation) writeMarker() error {
 	if err != nil {
 		return err
 	}
-	return record.WriteFileAtomic(filepath.Join(op.bundle, bundleMarker), b, 0o600)
+	// The bundle (containerd's state dir, /run) and the netns the marker
+	// names end with the machine: no fsync on Create's path.
+	return record.ReplaceFile(filepath.Join(op.bundle, bundleMarker), b, 0o600)
 }
 
 // markCleaned records that nothing of the operation is left to remove.
 func (s *service) markCleaned(ctx context.Context, op *operation) {
 	dir, err := op.store.OperationDir(op.id)
 	if err == nil {
-		err = record.WriteFileAtomic(filepath.Join(dir, record.CleanedMarker), nil, 0o600)
+		// Not fsynced: on Delete's path, and a marker lost to a crash
+		// only keeps the record (retention: not_deleted).
+		err = record.ReplaceFile(filepath.Join(dir, record.CleanedMarker), nil, 0o600)
 	}
 	if err != nil {
 		op.logger(ctx).WithError(err).Warn("mark operation cleaned")

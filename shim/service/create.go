@@ -134,10 +134,13 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	op.wantNetns, op.userns = wantNetns, uns.has
 	op.admission.UserNamespace = uns.has
+	recorded := op.persist()
 	if err := writeSpec(r.Bundle, oci); err != nil {
+		recorded()
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
 	if r.Options, err = typeurl.MarshalAnyToProto(runc); err != nil {
+		recorded()
 		return nil, errgrpc.ToGRPC(err)
 	}
 	hardenRootfs(r)
@@ -148,6 +151,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 
 	t1 := time.Now()
 	resp, err := s.TTRPCTaskService.Create(ctx, r)
+	recErr := recorded()
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +160,10 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 			s.rollback(ctx, op)
 		}
 	}()
+	if recErr != nil {
+		op.logger(ctx).WithError(recErr).Error("record operation")
+		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: record operation: %v; task rolled back", recErr)
+	}
 	if err := verifyBinds(int(resp.Pid), oci, binds); err != nil {
 		op.logger(ctx).WithError(err).Error("verify bind mounts")
 		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: admission refused: bind_source: %v; task rolled back", err)
@@ -172,16 +180,14 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	return resp, nil
 }
 
-// newOperation creates the operation's records before runc runs anything.
+// newOperation builds the operation and its admission record; persist
+// writes them.
 func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg config.Config, adm *admitted, pol specpolicy.Result, kind netnsKind, nsPath string) (*operation, error) {
 	id, err := record.NewOperationID()
 	if err != nil {
 		return nil, err
 	}
 	st := record.Store{Dir: cfg.StateDir}
-	if _, err := st.CreateOperation(id, ns, r.ID); err != nil {
-		return nil, err
-	}
 	d := adm.decision
 	capsRemoved := append([]string{}, pol.CapabilitiesRemoved...)
 	seccomp := &spec.SeccompEnforcement{ProfileCreated: pol.Seccomp.Created,
@@ -196,13 +202,31 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: string(kind), NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,
 	}
-	if err := st.WriteJSON(id, record.AdmissionFile, rec); err != nil {
-		return nil, err
-	}
 	return &operation{
 		id: id, namespace: ns, containerID: r.ID, bundle: r.Bundle, cfg: cfg, store: st,
 		contract: *d.Contract, admission: rec, done: make(chan struct{}), ctx: s.ctx, pub: s.pub,
 	}, nil
+}
+
+// persist creates the operation's directory, index and admission.json
+// (each fsynced) while the caller goes on to the inner Create, and returns
+// the wait for it (safe to call more than once). They are written from a
+// copy of the record as it is now, while runc works: the init stays blocked
+// in runc init until Start, so the records are durable before anything of
+// the image runs, and their journal commits leave Create's path. Create
+// waits before it binds the boundary (the monitor's log lives in the
+// operation's directory) and rolls the task back if they failed.
+func (op *operation) persist() func() error {
+	rec := *op.admission
+	done := make(chan struct{})
+	var err error // written before done is closed
+	go func() {
+		defer close(done)
+		if _, err = op.store.CreateOperation(op.id, op.namespace, op.containerID); err == nil {
+			err = op.store.WriteJSON(op.id, record.AdmissionFile, &rec)
+		}
+	}()
+	return func() error { <-done; return err }
 }
 
 // rollback undoes an inner Create whose boundary could not be installed:
@@ -231,7 +255,8 @@ func writeSpec(bundle string, s *specs.Spec) error {
 	if err != nil {
 		return fmt.Errorf("encode bundle config: %w", err)
 	}
-	return record.WriteFileAtomic(filepath.Join(bundle, "config.json"), b, 0o644)
+	// Not fsynced, as containerd writes it: the bundle ends with the machine.
+	return record.ReplaceFile(filepath.Join(bundle, "config.json"), b, 0o644)
 }
 
 func readNoFollow(path string, max int64) ([]byte, error) {

@@ -76,12 +76,16 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	if err := op.writeMarker(); err != nil {
 		return fmt.Errorf("write bundle marker: %w", err)
 	}
+	// admission.json and the events log are separate files: their fsyncs
+	// run side by side and share the journal commit.
+	written := make(chan error, 1)
+	go func() { written <- op.store.WriteJSON(op.id, record.AdmissionFile, op.admission) }()
 	if len(op.admission.CapabilitiesRemoved) > 0 {
 		mon.Note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
 			Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
 			Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 	}
-	return op.store.WriteJSON(op.id, record.AdmissionFile, op.admission)
+	return <-written
 }
 
 // checkNetns verifies the netns the init is really in: the one admission
