@@ -2,6 +2,9 @@
 # Benchmarks against the peers the issues name, each in one run with the two
 # contenders alternating, printing medians and ratios:
 #   P1  `ctr run --rm` of a trivial container: gensee (deny_all) vs io.containerd.runc.v2
+#   P1a the same under a contract of 1024 allow_exact tuples (the cap) vs deny_all
+#   P5  memory of one sleeping container: every process the runtime keeps for
+#       it (shim, gate helper, monitors; VmRSS summed) vs the runc.v2 shim
 #   P2  install of 10,000 allow_exact tuples into a fresh netns: gensee vs `nft -f`
 #   P3  gate of a 1 GiB blob with staging vs sha256 of the same bytes
 #   P4  gate of a 100,000-file directory_tree (entries/s)
@@ -14,20 +17,60 @@ pairs=${P1_PAIRS:-15}
 dir=$(mktemp -d /var/lib/gensee-bench-XXXXXX)
 trap 'gensee_daemon_stop "$dir" demo; rm -rf "$dir"' EXIT
 gensee_trust "$dir" >/dev/null
+# Namespace demo-allow runs under a contract of 1024 allow_exact tuples
+# (spec's cap; TEST-NET-2 addresses nothing answers), re-signed.
+jq '.contracts["allow-1024"] = (.contracts["offline-structured-result"] | .id = "allow-1024" |
+	.network = {mode: "allow_exact", allow: [range(0; 1024) | {ip: "198.18.\(. / 256 | floor).\(. % 256)", proto: "tcp", port: 443}]}) |
+	.selectors += [{id: "demo-allow", match: {containerd_namespace: "demo-allow", runtime: "io.containerd.gensee.v2"}, routes: {build: "allow-1024"}, safe_default: "allow-1024"}]' \
+	"$dir/catalog.json" >"$dir/catalog-allow.json"
+gensee catalog sign --key "$dir/keys/catalog-root-private-key.hex" --in "$dir/catalog-allow.json" --out "$dir/etc/catalog.signed.json"
 gensee_daemon_start "$dir"
 gensee_image "$dir"
 gensee_ctr demo images import "$dir/image.tar" >/dev/null
+gensee_ctr demo-allow images import "$dir/image.tar" >/dev/null
 
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-run_once() { # RUNTIME ID
-	local t0 rt=$1 id=$2
+run_once() { # RUNTIME ID [NAMESPACE]
+	local t0 rt=$1 id=$2 ns=${3:-demo}
 	local extra=()
 	[ "$rt" = io.containerd.gensee.v2 ] && extra=(--runtime-config-path "$dir/etc/config.toml")
 	t0=$(date +%s%N)
-	gensee_ctr demo run --rm --runtime "$rt" "${extra[@]}" docker.io/gensee/test:latest "$id" /bin/true >/dev/null 2>&1
+	gensee_ctr "$ns" run --rm --runtime "$rt" "${extra[@]}" docker.io/gensee/test:latest "$id" /bin/true >/dev/null 2>&1
 	ms "$t0"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# spread: min..max and the interquartile range of the numbers on stdin.
+spread() { sort -n | awk '{a[NR]=$1} END {printf "min %s, q1 %s, q3 %s, max %s", a[1], a[int((NR+3)/4)], a[int((3*NR+3)/4)], a[NR]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
+
+# rss_kib RUNTIME ID: start a sleeping container, let it settle, and sum the
+# VmRSS of every process the runtime keeps for it: the shim (the init's
+# parent) and its other descendants, not the container's own processes.
+rss_kib() {
+	local rt=$1 id=$2 extra=() init shim pids p sum=0
+	[ "$rt" = io.containerd.gensee.v2 ] && extra=(--runtime-config-path "$dir/etc/config.toml")
+	gensee_ctr demo run -d --runtime "$rt" "${extra[@]}" docker.io/gensee/test:latest "$id" /bin/sleep 60 >/dev/null 2>&1
+	sleep "${P5_SETTLE:-2}"
+	init=$(gensee_ctr demo tasks ls | awk -v id="$id" '$1 == id {print $2}')
+	shim=$(awk '/^PPid:/ {print $2}' "/proc/$init/status")
+	pids=$(descendants "$shim" "$init")
+	for p in $shim $pids; do
+		sum=$((sum + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
+	done
+	gensee_ctr demo tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
+	for _ in $(seq 1 50); do gensee_ctr demo tasks delete "$id" >/dev/null 2>&1 && break; sleep 0.1; done
+	gensee_ctr demo containers delete "$id" >/dev/null 2>&1 || true
+	echo "$sum"
+}
+# descendants PID SKIP: the descendants of PID, leaving out SKIP's subtree.
+descendants() {
+	local c
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		[ "$c" = "$2" ] && continue
+		echo "$c"
+		descendants "$c" "$2"
+	done
+}
 
 echo "P1: ctr run --rm /bin/true, $pairs alternating pairs (plus one warm-up each)"
 run_once io.containerd.runc.v2 warm-r >/dev/null
@@ -42,9 +85,39 @@ for i in $(seq 1 "$pairs"); do
 done
 gm=$(printf '%s\n' "${g[@]}" | median)
 rm_=$(printf '%s\n' "${r[@]}" | median)
-p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(awk -v a="$gm" -v b="$rm_" 'BEGIN{printf "%.3f", a/b}') (target <= 1.05)"
+p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(ratio "$gm" "$rm_") (target <= 1.05); $pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread); runc.v2 $(printf '%s\n' "${r[@]}" | spread)"
 echo "$p1"
-gensee_daemon_stop "$dir" demo
+
+echo "P1a: ctr run --rm /bin/true, 1024 allow_exact tuples vs deny_all, $pairs alternating pairs"
+run_once io.containerd.gensee.v2 warm-a demo-allow >/dev/null
+a=() d=()
+for i in $(seq 1 "$pairs"); do
+	if [ $((i % 2)) = 0 ]; then
+		d+=("$(run_once io.containerd.gensee.v2 d$i)"); a+=("$(run_once io.containerd.gensee.v2 a$i demo-allow)")
+	else
+		a+=("$(run_once io.containerd.gensee.v2 a$i demo-allow)"); d+=("$(run_once io.containerd.gensee.v2 d$i)")
+	fi
+done
+am=$(printf '%s\n' "${a[@]}" | median)
+dm=$(printf '%s\n' "${d[@]}" | median)
+p1a="P1a ctr run --rm, 1024 allow tuples: median ${am} ms, deny_all median ${dm} ms, ratio $(ratio "$am" "$dm"); vs runc.v2 $(ratio "$am" "$rm_"); $pairs pairs; allow $(printf '%s\n' "${a[@]}" | spread)"
+echo "$p1a"
+
+p5pairs=${P5_PAIRS:-5}
+echo "P5: memory of one sleeping container, $p5pairs alternating pairs"
+g=() r=()
+for i in $(seq 1 "$p5pairs"); do
+	if [ $((i % 2)) = 0 ]; then
+		r+=("$(rss_kib io.containerd.runc.v2 mr$i)"); g+=("$(rss_kib io.containerd.gensee.v2 mg$i)")
+	else
+		g+=("$(rss_kib io.containerd.gensee.v2 mg$i)"); r+=("$(rss_kib io.containerd.runc.v2 mr$i)")
+	fi
+done
+gm=$(printf '%s\n' "${g[@]}" | median)
+rm_=$(printf '%s\n' "${r[@]}" | median)
+p5="P5 sleeping container, VmRSS of the runtime's processes: gensee median $((${gm%.*} / 1024)) MiB (${gm} KiB), runc.v2 median $((${rm_%.*} / 1024)) MiB (${rm_} KiB), ratio $(ratio "$gm" "$rm_") (target <= 1.3); $p5pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread) KiB"
+echo "$p5"
+gensee_daemon_stop "$dir" demo demo-allow
 
 cd "$gensee_top"
 echo "P2: allow_exact install vs nft -f"
@@ -56,4 +129,4 @@ echo "$p34"
 
 echo
 echo "== summary"
-printf '%s\n' "$p1" "$p2" "$p34"
+printf '%s\n' "$p1" "$p1a" "$p5" "$p2" "$p34"
