@@ -42,5 +42,9 @@ bench: deps build ## benchmarks against their peers (root); prints ratios
 demo: deps build ## a private containerd running one admitted and one refused container (root)
 	./hack/demo.sh
 
+.PHONY: conformance
+conformance: deps build ## critest with the runc and the gensee handlers; the specs that differ (root)
+	./hack/conformance.sh
+
 clean:
 	rm -rf $(BIN)
