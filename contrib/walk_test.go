@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,10 +111,47 @@ func checkJSON(b []byte) error {
 		_, err = spec.ParseEnvelope(b)
 	case probe["network"] != nil && probe["id"] != nil:
 		_, err = spec.ParseContract(b)
+	case probe["hook"] != nil && probe["stages"] != nil:
+		err = checkOCIHook(b)
 	default:
 		return errors.New("not a gensee document (catalog, contract, inference, observation or envelope): no check applies")
 	}
 	return err
+}
+
+// checkOCIHook checks an oci-hooks(5) 1.0.0 document strictly: known
+// fields only, an absolute hook path, known stages.
+func checkOCIHook(b []byte) error {
+	var h struct {
+		Version string `json:"version"`
+		Hook    struct {
+			Path    string   `json:"path"`
+			Args    []string `json:"args"`
+			Env     []string `json:"env"`
+			Timeout *int     `json:"timeout"`
+		} `json:"hook"`
+		When struct {
+			Always        *bool             `json:"always"`
+			Annotations   map[string]string `json:"annotations"`
+			Commands      []string          `json:"commands"`
+			HasBindMounts *bool             `json:"hasBindMounts"`
+		} `json:"when"`
+		Stages []string `json:"stages"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&h); err != nil {
+		return fmt.Errorf("oci-hooks document: %w", err)
+	}
+	if h.Version != "1.0.0" || !filepath.IsAbs(h.Hook.Path) || len(h.Stages) == 0 {
+		return fmt.Errorf("oci-hooks document: version %q, hook.path %q, stages %v: want 1.0.0, an absolute path and stages", h.Version, h.Hook.Path, h.Stages)
+	}
+	for _, st := range h.Stages {
+		if !slices.Contains([]string{"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"}, st) {
+			return fmt.Errorf("oci-hooks document: stage %q is not an OCI hook stage", st)
+		}
+	}
+	return nil
 }
 
 // objects returns every Kubernetes object of the kit by "Kind/namespace/name".
