@@ -71,7 +71,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, errgrpc.ToGRPC(err)
 	}
 	if uns.path != "" {
-		if err := checkJoinedUserns(uns.path); err != nil {
+		if err := checkJoinedUserns(uns.path, oci.Linux.UIDMappings); err != nil {
 			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 		}
 	}

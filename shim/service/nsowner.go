@@ -3,6 +3,8 @@ package service
 import (
 	"os"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/nsfile"
@@ -51,11 +53,15 @@ func checkJoinedNetns(path string, u userns) (nsID, error) {
 	return nsIDOf(f)
 }
 
-// checkJoinedUserns refuses a user namespace joined by path unless host
-// root made it directly below the initial one: a user namespace an
-// unprivileged host user made is that user's, who holds every capability
-// in it — over the netns it owns too — whatever the container's sets say.
-func checkJoinedUserns(path string) error {
+// checkJoinedUserns refuses a user namespace joined by path unless it sits
+// directly below the initial one and was made by host root or by the
+// container's own mapped root: a user namespace an unprivileged host user
+// made is that user's, who holds every capability in it — over the netns
+// it owns too — whatever the container's sets say. containerd's CRI makes
+// a pod's user namespace with the effective uid its root maps to (a uid
+// from the kubelet's range, above the first 65536 host ids), so that
+// owner is accepted when the spec maps container root to it.
+func checkJoinedUserns(path string, mappings []specs.LinuxIDMapping) error {
 	f, err := openNamespace(path, unix.CLONE_NEWUSER)
 	if err != nil {
 		return refuse("userns_path", "linux.namespaces user path %q: %v; join a user namespace file", path, err)
@@ -76,8 +82,22 @@ func checkJoinedUserns(path string) error {
 		return refuse("userns_path", "linux.namespaces user path %q: parent: %v", path, err)
 	}
 	want, err := nsIDOfPath("/proc/self/ns/user")
-	if err != nil || got != want || uid != 0 {
+	if err != nil || got != want || (uid != 0 && (uid < podUIDMin || uid != mappedRoot(mappings))) {
 		return refuse("userns_foreign_owner", "linux.namespaces user path %q was made by uid %d, or below another user namespace than the host's: its maker holds every capability there, over the network namespace it owns too; join a user namespace host root made (a pod's)", path, uid)
 	}
 	return nil
+}
+
+// podUIDMin is the lowest host uid a pod's user namespace may be owned by
+// (below it live the host's own users).
+const podUIDMin = 65536
+
+// mappedRoot is the host uid container root maps to, or 0 when unmapped.
+func mappedRoot(ms []specs.LinuxIDMapping) uint32 {
+	for _, m := range ms {
+		if m.ContainerID == 0 && m.Size > 0 {
+			return m.HostID
+		}
+	}
+	return 0
 }
