@@ -216,7 +216,7 @@ func TestDenialLoop(t *testing.T) {
 	if _, code := e.run("it-evallow", "loops", netns, "/bin/sh", "-c", twoLoops); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if got := countKind(e.events("it-evallow", "loops"), spec.EventHintLoop, ""); got != 2 {
-		t.Fatalf("%d hint_loop events with an allowed flow between two loops, want 2", got)
+	if evs := e.events("it-evallow", "loops"); countKind(evs, spec.EventHintLoop, "") != 2 {
+		t.Fatalf("%d hint_loop events with an allowed flow between two loops, want 2: %+v", countKind(evs, spec.EventHintLoop, ""), evs)
 	}
 }

@@ -33,7 +33,10 @@ func NewCounterPoller(netnsFD int, p *netpolicy.Plan) *CounterPoller {
 }
 
 // Run polls until ctx is done (then it returns nil), calling report on its
-// goroutine when a counter grew. The first read is the baseline.
+// goroutine when a counter grew. The baseline is zero: the table is new
+// when its operation's sensors start, so packets counted before the first
+// read (an allowed flow in the workload's first milliseconds, while the
+// sensors were still starting) are growth too, never hidden in a baseline.
 func (p *CounterPoller) Run(ctx context.Context, report func(CounterMove)) error {
 	interval := p.Interval
 	if interval <= 0 {
@@ -41,7 +44,7 @@ func (p *CounterPoller) Run(ctx context.Context, report func(CounterMove)) error
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var last *netpolicy.Counters
+	last := &netpolicy.Counters{}
 	for {
 		c, err := p.read(ctx)
 		switch {
@@ -49,8 +52,6 @@ func (p *CounterPoller) Run(ctx context.Context, report func(CounterMove)) error
 			if ctx.Err() == nil && p.OnError != nil {
 				p.OnError(err)
 			}
-		case last == nil:
-			last = &c
 		default:
 			m := CounterMove{At: p.now(), Allowed: grew(last.Allowed, c.Allowed), Denied: grew(last.Denied, c.Denied), Counters: c}
 			if m.Allowed.Packets > 0 || m.Denied.Packets > 0 {
