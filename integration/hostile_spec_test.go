@@ -456,3 +456,26 @@ func TestUserNamespaceContainer(t *testing.T) {
 		t.Fatalf("private netns owned by the container's user namespace (want a dropped SYN): %v\n%s", err, out)
 	}
 }
+
+// TestManifestVerifyRaisesProductMismatch: a staged product changed after
+// the gate is found by `gensee manifest verify`, which exits 1 and raises
+// product_mismatch and attention on the operation.
+func TestManifestVerifyRaisesProductMismatch(t *testing.T) {
+	e := startEnv(t, hostileCatalog())
+	script := "mkdir -p /workspace/out && echo '{\"ok\":true}' > /workspace/out/result.json"
+	if out, code := e.run("it-hgate", "tampered", nil, "/bin/sh", "-c", script); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	must(t, os.WriteFile(e.stagedPath("it-hgate", "tampered", "out/result.json"), []byte("{\"ok\":false}\n"), 0o644))
+	out, err := exec.Command(filepath.Join(e.bin, "gensee"), "manifest", "verify", "--config", e.cfgPath,
+		"--container", "tampered", "--namespace", "it-hgate").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("manifest verify of a tampered product: %v, want exit 1\n%s", err, out)
+	}
+	if n := countKind(e.events("it-hgate", "tampered"), spec.EventProductMismatch, ""); n == 0 {
+		t.Fatalf("no product_mismatch event after verify:\n%s", out)
+	}
+	if a, ok := e.attention("it-hgate", "tampered"); !ok || len(a.Findings) == 0 || a.Findings[0].Signature != "product_mismatch" {
+		t.Fatalf("attention %+v (set %v), want product_mismatch", a, ok)
+	}
+}
