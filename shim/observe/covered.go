@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -70,8 +71,17 @@ func CheckMountsCover(rootfs string, config *specs.Spec) error {
 	// What runs with it: its ELF interpreter or #! interpreter, and the
 	// dynamic loader's configuration; library directories are trees: a
 	// mount anywhere in them replaces what the executable loads.
-	paths = append(paths, loaders...)
+	for _, l := range loaders {
+		paths = append(paths, l)
+		if lf, err := openInRoot(root, l, unix.O_PATH); err == nil {
+			if r, err := inRootPath(root, lf); err == nil {
+				paths = append(paths, r) // /bin/sh -> /usr/bin/dash
+			}
+			lf.Close()
+		}
+	}
 	paths = append(paths, "/etc/ld.so.preload", "/etc/ld.so.cache")
+	trees := append(slices.Clone(libraryTrees), loaderEnvPaths(p.Env)...)
 	for i, m := range config.Mounts {
 		for _, d := range mountDests(root, m.Destination) {
 			for _, q := range paths {
@@ -79,7 +89,7 @@ func CheckMountsCover(rootfs string, config *specs.Spec) error {
 					return &CoveredError{Mount: i, Dest: m.Destination, Executable: real}
 				}
 			}
-			for _, lib := range libraryTrees {
+			for _, lib := range trees {
 				if d == lib || strings.HasPrefix(d, lib+"/") || strings.HasPrefix(lib, d+"/") {
 					return &CoveredError{Mount: i, Dest: m.Destination, Executable: real}
 				}
@@ -87,6 +97,25 @@ func CheckMountsCover(rootfs string, config *specs.Spec) error {
 		}
 	}
 	return nil
+}
+
+// loaderEnvPaths are the paths the dynamic loader takes from the
+// environment (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT): a mount there
+// replaces what the executable loads.
+func loaderEnvPaths(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || (k != "LD_PRELOAD" && k != "LD_LIBRARY_PATH" && k != "LD_AUDIT") {
+			continue
+		}
+		for _, p := range strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ' ' }) {
+			if path.IsAbs(p) {
+				out = append(out, path.Clean(p))
+			}
+		}
+	}
+	return out
 }
 
 // libraryTrees are where the dynamic loader looks for libraries.

@@ -20,6 +20,9 @@ func coverRootfs(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(root, "usr/bin/tool"), []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(root, "usr/bin/true"), []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink("usr/bin", filepath.Join(root, "bin")); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +54,9 @@ func TestCheckMountsCover(t *testing.T) {
 		{"mount on the script's interpreter", []string{"/usr/bin/tool"}, nil, "/bin/true", true},
 		{"mount in a library directory", []string{"/usr/bin/tool"}, nil, "/usr/lib/x86_64-linux-gnu/libc.so.6", true},
 		{"mount over the preload list", []string{"/usr/bin/tool"}, nil, "/etc/ld.so.preload", true},
+		{"mount over the interpreter's resolved path", []string{"/usr/bin/tool"}, nil, "/usr/bin/true", true},
+		{"mount under LD_LIBRARY_PATH", []string{"/usr/bin/tool"}, []string{"LD_LIBRARY_PATH=/opt/libs"}, "/opt/libs", true},
+		{"mount under LD_PRELOAD's library", []string{"/usr/bin/tool"}, []string{"LD_PRELOAD=/data/x.so"}, "/data", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &specs.Spec{Process: &specs.Process{Args: tc.args, Env: tc.env, Cwd: "/"},

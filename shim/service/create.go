@@ -70,8 +70,14 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}
+	var wantUserns nsID
 	if uns.path != "" {
-		if err := checkJoinedUserns(uns.path, oci.Linux.UIDMappings); err != nil {
+		if ns != CRINamespace {
+			// Only a pod's user namespace (CRI pins it) may be joined;
+			// elsewhere runc makes the container its own.
+			return nil, s.refused(ctx, cfg, ns, r.ID, refuse("userns_path", "linux.namespaces user path %q: only CRI's pods join a user namespace by path; let runc make the container its own (drop the path)", uns.path).(*refusedError))
+		}
+		if wantUserns, err = checkJoinedUserns(uns.path, oci.Linux.UIDMappings); err != nil {
 			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 		}
 	}
@@ -132,7 +138,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
-	op.wantNetns, op.userns = wantNetns, uns.has
+	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = wantNetns, uns.has, wantUserns, oci.Linux.UIDMappings
 	op.admission.UserNamespace = uns.has
 	recorded := op.persist()
 	if err := writeSpec(r.Bundle, oci); err != nil {

@@ -102,6 +102,27 @@ func (op *operation) checkNetns(f *os.File) error {
 			return fmt.Errorf("the init joined another network namespace than the one admitted (%s)", op.admission.NetnsPath)
 		}
 	}
+	if op.userns {
+		// The user namespace the init is really in: the one admitted when
+		// joined by path (a path swapped since names another), and in any
+		// case one host root (or the pod's mapped root) made below the
+		// host's — runc's own, or the pod's.
+		uf, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", op.initPID))
+		if err != nil {
+			return fmt.Errorf("open the init's user namespace: %w", err)
+		}
+		id, err := nsIDOf(uf)
+		if err == nil && op.wantUserns != (nsID{}) && id != op.wantUserns {
+			err = fmt.Errorf("the init joined another user namespace than the one admitted")
+		}
+		if err == nil {
+			err = usernsOwnedForContainer(uf, op.uidMappings)
+		}
+		uf.Close()
+		if err != nil {
+			return fmt.Errorf("the init's user namespace: %w", err)
+		}
+	}
 	ok, err := ownedByInitialUserns(f)
 	if err != nil {
 		return err

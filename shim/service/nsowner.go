@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"os"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -61,29 +62,39 @@ func checkJoinedNetns(path string, u userns) (nsID, error) {
 // a pod's user namespace with the effective uid its root maps to (a uid
 // from the kubelet's range, above the first 65536 host ids), so that
 // owner is accepted when the spec maps container root to it.
-func checkJoinedUserns(path string, mappings []specs.LinuxIDMapping) error {
+func checkJoinedUserns(path string, mappings []specs.LinuxIDMapping) (nsID, error) {
 	f, err := openNamespace(path, unix.CLONE_NEWUSER)
 	if err != nil {
-		return refuse("userns_path", "linux.namespaces user path %q: %v; join a user namespace file", path, err)
+		return nsID{}, refuse("userns_path", "linux.namespaces user path %q: %v; join a user namespace file", path, err)
 	}
 	defer f.Close()
+	if err := usernsOwnedForContainer(f, mappings); err != nil {
+		return nsID{}, refuse("userns_foreign_owner", "linux.namespaces user path %q: %v; join a user namespace host root made (a pod's)", path, err)
+	}
+	return nsIDOf(f)
+}
+
+// usernsOwnedForContainer is checkJoinedUserns's rule on an open user
+// namespace: directly below the initial one, owned by root or by the
+// container's mapped root (>= podUIDMin).
+func usernsOwnedForContainer(f *os.File, mappings []specs.LinuxIDMapping) error {
 	uid, err := unix.IoctlGetUint32(int(f.Fd()), unix.NS_GET_OWNER_UID)
 	if err != nil {
-		return refuse("userns_path", "linux.namespaces user path %q: owner: %v", path, err)
+		return fmt.Errorf("owner: %w", err)
 	}
 	pfd, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_PARENT)
 	if err != nil {
-		return refuse("userns_path", "linux.namespaces user path %q: parent: %v", path, err)
+		return fmt.Errorf("parent: %w", err)
 	}
 	parent := os.NewFile(uintptr(pfd), "parent userns")
 	defer parent.Close()
 	got, err := nsIDOf(parent)
 	if err != nil {
-		return refuse("userns_path", "linux.namespaces user path %q: parent: %v", path, err)
+		return fmt.Errorf("parent: %w", err)
 	}
 	want, err := nsIDOfPath("/proc/self/ns/user")
 	if err != nil || got != want || (uid != 0 && (uid < podUIDMin || uid != mappedRoot(mappings))) {
-		return refuse("userns_foreign_owner", "linux.namespaces user path %q was made by uid %d, or below another user namespace than the host's: its maker holds every capability there, over the network namespace it owns too; join a user namespace host root made (a pod's)", path, uid)
+		return fmt.Errorf("it was made by uid %d, or below another user namespace than the host's: its maker holds every capability there, over the network namespace it owns too", uid)
 	}
 	return nil
 }

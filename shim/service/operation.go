@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/containerd/log"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/events"
@@ -62,7 +63,9 @@ type operation struct {
 	mon         *monitor.Monitor // set by bind; nil before
 	wantNetns   nsID             // a joined netns as checked at admission; zero otherwise
 	userns      bool             // the container has a user namespace
-	initPID     int              // set by bind
+	wantUserns  nsID             // a joined user namespace as checked at admission; zero otherwise
+	uidMappings []specs.LinuxIDMapping
+	initPID     int // set by bind
 
 	mu          sync.Mutex
 	state       opState  // guarded by mu

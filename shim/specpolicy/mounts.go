@@ -98,7 +98,10 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		if fs == "cgroup" || fs == "cgroup2" || under(src, "/sys/fs/cgroup") || (recursive && under("/sys/fs/cgroup", src)) {
 			cgroupMount = m.Destination
 		}
-		if err := checkSockets(src, fs, field, op); err != nil {
+		if err := checkSockets(src, fs, field, recursive, subs, op); err != nil {
+			return "", err
+		}
+		if err := checkPropagation(m, field); err != nil {
 			return "", err
 		}
 		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src, op.SandboxID) && !underAny(src, op.WritableBindRoots) {
@@ -199,13 +202,44 @@ func isCRISandboxFile(src, sandboxID string) bool {
 	return false
 }
 
+// checkPropagation refuses shared or slave propagation on a bind: a mount
+// the host makes later beneath the source (a tmpfs with a socket, a user's
+// runtime dir at login) would appear in the container, past every check.
+func checkPropagation(m specs.Mount, field string) error {
+	for _, o := range m.Options {
+		switch o {
+		case "shared", "rshared", "slave", "rslave":
+			return refuse(RuleMountPropagation, field,
+				"the spec binds %s with %s propagation: mounts the host makes beneath it later would reach the container unchecked; use private (no mountPropagation: HostToContainer or Bidirectional)", m.Source, o)
+		}
+	}
+	return nil
+}
+
+// privateBinds makes every bind that names no propagation rprivate: runc
+// makes the rootfs rslave by default, and a bind then inherits the host's
+// mount events beneath its source.
+func privateBinds(ms []specs.Mount) {
+	for i := range ms {
+		if bind, _ := bindKind(ms[i]); bind && !slices.ContainsFunc(ms[i].Options, func(o string) bool { return o == "private" || o == "rprivate" }) {
+			ms[i].Options = append(ms[i].Options, "rprivate")
+		}
+	}
+}
+
 // checkSockets refuses a bind whose source is, or holds, a unix socket:
 // connect(2) works through a read-only mount, so it would be a channel to
 // whatever listens there (systemd, dbus, a runtime), outside the cgroup
 // and the table, in any netns. Kernel filesystem trees hold none; the
 // operator's writable and readable roots and allowed runtime files are
 // vouched for.
-func checkSockets(src, fs, field string, op Operator) error {
+func checkSockets(src, fs, field string, recursive bool, subs []string, op Operator) error {
+	if op.SocketFinder != nil && fs == "" && recursive && len(subs) > 0 && !underAny(src, op.WritableBindRoots) && !underAny(src, op.ReadableBindRoots) {
+		// The scan stays on the source's own filesystem; what an rbind
+		// carries from other mounts (a tmpfs holding a socket) it cannot see.
+		return refuse(RuleBindSocket, field,
+			"the spec binds %s recursively, carrying %d other mount(s) the runtime does not scan for unix sockets; bind it without rbind, bind each mount on its own, or have the operator list it in readable_bind_roots", src, len(subs))
+	}
 	if op.SocketFinder == nil || fs != "" || isCRISandboxFile(src, op.SandboxID) ||
 		slices.Contains(op.AllowedRuntimeFiles, src) || underAny(src, op.WritableBindRoots) || underAny(src, op.ReadableBindRoots) {
 		return nil

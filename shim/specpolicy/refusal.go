@@ -33,4 +33,5 @@ const (
 	RuleWritableHostPath    = "writable_host_path"
 	RuleRootPath            = "root_path"
 	RuleBindSocket          = "bind_socket"
+	RuleMountPropagation    = "mount_propagation"
 )

@@ -61,6 +61,7 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 		res.Notes = append(res.Notes, "process.capabilities: absent (runc would keep every capability); set to the default set")
 	}
 	res.CapabilitiesRemoved = dropNetRaw(s.Process)
+	privateBinds(s.Mounts)
 	if s.Linux == nil {
 		s.Linux = &specs.Linux{}
 	}

@@ -33,6 +33,7 @@ func stripNarrowing(s *specs.Spec) {
 	if s.Linux != nil {
 		s.Linux.Seccomp = nil
 	}
+	privateBinds(s.Mounts) // idempotent: the original gains what admission adds
 }
 
 func TestDefaultSpecsAdmitted(t *testing.T) {
@@ -469,5 +470,42 @@ func TestOtherPodsSandboxFilesRefused(t *testing.T) {
 	s := criContainerSpec(t)
 	if _, err := CheckSpec(s, Grants{}, Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}, SandboxID: "another-pod"}); err == nil {
 		t.Fatal("binds of another sandbox's hosts/resolv.conf/shm admitted")
+	}
+}
+
+func TestBindPropagation(t *testing.T) {
+	for _, o := range []string{"rslave", "shared", "rshared", "slave"} {
+		s := ctrDefaultSpec(t)
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/srv/x", Options: []string{"bind", "ro", o}})
+		_, err := CheckSpec(s, Grants{}, Operator{})
+		var r *Refusal
+		if !errors.As(err, &r) || r.Rule != RuleMountPropagation {
+			t.Errorf("%s: %v, want mount_propagation", o, err)
+		}
+	}
+	s := ctrDefaultSpec(t)
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/srv/x", Options: []string{"bind", "ro"}})
+	if _, err := CheckSpec(s, Grants{}, Operator{}); err != nil {
+		t.Fatal(err)
+	}
+	if o := s.Mounts[len(s.Mounts)-1].Options; !slices.Contains(o, "rprivate") {
+		t.Errorf("bind options %v: want rprivate added", o)
+	}
+}
+
+func TestRbindCarryingOtherMounts(t *testing.T) {
+	op := Operator{SocketFinder: func(string) (string, error) { return "", nil },
+		Submounts: func(p string) []string {
+			if p == "/srv/outer" {
+				return []string{"tmpfs"}
+			}
+			return nil
+		}}
+	s := ctrDefaultSpec(t)
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/srv/outer", Options: []string{"rbind", "rro"}})
+	_, err := CheckSpec(s, Grants{}, op)
+	var r *Refusal
+	if !errors.As(err, &r) || r.Rule != RuleBindSocket {
+		t.Fatalf("rbind carrying a tmpfs: %v, want bind_socket", err)
 	}
 }
