@@ -222,10 +222,7 @@ func decide(cfg config.Config, oci *specs.Spec, obs spec.Observation, now time.T
 		return nil, refuse(ReasonObservation, "", "digest observation: %v", err)
 	}
 	return &admissionRecord{Namespace: Namespace, CreatedAt: now.UTC(), Facts: factsRecord{Runtime: f.Runtime},
-		Selector: d.Selector, ContractID: d.ContractID, ContractDigest: d.ContractDigest, Contract: *d.Contract,
-		SafeDefault: d.SafeDefault, FallbackFrom: string(d.FallbackFrom), Inference: d.Inference,
-		CatalogVersion: cat.Version, CatalogDigest: cat.Digest, CatalogExpiresAt: cat.Catalog.ExpiresAt,
-		Observation: obs, ObservationDigest: digest, Deadline: d.Contract.Deadline}, nil
+		Recorded: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest), Deadline: d.Contract.Deadline}, nil
 }
 
 // checkPolicy runs the spec policy on a deep copy of the spec and refuses

@@ -11,24 +11,13 @@ import (
 // admissionRecord is admission.json of a hook operation: why this contract
 // governs this container, and who the container is.
 type admissionRecord struct {
-	OperationID       string                      `json:"operation_id"`
-	Namespace         string                      `json:"namespace"` // "oci-hooks"
-	ContainerID       string                      `json:"container_id"`
-	CreatedAt         time.Time                   `json:"created_at"`
-	Facts             factsRecord                 `json:"facts"`
-	Engine            string                      `json:"engine,omitempty"` // recorded, never matched (EngineOf)
-	Selector          string                      `json:"selector"`
-	ContractID        string                      `json:"contract_id"`
-	ContractDigest    string                      `json:"contract_digest"`
-	Contract          spec.Contract               `json:"contract"`
-	SafeDefault       bool                        `json:"safe_default"`
-	FallbackFrom      string                      `json:"fallback_from,omitempty"`
-	Inference         *admission.InferenceSummary `json:"inference,omitempty"`
-	CatalogVersion    uint64                      `json:"catalog_version"`
-	CatalogDigest     string                      `json:"catalog_digest"`
-	CatalogExpiresAt  time.Time                   `json:"catalog_expires_at"`
-	Observation       spec.Observation            `json:"observation"`
-	ObservationDigest string                      `json:"observation_digest"`
+	OperationID string      `json:"operation_id"`
+	Namespace   string      `json:"namespace"` // "oci-hooks"
+	ContainerID string      `json:"container_id"`
+	CreatedAt   time.Time   `json:"created_at"`
+	Facts       factsRecord `json:"facts"`
+	Engine      string      `json:"engine,omitempty"` // recorded, never matched (EngineOf)
+	admission.Recorded
 	// Seccomp is what the container's own profile was verified to refuse.
 	Seccomp   *spec.SeccompEnforcement `json:"seccomp,omitempty"`
 	Notes     []string                 `json:"notes,omitempty"`

@@ -15,28 +15,17 @@ const Namespace = "host"
 // admissionRecord is admission.json of a host run: why this contract
 // governs this command, and who the command is.
 type admissionRecord struct {
-	OperationID       string                      `json:"operation_id"`
-	Namespace         string                      `json:"namespace"`
-	ContainerID       string                      `json:"container_id"` // the operation id: the index key
-	CreatedAt         time.Time                   `json:"created_at"`
-	Facts             factsRecord                 `json:"facts"`
-	Selector          string                      `json:"selector"`
-	ContractID        string                      `json:"contract_id"`
-	ContractDigest    string                      `json:"contract_digest"`
-	Contract          spec.Contract               `json:"contract"`
-	SafeDefault       bool                        `json:"safe_default"`
-	FallbackFrom      string                      `json:"fallback_from,omitempty"`
-	Inference         *admission.InferenceSummary `json:"inference,omitempty"`
-	CatalogVersion    uint64                      `json:"catalog_version"`
-	CatalogDigest     string                      `json:"catalog_digest"`
-	CatalogExpiresAt  time.Time                   `json:"catalog_expires_at"`
-	Observation       spec.Observation            `json:"observation"`
-	ObservationDigest string                      `json:"observation_digest"`
-	Command           commandRecord               `json:"command"`
-	Netns             string                      `json:"netns"` // always "host"
-	Table             string                      `json:"table,omitempty"`
-	Subject           *spec.Subject               `json:"subject,omitempty"`
-	Deadline          string                      `json:"deadline,omitempty"`
+	OperationID string      `json:"operation_id"`
+	Namespace   string      `json:"namespace"`
+	ContainerID string      `json:"container_id"` // the operation id: the index key
+	CreatedAt   time.Time   `json:"created_at"`
+	Facts       factsRecord `json:"facts"`
+	admission.Recorded
+	Command  commandRecord `json:"command"`
+	Netns    string        `json:"netns"` // always "host"
+	Table    string        `json:"table,omitempty"`
+	Subject  *spec.Subject `json:"subject,omitempty"`
+	Deadline string        `json:"deadline,omitempty"`
 }
 
 type factsRecord struct {

@@ -130,12 +130,9 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *observe.HostExec
 	return &admissionRecord{
 		Namespace: Namespace, CreatedAt: now.UTC(),
 		Facts:    factsRecord{Runtime: Runtime, User: cmd.User.Name, UID: cmd.User.UID},
-		Selector: d.Selector, ContractID: d.ContractID, ContractDigest: d.ContractDigest, Contract: *d.Contract,
-		SafeDefault: d.SafeDefault, FallbackFrom: string(d.FallbackFrom), Inference: d.Inference,
-		CatalogVersion: cat.Version, CatalogDigest: cat.Digest, CatalogExpiresAt: cat.Catalog.ExpiresAt,
-		Observation: obs, ObservationDigest: digest,
-		Command: commandRecord{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Path, Workspace: cmd.Workspace},
-		Netns:   "host", Deadline: d.Contract.Deadline,
+		Recorded: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest),
+		Command:  commandRecord{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Path, Workspace: cmd.Workspace},
+		Netns:    "host", Deadline: d.Contract.Deadline,
 	}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/observe"
@@ -200,11 +201,8 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		SocketFamiliesRefused: pol.Seccomp.FamiliesRefused, SyscallsRefused: pol.Seccomp.SyscallsRefused}
 	rec := &admissionRecord{
 		OperationID: id, Namespace: ns, ContainerID: r.ID, CreatedAt: s.now().UTC(),
-		Facts: recordFacts(adm.facts), Selector: d.Selector,
-		ContractID: d.ContractID, ContractDigest: d.ContractDigest, Contract: *d.Contract,
-		SafeDefault: d.SafeDefault, FallbackFrom: string(d.FallbackFrom), Inference: d.Inference,
-		CatalogVersion: adm.catalog.Version, CatalogDigest: adm.catalog.Digest, CatalogExpiresAt: adm.catalog.Catalog.ExpiresAt,
-		Observation: adm.observation, ObservationDigest: adm.obsDigest,
+		Facts:               recordFacts(adm.facts),
+		Recorded:            admission.Record(d, adm.catalog.Version, adm.catalog.Digest, adm.catalog.Catalog.ExpiresAt, adm.observation, adm.obsDigest),
 		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: string(kind), NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,
 	}

@@ -11,32 +11,21 @@ import (
 // admissionRecord is admission.json: why this contract governs this
 // container, and who the container is.
 type admissionRecord struct {
-	OperationID         string                      `json:"operation_id"`
-	Namespace           string                      `json:"namespace"`
-	ContainerID         string                      `json:"container_id"`
-	CreatedAt           time.Time                   `json:"created_at"`
-	Facts               factsRecord                 `json:"facts"`
-	Selector            string                      `json:"selector"`
-	ContractID          string                      `json:"contract_id"`
-	ContractDigest      string                      `json:"contract_digest"`
-	Contract            spec.Contract               `json:"contract"`
-	SafeDefault         bool                        `json:"safe_default"`
-	FallbackFrom        string                      `json:"fallback_from,omitempty"`
-	Inference           *admission.InferenceSummary `json:"inference,omitempty"`
-	CatalogVersion      uint64                      `json:"catalog_version"`
-	CatalogDigest       string                      `json:"catalog_digest"`
-	CatalogExpiresAt    time.Time                   `json:"catalog_expires_at"`
-	Observation         spec.Observation            `json:"observation"`
-	ObservationDigest   string                      `json:"observation_digest"`
-	CapabilitiesRemoved []string                    `json:"capabilities_removed"`
-	Seccomp             *spec.SeccompEnforcement    `json:"seccomp,omitempty"`
-	Notes               []string                    `json:"notes,omitempty"` // recorded, not refused (e.g. an unconfined LSM profile)
-	Netns               string                      `json:"netns"`
-	UserNamespace       bool                        `json:"user_namespace,omitempty"`
-	NetnsPath           string                      `json:"netns_path,omitempty"`
-	Table               string                      `json:"table,omitempty"`
-	Subject             *subject                    `json:"subject,omitempty"`
-	Deadline            string                      `json:"deadline,omitempty"`
+	OperationID string      `json:"operation_id"`
+	Namespace   string      `json:"namespace"`
+	ContainerID string      `json:"container_id"`
+	CreatedAt   time.Time   `json:"created_at"`
+	Facts       factsRecord `json:"facts"`
+	admission.Recorded
+	CapabilitiesRemoved []string                 `json:"capabilities_removed"`
+	Seccomp             *spec.SeccompEnforcement `json:"seccomp,omitempty"`
+	Notes               []string                 `json:"notes,omitempty"` // recorded, not refused (e.g. an unconfined LSM profile)
+	Netns               string                   `json:"netns"`
+	UserNamespace       bool                     `json:"user_namespace,omitempty"`
+	NetnsPath           string                   `json:"netns_path,omitempty"`
+	Table               string                   `json:"table,omitempty"`
+	Subject             *subject                 `json:"subject,omitempty"`
+	Deadline            string                   `json:"deadline,omitempty"`
 }
 
 // subject identifies the container's init beyond pid reuse.
