@@ -181,6 +181,15 @@ func TestHostileSpecFields(t *testing.T) {
 		{"hostpid", "host_pid", func(s *specs.Spec) {
 			s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.PIDNamespace })
 		}},
+		{"usernspath", "userns_path", func(s *specs.Spec) {
+			// Outside CRI's namespace no user namespace is joined by path.
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace, Path: "/proc/1/ns/user"})
+			s.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
+			s.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
+		}},
+		{"propagation", "mount_propagation", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/opt/p", Type: "bind", Source: filepath.Join(e.dir, "spec-rootfs", "etc"), Options: []string{"bind", "ro", "rslave"}})
+		}},
 		{"nonlocalbind", "sysctl", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.ipv6.ip_nonlocal_bind": "1"} }},
 		{"foreignns", "netns_foreign_userns", func(s *specs.Spec) {
 			for i := range s.Linux.Namespaces {
