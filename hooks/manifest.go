@@ -23,16 +23,10 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	a := op.adm
 	c := a.Contract
 	m := &spec.Manifest{
-		Schema:            spec.SchemaManifest,
-		OperationID:       a.OperationID,
-		Namespace:         Namespace,
-		ContainerID:       a.ContainerID,
-		Contract:          spec.ContractRef{ID: a.ContractID, Digest: a.ContractDigest},
-		CatalogVersion:    a.CatalogVersion,
-		ObservationDigest: a.ObservationDigest,
-		CommandDigest:     a.Observation.CommandDigest,
-		Inference:         spec.InferenceSummary{SafeDefault: a.SafeDefault, Reason: a.FallbackFrom},
-		Deadlines:         spec.Deadlines{Task: c.Deadline, CatalogExpiresAt: a.CatalogExpiresAt, Exceeded: x.deadline},
+		Schema:      spec.SchemaManifest,
+		OperationID: a.OperationID,
+		Namespace:   Namespace,
+		ContainerID: a.ContainerID,
 		Enforcement: spec.Enforcement{
 			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
 				Table: a.Table, Allow: c.Network.Allow, Serve: c.Network.Serve, TableRemoved: x.removed, Status: spec.NetworkEnforced,
@@ -60,18 +54,11 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
 			"poststop never came: the monitor finished the operation on its own after the container's init was gone")
 	}
-	if inf := a.Inference; inf != nil {
-		m.Inference.Analyzer, m.Inference.Model = inf.Analyzer, inf.Model
-		m.Inference.Class, m.Inference.ConfidenceBP = inf.Class, inf.ConfidenceBP
-		m.Deadlines.InferenceExpiresAt = inf.ExpiresAt
-	}
-	if d, err := c.DeadlineDuration(); err == nil && d > 0 && !op.ready.IsZero() {
-		m.Deadlines.TaskExpiresAt = op.ready.Add(d).UTC()
-	}
+	effect.Admission(m, a.Recorded, op.ready)
+	m.Deadlines.Exceeded = x.deadline
 	switch k := x.counters; {
 	case k != nil:
-		m.Observation.Counters = spec.Counters{AllowedPackets: k.Allowed.Packets + k.AllowedOutside.Packets, AllowedBytes: k.Allowed.Bytes + k.AllowedOutside.Bytes,
-			DeniedPackets: k.Denied.Packets + k.DeniedKernel.Packets + k.DeniedOutside.Packets, DeniedBytes: k.Denied.Bytes + k.DeniedKernel.Bytes + k.DeniedOutside.Bytes}
+		m.Observation.Counters = effect.Counters(*k)
 	case x.countErr != nil:
 		m.Observation.Counters.Error = x.countErr.Error()
 	}

@@ -41,12 +41,6 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 		ContainerID: r.id,
 		Host: &spec.HostRun{Runtime: Runtime, User: r.cmd.User.Name, UID: r.cmd.User.UID, GID: r.cmd.User.GID,
 			Workspace: r.cmd.Workspace, Writable: x.writables, NoNewPrivileges: true, Capabilities: []string{}},
-		Contract:          spec.ContractRef{ID: a.ContractID, Digest: a.ContractDigest},
-		CatalogVersion:    a.CatalogVersion,
-		ObservationDigest: a.ObservationDigest,
-		CommandDigest:     a.Observation.CommandDigest,
-		Inference:         spec.InferenceSummary{SafeDefault: a.SafeDefault, Reason: a.FallbackFrom},
-		Deadlines:         spec.Deadlines{Task: c.Deadline, CatalogExpiresAt: a.CatalogExpiresAt, Exceeded: x.deadline},
 		Enforcement: spec.Enforcement{
 			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
 				Table: a.Table, Allow: c.Network.Allow, TableRemoved: x.removed, Status: spec.NetworkEnforced,
@@ -64,18 +58,11 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 		m.Subject = *s
 		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), host netns", s.CgroupPath, s.CgroupID)
 	}
-	if inf := a.Inference; inf != nil {
-		m.Inference.Analyzer, m.Inference.Model = inf.Analyzer, inf.Model
-		m.Inference.Class, m.Inference.ConfidenceBP = inf.Class, inf.ConfidenceBP
-		m.Deadlines.InferenceExpiresAt = inf.ExpiresAt
-	}
-	if d, err := c.DeadlineDuration(); err == nil && d > 0 && !x.started.IsZero() {
-		m.Deadlines.TaskExpiresAt = x.started.Add(d).UTC()
-	}
+	effect.Admission(m, a.Recorded, x.started)
+	m.Deadlines.Exceeded = x.deadline
 	switch k := x.counters; {
 	case k != nil:
-		m.Observation.Counters = spec.Counters{AllowedPackets: k.Allowed.Packets + k.AllowedOutside.Packets, AllowedBytes: k.Allowed.Bytes + k.AllowedOutside.Bytes,
-			DeniedPackets: k.Denied.Packets + k.DeniedKernel.Packets + k.DeniedOutside.Packets, DeniedBytes: k.Denied.Bytes + k.DeniedKernel.Bytes + k.DeniedOutside.Bytes}
+		m.Observation.Counters = effect.Counters(*k)
 	case x.countErr != nil:
 		m.Observation.Counters.Error = x.countErr.Error()
 	}

@@ -34,17 +34,10 @@ type exitFacts struct {
 func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	a := op.admission
 	m := &spec.Manifest{
-		Schema:            spec.SchemaManifest,
-		OperationID:       op.id,
-		Namespace:         op.namespace,
-		ContainerID:       op.containerID,
-		Contract:          spec.ContractRef{ID: a.ContractID, Digest: a.ContractDigest},
-		CatalogVersion:    a.CatalogVersion,
-		ObservationDigest: a.ObservationDigest,
-		CommandDigest:     a.Observation.CommandDigest,
-		Inference:         spec.InferenceSummary{SafeDefault: a.SafeDefault, Reason: a.FallbackFrom},
-		Deadlines: spec.Deadlines{Task: op.contract.Deadline, CatalogExpiresAt: a.CatalogExpiresAt,
-			Exceeded: x.deadline},
+		Schema:      spec.SchemaManifest,
+		OperationID: op.id,
+		Namespace:   op.namespace,
+		ContainerID: op.containerID,
 		Enforcement: spec.Enforcement{Network: spec.NetworkEnforcement{
 			Mechanism: "nftables", Scope: "cgroupv2", Mode: op.contract.Network.Mode,
 			Loopback: op.contract.Network.Loopback, Table: a.Table, Allow: op.contract.Network.Allow,
@@ -76,14 +69,8 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.Seccomp = a.Seccomp
 	}
 	m.Enforcement.ExecNoNewPrivileges = true
-	if inf := a.Inference; inf != nil {
-		m.Inference.Analyzer, m.Inference.Model = inf.Analyzer, inf.Model
-		m.Inference.Class, m.Inference.ConfidenceBP = inf.Class, inf.ConfidenceBP
-		m.Deadlines.InferenceExpiresAt = inf.ExpiresAt
-	}
-	if d, err := op.contract.DeadlineDuration(); err == nil && d > 0 && !x.started.IsZero() {
-		m.Deadlines.TaskExpiresAt = x.started.Add(d).UTC()
-	}
+	effect.Admission(m, a.Recorded, x.started)
+	m.Deadlines.Exceeded = x.deadline
 	if len(a.CapabilitiesRemoved) > 0 {
 		// admission.json names the sets; the manifest names the capability.
 		m.Enforcement.CapabilitiesRemoved = []string{capNetRaw}
@@ -93,8 +80,8 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	}
 	switch c := x.counters; {
 	case c != nil:
-		m.Observation.Counters = spec.Counters{AllowedPackets: c.Allowed.Packets + c.AllowedOutside.Packets, AllowedBytes: c.Allowed.Bytes + c.AllowedOutside.Bytes,
-			DeniedPackets: c.Denied.Packets + c.DeniedKernel.Packets + c.DeniedOutside.Packets, DeniedBytes: c.Denied.Bytes + c.DeniedKernel.Bytes + c.DeniedOutside.Bytes}
+		m.Observation.Counters = effect.Counters(netpolicy.Counters{Allowed: c.Allowed, AllowedOutside: c.AllowedOutside,
+			Denied: c.Denied, DeniedKernel: c.DeniedKernel, DeniedOutside: c.DeniedOutside})
 	case x.countErr != "":
 		m.Observation.Counters.Error = x.countErr
 	case a.Table != "":
