@@ -10,14 +10,33 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
-// maxExecSpec bounds the exec process spec the shim decodes.
-const maxExecSpec = 1 << 20
+// maxRequestSpec bounds the JSON document (an exec's process spec, an
+// update's resources) the shim decodes from a request.
+const maxRequestSpec = 1 << 20
+
+// decodeForOperation finds the admitted operation of container id and
+// decodes a request's JSON document a (what, for messages) into v, for a
+// verb ("exec", "update") the shim admits before runc sees it.
+func (s *service) decodeForOperation(id, verb, what string, a *anypb.Any, v any) (*operation, error) {
+	op := s.get(id)
+	if op == nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: %s refused: container %s has no admitted operation in this shim; recreate the task", verb, id)
+	}
+	if a == nil || len(a.GetValue()) > maxRequestSpec {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %s refused: %s is missing or larger than %d bytes", verb, what, maxRequestSpec)
+	}
+	if err := json.Unmarshal(a.GetValue(), v); err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %s refused: decode %s: %v", verb, what, err)
+	}
+	return op, nil
+}
 
 // Exec admits an exec'd process under the same capability policy as the
 // init before runc runs it: ctr, CRI Exec, kubectl exec and exec probes
@@ -27,16 +46,10 @@ const maxExecSpec = 1 << 20
 // as at Create, and no_new_privs is forced. The process joins the
 // container's cgroup (runc exec) and is drained at exit with the rest.
 func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emptypb.Empty, error) {
-	op := s.get(r.ID)
-	if op == nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: exec refused: container %s has no admitted operation in this shim; recreate the task", r.ID)
-	}
-	if r.Spec == nil || len(r.Spec.GetValue()) > maxExecSpec {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: exec refused: the exec process spec is missing or larger than %d bytes", maxExecSpec)
-	}
 	var p specs.Process
-	if err := json.Unmarshal(r.Spec.GetValue(), &p); err != nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: exec refused: decode the exec process spec: %v", err)
+	op, err := s.decodeForOperation(r.ID, "exec", "the exec process spec", r.Spec, &p)
+	if err != nil {
+		return nil, err
 	}
 	removed, err := specpolicy.CheckProcess(&p, specpolicy.Grants{Capabilities: op.contract.Capabilities})
 	if err != nil {

@@ -18,16 +18,10 @@ import (
 // UpdateContainerResources) under the rules Create applied to
 // linux.resources, and passes on exactly what was checked.
 func (s *service) Update(ctx context.Context, r *taskAPI.UpdateTaskRequest) (*emptypb.Empty, error) {
-	op := s.get(r.ID)
-	if op == nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: update refused: container %s has no admitted operation in this shim", r.ID)
-	}
-	if r.Resources == nil || len(r.Resources.GetValue()) > maxExecSpec {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: update refused: resources missing or larger than %d bytes", maxExecSpec)
-	}
 	var res specs.LinuxResources
-	if err := json.Unmarshal(r.Resources.GetValue(), &res); err != nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: update refused: decode resources: %v", err)
+	op, err := s.decodeForOperation(r.ID, "update", "the resources", r.Resources, &res)
+	if err != nil {
+		return nil, err
 	}
 	if err := specpolicy.CheckResources(&res, "resources"); err != nil {
 		var rf *specpolicy.Refusal
