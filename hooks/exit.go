@@ -120,7 +120,7 @@ func (op *operation) runGate(ctx context.Context) (res *gate.Result, ran bool, e
 func (op *operation) removeTable(ctx context.Context) string {
 	how := "with_netns"
 	if op.adm.Netns != netnsPrivate {
-		if err := removeTableIn(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
+		if err := netpolicy.RemoveIfPresent(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
 			op.log.WithError(err).Error("remove network table")
 			return ""
 		}

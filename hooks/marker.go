@@ -123,7 +123,7 @@ func removeOrphan(ctx context.Context, stateDir string, m marker) error {
 	}
 	if f != nil {
 		defer f.Close()
-		if err := removeTableIn(ctx, int(f.Fd()), m.Table); err != nil {
+		if err := netpolicy.RemoveIfPresent(ctx, int(f.Fd()), m.Table); err != nil {
 			return err
 		}
 	}
@@ -133,19 +133,5 @@ func removeOrphan(ctx context.Context, stateDir string, m marker) error {
 		}
 	}
 	removeMarker(stateDir, m.OperationID)
-	return nil
-}
-
-// removeTableIn deletes table name from the netns fd names, if it is there.
-func removeTableIn(ctx context.Context, netnsFD int, name string) error {
-	names, err := netpolicy.List(ctx, netnsFD)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
-	}
-	for _, n := range names {
-		if n == name {
-			return netpolicy.Remove(ctx, netnsFD, name)
-		}
-	}
 	return nil
 }

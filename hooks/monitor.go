@@ -233,7 +233,7 @@ func (op *operation) undo(ctx context.Context) {
 	}
 	removed := true
 	if op.plan != nil && op.netns != nil {
-		if err := removeTableIn(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
+		if err := netpolicy.RemoveIfPresent(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
 			op.log.WithError(err).Error("remove network table")
 			removed = false
 		}

@@ -51,7 +51,7 @@ func (r *run) undo(ctx context.Context, h *held) {
 		h.mon = nil
 	}
 	if h.plan != nil && h.netns != nil {
-		if err := removeTableIn(ctx, int(h.netns.Fd()), h.plan.Table); err != nil {
+		if err := netpolicy.RemoveIfPresent(ctx, int(h.netns.Fd()), h.plan.Table); err != nil {
 			r.log.WithError(err).Error("remove network table")
 		} else {
 			h.plan = nil

@@ -125,19 +125,5 @@ func removeTable(ctx context.Context, name string) error {
 		return err
 	}
 	defer f.Close()
-	return removeTableIn(ctx, int(f.Fd()), name)
-}
-
-// removeTableIn deletes table name from the netns fd names, if it is there.
-func removeTableIn(ctx context.Context, netnsFD int, name string) error {
-	names, err := netpolicy.List(ctx, netnsFD)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
-	}
-	for _, n := range names {
-		if n == name {
-			return netpolicy.Remove(ctx, netnsFD, name)
-		}
-	}
-	return nil
+	return netpolicy.RemoveIfPresent(ctx, int(f.Fd()), name)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/nftables/expr"
 )
@@ -59,6 +60,20 @@ func Remove(ctx context.Context, netnsFD int, name string) error {
 		return fmt.Errorf("remove table %s: %w", name, err)
 	}
 	return nil
+}
+
+// RemoveIfPresent deletes table name from the netns netnsFD refers to when
+// it is there, and does nothing when it is not (a cleanup that may run
+// after the table went with its netns, or twice).
+func RemoveIfPresent(ctx context.Context, netnsFD int, name string) error {
+	names, err := List(ctx, netnsFD)
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	if !slices.Contains(names, name) {
+		return nil
+	}
+	return Remove(ctx, netnsFD, name)
 }
 
 // List returns the names of the gensee tables (inet gensee_*) in the
