@@ -113,13 +113,15 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 	}
-	if err := checkRoot(r, oci, hostPolicy(cfg)); err != nil {
+	// The host facts (the mount table among them) are read once for both
+	// the root and the spec checks.
+	host := hostPolicy(cfg)
+	if err := checkRoot(r, oci, host); err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 	}
 	if n := privateCgroupns(oci); n != "" {
 		notes = append(notes, n)
 	}
-	host := hostPolicy(cfg)
 	if ns == CRINamespace {
 		// CRI's own annotation, set after the pass-through ones; only in
 		// CRI's namespace, where only CRI creates containers.
