@@ -1,7 +1,9 @@
 package record
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -10,7 +12,7 @@ import (
 // directory: write, fsync, rename, fsync the directory. Readers see the old
 // file or the new one, never a torn write.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	return writeFile(path, data, mode, true)
+	return writeFile(path, bytes.NewReader(data), mode, true)
 }
 
 // ReplaceFile is WriteFileAtomic without the fsyncs: readers still see the
@@ -20,10 +22,12 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 // loss only keeps a record longer (the cleaned marker). Each fsync costs a
 // journal commit (~1-2 ms) on the container's start or delete path.
 func ReplaceFile(path string, data []byte, mode os.FileMode) error {
-	return writeFile(path, data, mode, false)
+	return writeFile(path, bytes.NewReader(data), mode, false)
 }
 
-func writeFile(path string, data []byte, mode os.FileMode, durable bool) (retErr error) {
+// writeFile writes what r yields to a temporary file beside path and renames
+// it over path; durable fsyncs the file and then the directory.
+func writeFile(path string, r io.Reader, mode os.FileMode, durable bool) (retErr error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -38,7 +42,7 @@ func writeFile(path string, data []byte, mode os.FileMode, durable bool) (retErr
 	if err := f.Chmod(mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if durable {

@@ -108,39 +108,8 @@ func (s Store) TrimRefusals(cut func(r io.Reader) (int64, error)) (int64, error)
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("read refusals log: %w", err)
 	}
-	if err := writeFromAtomic(s.RefusalsPath(), f, 0o600); err != nil {
+	if err := writeFile(s.RefusalsPath(), f, 0o600, true); err != nil {
 		return 0, err
 	}
 	return off, nil
-}
-
-// writeFromAtomic is WriteFileAtomic streaming from r.
-func writeFromAtomic(path string, r io.Reader, mode os.FileMode) (retErr error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if retErr != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("rename into %s: %w", path, err)
-	}
-	return SyncDir(dir)
 }
