@@ -40,14 +40,7 @@ func socketPath(stateDir, opID string) string {
 }
 
 func writeMarker(stateDir string, m marker) error {
-	if err := os.MkdirAll(filepath.Join(stateDir, markersDir), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", markersDir, err)
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return record.WriteFileAtomic(markerPath(stateDir, m.OperationID), b, 0o600)
+	return record.Store{Dir: stateDir}.WriteMarker(markersDir, m.OperationID, m)
 }
 
 func removeMarker(stateDir, opID string) {

@@ -33,14 +33,7 @@ func markerPath(stateDir, opID string) string {
 }
 
 func writeMarker(stateDir string, m marker) error {
-	if err := os.MkdirAll(filepath.Join(stateDir, runsDir), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", runsDir, err)
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return record.WriteFileAtomic(markerPath(stateDir, m.OperationID), b, 0o600)
+	return record.Store{Dir: stateDir}.WriteMarker(runsDir, m.OperationID, m)
 }
 
 // self is this process as a marker's owner.

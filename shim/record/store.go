@@ -127,6 +127,21 @@ func (s Store) WriteJSON(id, name string, v any) error {
 	return WriteFileAtomic(filepath.Join(dir, name), append(b, '\n'), 0o600)
 }
 
+// WriteMarker writes v as <state>/<sub>/<id>.json, atomically: the
+// per-operation markers a front door keeps outside the operation's records
+// (who owns a running operation, what to clean if it died).
+func (s Store) WriteMarker(sub, id string, v any) error {
+	dir := filepath.Join(s.Dir, sub)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", sub, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, id+".json"), b, 0o600)
+}
+
 // ReadJSON decodes name inside the operation dir into v.
 func (s Store) ReadJSON(id, name string, v any) error {
 	dir, err := s.OperationDir(id)
