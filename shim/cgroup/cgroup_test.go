@@ -27,6 +27,13 @@ func TestFindIn(t *testing.T) {
 			want:      Hierarchy{Mountpoint: "/my cgroup", Root: "/sub"},
 		},
 		{
+			name: "first of two",
+			mountinfo: `41 35 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+50 41 0:38 /pod /cg rw,relatime - cgroup2 cgroup2 rw
+`,
+			want: Hierarchy{Mountpoint: "/sys/fs/cgroup/unified", Root: "/"},
+		},
+		{
 			name:      "none",
 			mountinfo: "42 35 0:39 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
 			wantErr:   ErrNoCgroup2,
@@ -41,6 +48,14 @@ func TestFindIn(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFindInMalformed: a table line the library cannot read is an error,
+// never a skipped line (the kernel never prints one).
+func TestFindInMalformed(t *testing.T) {
+	if _, err := FindIn(strings.NewReader("41 35 0:38 / /sys/fs/cgroup/unified rw cgroup2\n")); err == nil || errors.Is(err, ErrNoCgroup2) {
+		t.Fatalf("err = %v, want a read error", err)
 	}
 }
 

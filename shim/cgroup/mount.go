@@ -1,14 +1,14 @@
 package cgroup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // ErrNoCgroup2 means no cgroup2 file system is mounted in the caller's mount
@@ -26,71 +26,37 @@ type Hierarchy struct {
 	Root string
 }
 
-// Find reads /proc/self/mountinfo and returns the cgroup2 hierarchy.
+// Find reads the caller's mount table (moby/sys/mountinfo, as containerd
+// does) and returns the cgroup2 hierarchy: the first cgroup2 mount, wherever
+// it is (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
 func Find() (Hierarchy, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := mountinfo.GetMounts(firstCgroup2)
 	if err != nil {
 		return Hierarchy{}, fmt.Errorf("find cgroup2 mount: %w", err)
 	}
-	defer f.Close()
-	return FindIn(f)
+	return hierarchyOf(ms)
 }
 
-// FindIn parses a mountinfo table and returns its first cgroup2 mount.
-func FindIn(mountinfo io.Reader) (Hierarchy, error) {
-	sc := bufio.NewScanner(mountinfo)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
-		// fields: id parent dev root mountpoint opts [optional...] - fstype source superopts
-		line := sc.Text()
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		fs := strings.Fields(post)
-		if len(fs) == 0 || fs[0] != "cgroup2" {
-			continue
-		}
-		f := strings.Fields(pre)
-		if len(f) < 5 {
-			continue
-		}
-		return Hierarchy{Mountpoint: unescape(f[4]), Root: unescape(f[3])}, nil
-	}
-	if err := sc.Err(); err != nil {
+// FindIn reads a mountinfo table (as /proc/self/mountinfo prints it) and
+// returns its first cgroup2 mount.
+func FindIn(table io.Reader) (Hierarchy, error) {
+	ms, err := mountinfo.GetMountsFromReader(table, firstCgroup2)
+	if err != nil {
 		return Hierarchy{}, fmt.Errorf("read mountinfo: %w", err)
 	}
-	return Hierarchy{}, fmt.Errorf("%w: mount one (mount -t cgroup2 none /sys/fs/cgroup/unified) or boot with systemd.unified_cgroup_hierarchy", ErrNoCgroup2)
+	return hierarchyOf(ms)
 }
 
-// unescape undoes mountinfo's octal escapes (\040 for space and friends).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) && isOctal(s[i+1:i+4]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+// firstCgroup2 keeps the first cgroup2 mount and stops there.
+func firstCgroup2(m *mountinfo.Info) (skip, stop bool) {
+	return m.FSType != "cgroup2", m.FSType == "cgroup2"
 }
 
-func isOctal(s string) bool {
-	if len(s) != 3 {
-		return false
+func hierarchyOf(ms []*mountinfo.Info) (Hierarchy, error) {
+	if len(ms) == 0 {
+		return Hierarchy{}, fmt.Errorf("%w: mount one (mount -t cgroup2 none /sys/fs/cgroup/unified) or boot with systemd.unified_cgroup_hierarchy", ErrNoCgroup2)
 	}
-	for i := 0; i < 3; i++ {
-		if s[i] < '0' || s[i] > '7' {
-			return false
-		}
-	}
-	return true
+	return Hierarchy{Mountpoint: ms[0].Mountpoint, Root: ms[0].Root}, nil
 }
 
 // Dir returns the directory of cgroup path p ("/a/b") under the mount. It
