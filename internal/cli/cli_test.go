@@ -6,13 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gensee/gensee/spec"
-	"golang.org/x/sys/unix"
 )
 
 // testNow lies inside the validity window of contrib/boundary/catalog.json.
@@ -106,7 +104,3 @@ func mustEnvelope(t *testing.T, p string) *spec.Envelope {
 	}
 	return e
 }
-
-func closeFD(fd int) { unix.Close(fd) }
-
-func itoa(i int) string { return strconv.Itoa(i) }

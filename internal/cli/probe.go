@@ -3,14 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
-	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/runcinfo"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
@@ -35,11 +34,11 @@ type ProbeResult struct {
 	Detail string `json:"detail"`
 }
 
-// Probe outcomes.
+// Probe outcomes: netpolicy's, as the audit's JSON spells them.
 const (
-	ProbeOK      = "ok"
-	ProbeMissing = "missing"
-	ProbeUnknown = "unknown"
+	ProbeOK      = string(netpolicy.ProbeOK)
+	ProbeMissing = string(netpolicy.ProbeMissing)
+	ProbeUnknown = string(netpolicy.ProbeUnknown)
 )
 
 // Probe names, stable in the audit's JSON.
@@ -52,14 +51,16 @@ const (
 	probeSeccomp   = "runc_seccomp"
 )
 
-// needsRoot is the answer for kernel probes run without root.
-func needsRoot() ProbeResult {
-	return ProbeResult{Result: ProbeUnknown, Detail: "cannot probe: needs root (it creates and destroys a network namespace and an nf_tables table); run the audit as root"}
-}
-
+// probeHost is the real Prober: the network authority's kernel probes are
+// netpolicy.Probe's (with the log group the runtime uses without an
+// operator config); overlayfs and runc's seccomp are read here.
 func probeHost(ctx context.Context, n spec.Network) HostFacts {
 	f := HostFacts{Root: os.Geteuid() == 0, Kernel: kernelRelease(), Probes: map[string]ProbeResult{}}
-	f.Probes[probeCgroup2] = probeCgroup2Mount()
+	s := netpolicy.Probe(ctx, n, config.Default().LogGroup)
+	f.Probes[probeCgroup2] = fromNetpolicy(s.Cgroup2)
+	f.Probes[probeNftSocket] = fromNetpolicy(s.SocketCgroupV2)
+	f.Probes[probeNflog] = fromNetpolicy(s.NFLog)
+	f.Probes[probeTable] = fromNetpolicy(s.Table)
 	fsys, err := os.ReadFile("/proc/filesystems")
 	var dep []byte
 	if err == nil && !hasFilesystem(fsys, "overlay") {
@@ -67,13 +68,11 @@ func probeHost(ctx context.Context, n spec.Network) HostFacts {
 	}
 	f.Probes[probeOverlay] = overlayResult(fsys, err, dep)
 	f.Probes[probeSeccomp] = probeRuncSeccomp(ctx)
-	if !f.Root {
-		f.Probes[probeNftSocket], f.Probes[probeNflog], f.Probes[probeTable] = needsRoot(), needsRoot(), needsRoot()
-		return f
-	}
-	nf := probeNetfilter(ctx, n)
-	f.Probes[probeNftSocket], f.Probes[probeNflog], f.Probes[probeTable] = nf.socket, nf.log, nf.table
 	return f
+}
+
+func fromNetpolicy(r netpolicy.ProbeResult) ProbeResult {
+	return ProbeResult{Result: string(r.Result), Detail: r.Detail}
 }
 
 // probeRuncSeccomp asks the runc on PATH (`runc features`) whether it
@@ -105,19 +104,6 @@ func kernelRelease() string {
 		return ""
 	}
 	return unix.ByteSliceToString(u.Release[:])
-}
-
-// probeCgroup2Mount reads /proc/self/mountinfo; hybrid hosts mount cgroup2
-// at /sys/fs/cgroup/unified, which the runtime handles the same way.
-func probeCgroup2Mount() ProbeResult {
-	h, err := cgroup.Find()
-	switch {
-	case errors.Is(err, cgroup.ErrNoCgroup2):
-		return ProbeResult{ProbeMissing, "no cgroup2 file system in /proc/self/mountinfo: mount one (mount -t cgroup2 none /sys/fs/cgroup/unified) or boot with systemd.unified_cgroup_hierarchy=1"}
-	case err != nil:
-		return ProbeResult{ProbeUnknown, "cannot read the mount table: " + err.Error()}
-	}
-	return ProbeResult{ProbeOK, fmt.Sprintf("cgroup2 mounted at %s (root %s)", h.Mountpoint, h.Root)}
 }
 
 // overlayResult decides the overlayfs probe from /proc/filesystems (and its

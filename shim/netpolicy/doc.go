@@ -3,6 +3,10 @@
 // side effects), installs that plan as one nftables table in the network
 // namespace where the container's sockets live (one netlink batch), reads the
 // table back and compares it to the plan, reads its counters, and removes it.
+// Probe answers, for any front door, whether this host can enforce a
+// network section at all (the cgroup2 mount, nf_tables with `socket
+// cgroupv2`, NFLOG, and the runtime's own table for it, installed, read back
+// and removed in a throwaway network namespace).
 //
 // The table, `inet gensee_<first 12 characters of the operation id>`:
 //

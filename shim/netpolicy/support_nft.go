@@ -1,4 +1,6 @@
-package cli
+package netpolicy
+
+// The nf_tables probes of Probe, each in a throwaway network namespace.
 
 import (
 	"context"
@@ -14,49 +16,41 @@ import (
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
-	"github.com/gensee/gensee/shim/config"
-	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
-// netfilterFacts are the kernel probes that need a network namespace.
-type netfilterFacts struct {
-	socket, log, table ProbeResult
-}
-
 // probeNetfilter runs every nf_tables probe in one fresh network namespace
-// and destroys it. Order: a minimal table with `socket cgroupv2` (read back),
+// and destroys it, and returns the socket, NFLOG and table results. Order: a minimal table with `socket cgroupv2` (read back),
 // a `log group` rule in it (NFLOG), delete it, then the runtime's own table
-// for this contract through netpolicy.Apply (install, conntrack flush, read
-// back) and netpolicy.Remove, then a leak check. Nothing outlives the call:
+// for this contract through Apply (install, conntrack flush, read
+// back) and Remove, then a leak check. Nothing outlives the call:
 // the namespace has no process and dies with its last fd, taking anything
 // left in it along; the tables are still deleted explicitly.
-func probeNetfilter(ctx context.Context, n spec.Network) netfilterFacts {
+func probeNetfilter(ctx context.Context, n spec.Network, logGroup uint16) (socket, nfLog, table ProbeResult) {
 	fd, err := newNetns()
 	if err != nil {
 		r := ProbeResult{ProbeUnknown, "cannot create a throwaway network namespace: " + err.Error()}
-		return netfilterFacts{r, r, r}
+		return r, r, r
 	}
 	defer unix.Close(fd)
 
-	var f netfilterFacts
-	name := netpolicy.TablePrefix + "probe" + randomHex(3)
-	f.socket = probeSocketExpr(ctx, fd, name)
-	if f.socket.Result == ProbeOK {
-		f.log = probeLogExpr(fd, name)
+	name := TablePrefix + "probe" + randomHex(3)
+	socket = probeSocketExpr(ctx, fd, name)
+	if socket.Result == ProbeOK {
+		nfLog = probeLogExpr(fd, name, logGroup)
 	} else {
-		f.log = ProbeResult{ProbeUnknown, "not probed: the probe table with the socket expression could not be created"}
+		nfLog = ProbeResult{ProbeUnknown, "not probed: the probe table with the socket expression could not be created"}
 	}
 	if err := deleteProbeTable(fd, name); err != nil {
-		f.socket = ProbeResult{ProbeUnknown, "probe table could not be deleted: " + err.Error()}
+		socket = ProbeResult{ProbeUnknown, "probe table could not be deleted: " + err.Error()}
 	}
-	f.table = probeContractTable(ctx, fd, n)
-	if left, err := netpolicy.List(ctx, fd); err != nil || len(left) > 0 {
+	table = probeContractTable(ctx, fd, n, logGroup)
+	if left, err := List(ctx, fd); err != nil || len(left) > 0 {
 		// The namespace is destroyed below anyway; say so rather than
 		// claim a clean probe.
-		f.table = ProbeResult{ProbeUnknown, fmt.Sprintf("leak check after the probes failed (tables %v, err %v); the throwaway namespace is destroyed with them", left, err)}
+		table = ProbeResult{ProbeUnknown, fmt.Sprintf("leak check after the probes failed (tables %v, err %v); the throwaway namespace is destroyed with them", left, err)}
 	}
-	return f
+	return socket, nfLog, table
 }
 
 // newNetns returns an fd of a new, empty network namespace (above 2, since
@@ -137,30 +131,21 @@ func probeSocketExpr(ctx context.Context, fd int, name string) ProbeResult {
 		return classify("install a table using `socket cgroupv2`", err)
 	}
 	// Read back raw: google/nftables v0.3.0 drops `socket` on read-back.
-	got, err := netpolicy.RuleExprs(ctx, fd, name)
+	got, err := RuleExprs(ctx, fd, name)
 	if err != nil {
 		return ProbeResult{ProbeUnknown, "read back the probe rule: " + err.Error()}
 	}
-	want := netpolicy.CanonExpr(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 1, Register: unix.NFT_REG_1})
+	want := CanonExpr(&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 1, Register: unix.NFT_REG_1})
 	if len(got) != 1 || !slices.Contains(got[0], want) {
 		return ProbeResult{ProbeUnknown, fmt.Sprintf("the kernel accepted the probe rule but read it back as %q, not as one rule with `socket cgroupv2 level 1`", got)}
 	}
 	return ProbeResult{ProbeOK, "a table matching `socket cgroupv2 level 1` was installed, read back and deleted in a throwaway network namespace"}
 }
 
-// logGroup is the NFLOG group the runtime uses without an operator config:
-// log_group, or netpolicy's default when it is 0 (as the shim decides).
-func logGroup() uint16 {
-	if g := config.Default().LogGroup; g != 0 {
-		return g
-	}
-	return netpolicy.DefaultLogGroup
-}
-
-// probeLogExpr adds `limit rate 20/second log group <logGroup>` to the
+// probeLogExpr adds `limit rate 20/second log group <group>` to the
 // probe table: the kernel checks for an NFLOG (nfnetlink_log) backend when
 // the rule is created.
-func probeLogExpr(fd int, name string) ProbeResult {
+func probeLogExpr(fd int, name string, group uint16) ProbeResult {
 	c, err := dialNS(fd)
 	if err != nil {
 		return classify("open nf_tables netlink", err)
@@ -169,12 +154,12 @@ func probeLogExpr(fd int, name string) ProbeResult {
 	t := probeTableRef(name)
 	c.AddRule(&nftables.Rule{Table: t, Chain: &nftables.Chain{Name: "output", Table: t}, Exprs: []expr.Any{
 		&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
-		&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: logGroup(), Data: []byte("gensee probe ")},
+		&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: group, Data: []byte("gensee probe ")},
 	}})
 	if err := c.Flush(); err != nil {
 		return classify("add a `log group` (NFLOG) rule", err)
 	}
-	return ProbeResult{ProbeOK, fmt.Sprintf("a rate-limited `log group %d` rule was accepted (NFLOG backend present)", logGroup())}
+	return ProbeResult{ProbeOK, fmt.Sprintf("a rate-limited `log group %d` rule was accepted (NFLOG backend present)", group)}
 }
 
 func deleteProbeTable(fd int, name string) error {
@@ -194,16 +179,16 @@ func deleteProbeTable(fd int, name string) error {
 // network section, as the shim would at Create, reads it back, and removes
 // it. The cgroup it is scoped to is a placeholder (id 1, level 1): the
 // namespace has no sockets.
-func probeContractTable(ctx context.Context, fd int, n spec.Network) ProbeResult {
-	plan, err := netpolicy.NewPlan("audit"+randomHex(4), n, netpolicy.CgroupRef{Path: "/gensee-audit-probe", ID: 1, Level: 1})
+func probeContractTable(ctx context.Context, fd int, n spec.Network, logGroup uint16) ProbeResult {
+	plan, err := NewPlan("audit"+randomHex(4), n, CgroupRef{Path: "/gensee-audit-probe", ID: 1, Level: 1})
 	if err != nil {
 		return ProbeResult{ProbeUnknown, "plan the contract's table: " + err.Error()}
 	}
-	plan.LogGroup = logGroup() // as the shim does with the operator config's log_group
-	if err := netpolicy.Apply(ctx, fd, plan); err != nil {
+	plan.LogGroup = logGroup // as the front doors do with the operator config's log_group
+	if err := Apply(ctx, fd, plan); err != nil {
 		return classify("install and read back the runtime's table for this contract", err)
 	}
-	if err := netpolicy.Remove(ctx, fd, plan.Table); err != nil {
+	if err := Remove(ctx, fd, plan.Table); err != nil {
 		return ProbeResult{ProbeUnknown, "the contract's table installed and read back, but removing it failed: " + err.Error()}
 	}
 	return ProbeResult{ProbeOK, fmt.Sprintf("the runtime's table for this contract (%d allow tuples) was installed, read back equal to its plan and removed in a throwaway network namespace", len(plan.Allow))}
