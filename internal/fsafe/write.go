@@ -1,0 +1,104 @@
+package fsafe
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Durability says whether a replace survives a crash of the machine.
+type Durability bool
+
+const (
+	// Durable fsyncs the new file before the rename and the directory
+	// after it: once WriteFile returns, a crash leaves the new file.
+	Durable Durability = true
+	// NotDurable skips both fsyncs: readers still see the old file or the
+	// new one, but a crash may leave the old one (or none, for a new path).
+	// Only for files whose meaning ends at reboot, or whose loss is safe.
+	NotDurable Durability = false
+)
+
+// WriteFile replaces path atomically with what r yields, mode perm exactly
+// (whatever the umask): a temp file beside it, created O_EXCL|O_NOFOLLOW,
+// written, then renamed over path; d decides the fsyncs. Readers see the
+// old file or the new one, never a torn one. On failure the temp file is
+// removed and path is untouched. path's directory is the caller's (it is
+// resolved as given); the temp file and the rename are relative to its fd.
+func WriteFile(path string, r io.Reader, perm os.FileMode, d Durability) error {
+	dir := filepath.Dir(path)
+	dfd, err := RetryEINTR(func() (int, error) {
+		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	defer unix.Close(dfd)
+	return replaceAt(dfd, filepath.Base(path), path, r, perm, d)
+}
+
+// WriteFileAt is WriteFile for name in the directory open as dirfd.
+func WriteFileAt(dirfd int, name string, r io.Reader, perm os.FileMode, d Durability) error {
+	return replaceAt(dirfd, name, name, r, perm, d)
+}
+
+func replaceAt(dfd int, name, shown string, r io.Reader, perm os.FileMode, d Durability) (retErr error) {
+	f, tmp, err := createTemp(dfd, name, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", shown, err)
+	}
+	defer func() {
+		if retErr != nil {
+			f.Close()
+			unix.Unlinkat(dfd, tmp, 0)
+		}
+	}()
+	if _, err := io.Copy(f, r); err != nil {
+		return fmt.Errorf("write %s: %w", shown, err)
+	}
+	if d == Durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", shown, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", shown, err)
+	}
+	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+		return fmt.Errorf("rename into %s: %w", shown, err)
+	}
+	if d == Durable {
+		if err := fsync(dfd); err != nil {
+			return fmt.Errorf("sync dir of %s: %w", shown, err)
+		}
+	}
+	return nil
+}
+
+// createTemp creates ".<name>.tmp-<random>" below dfd with exactly perm.
+func createTemp(dfd int, name string, perm os.FileMode) (*os.File, string, error) {
+	for range 100 {
+		tmp := "." + name + ".tmp-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		fd, err := RetryEINTR(func() (int, error) {
+			return unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		})
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return nil, "", &os.PathError{Op: "create", Path: tmp, Err: err}
+		}
+		if err := unix.Fchmod(fd, uint32(perm.Perm())); err != nil { // the umask may have cut bits
+			unix.Close(fd)
+			unix.Unlinkat(dfd, tmp, 0)
+			return nil, "", &os.PathError{Op: "chmod", Path: tmp, Err: err}
+		}
+		return os.NewFile(uintptr(fd), tmp), tmp, nil
+	}
+	return nil, "", &os.PathError{Op: "create", Path: "." + name + ".tmp-*", Err: unix.EEXIST}
+}
