@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +109,7 @@ func (s Store) TrimRefusals(cut func(r io.Reader) (int64, error)) (int64, error)
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("read refusals log: %w", err)
 	}
-	if err := writeFile(s.RefusalsPath(), f, 0o600, true); err != nil {
+	if err := fsafe.WriteFile(s.RefusalsPath(), f, 0o600, fsafe.Durable); err != nil {
 		return 0, err
 	}
 	return off, nil
