@@ -4,10 +4,9 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
@@ -38,16 +37,23 @@ func LoadAnchor(path string) (ed25519.PublicKey, error) {
 	}
 	defer unix.Close(dir)
 
-	fd, err := unix.Openat(dir, filepath.Base(p), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-	if err != nil {
+	f, st, err := fsafe.OpenFileAt(dir, filepath.Base(p))
+	var odd *fsafe.NotRegularError
+	switch {
+	case errors.As(err, &odd):
+		return nil, checkAnchorFile(p, &unix.Stat_t{Mode: odd.Mode})
+	case err != nil:
 		return nil, openAnchorErr(p, dir, err)
 	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	if err := checkAnchorFile(p, fd); err != nil {
+	if err := checkAnchorFile(p, st); err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxAnchorBytes+1))
+	data, err := fsafe.ReadAll(f, st, maxAnchorBytes)
+	if errors.Is(err, fsafe.ErrTooLarge) {
+		return nil, anchorErr(p, RuleSize, fmt.Sprintf("grew past %d bytes while read", maxAnchorBytes),
+			"write only the 64 hex characters of the ed25519 public key", err)
+	}
 	if err != nil {
 		return nil, anchorErr(p, RuleIO, "cannot be read", "check the file system", err)
 	}
@@ -72,12 +78,8 @@ func openAnchorErr(p string, dir int, err error) error {
 	return anchorErr(p, RuleIO, "cannot be opened", "check the file system", err)
 }
 
-// checkAnchorFile applies the file rules with fstat on the open fd.
-func checkAnchorFile(p string, fd int) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return anchorErr(p, RuleIO, "cannot stat", "check the file system", err)
-	}
+// checkAnchorFile applies the file rules to st, the fstat of the open fd.
+func checkAnchorFile(p string, st *unix.Stat_t) error {
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return anchorErr(p, RuleRegular, "is not a regular file",

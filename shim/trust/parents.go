@@ -1,10 +1,13 @@
 package trust
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,29 +22,20 @@ func openParent(p string) (int, error) {
 	if err != nil {
 		return -1, anchorErr(p, RuleIO, "cannot open /", "check the host's root directory", err)
 	}
-	cur := "/"
-	if err := checkDir(p, cur, fd); err != nil {
+	if err := checkDir(p, "/", fd); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
-	for _, name := range strings.Split(strings.Trim(filepath.Dir(p), "/"), "/") {
-		if name == "" {
-			continue
-		}
-		cur = filepath.Join(cur, name)
-		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, anchorErr(p, RuleParentDir, fmt.Sprintf("parent directory %s cannot be opened (%v)", cur, err),
-				"create it owned by root with mode 0755, or set trust_anchor to an existing root-owned directory", err)
-		}
-		fd = next
-		if err := checkDir(p, cur, fd); err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
+	w := fsafe.Walker{Flags: unix.O_PATH, Check: func(fd int, rel string) error { return checkDir(p, "/"+rel, fd) }}
+	parent, err := w.Open(fd, strings.TrimPrefix(filepath.Dir(p), "/"))
+	unix.Close(fd)
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		cur := "/" + pe.Path
+		return -1, anchorErr(p, RuleParentDir, fmt.Sprintf("parent directory %s cannot be opened (%v)", cur, pe.Err),
+			"create it owned by root with mode 0755, or set trust_anchor to an existing root-owned directory", pe.Err)
 	}
-	return fd, nil
+	return parent, err
 }
 
 // checkDir applies the parent-directory rules to the directory dir open as fd.

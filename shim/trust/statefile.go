@@ -1,15 +1,16 @@
 package trust
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
@@ -63,10 +64,11 @@ func (s *FileState) openDir() (*os.File, error) {
 	if err := os.MkdirAll(dirPath, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory %s: %w", dirPath, err)
 	}
-	d, err := os.OpenFile(dirPath, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dfd, err := fsafe.OpenDirAt(unix.AT_FDCWD, dirPath)
 	if err != nil {
-		return nil, fmt.Errorf("open state directory %s: %w", dirPath, err)
+		return nil, fmt.Errorf("open state directory: %w", err)
 	}
+	d := os.NewFile(uintptr(dfd), dirPath)
 	var st unix.Stat_t
 	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
 		d.Close()
@@ -104,24 +106,22 @@ func (s *FileState) lock(dir *os.File) (func(), error) {
 // A present but unreadable, foreign or corrupt file is an error (fail
 // closed): silently starting over would re-open rollback.
 func (s *FileState) read(dir *os.File) (State, bool, error) {
-	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(s.Path), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, st, err := fsafe.OpenFileAt(int(dir.Fd()), filepath.Base(s.Path))
 	if errors.Is(err, unix.ENOENT) {
 		return State{}, false, nil
 	}
 	if err != nil {
 		return State{}, false, fmt.Errorf("open state file %s: %w", s.Path, err)
 	}
-	f := os.NewFile(uintptr(fd), s.Path)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return State{}, false, fmt.Errorf("stat state file %s: %w", s.Path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
 		return State{}, false, fmt.Errorf("state file %s must be a regular file owned by uid %d and not group/other-writable (found mode %06o, uid %d)",
 			s.Path, os.Geteuid(), st.Mode, st.Uid)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	data, err := fsafe.ReadAll(f, st, maxStateBytes)
+	if errors.Is(err, fsafe.ErrTooLarge) {
+		return State{}, false, corruptState(s.Path, err)
+	}
 	if err != nil {
 		return State{}, false, fmt.Errorf("read state file %s: %w", s.Path, err)
 	}
@@ -140,40 +140,15 @@ func corruptState(path string, err error) error {
 }
 
 // write replaces the state file atomically and durably.
-func (s *FileState) write(dir *os.File, next State) (retErr error) {
+func (s *FileState) write(dir *os.File, next State) error {
 	data, err := json.Marshal(next)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	dfd := int(dir.Fd())
-	base := filepath.Base(s.Path)
-	tmp := base + ".tmp"
-	_ = unix.Unlinkat(dfd, tmp, 0) // a leftover from a crash; we hold the lock
-	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create state temp file in %s: %w", filepath.Dir(s.Path), err)
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	defer func() {
-		if retErr != nil {
-			f.Close()
-			_ = unix.Unlinkat(dfd, tmp, 0)
-		}
-	}()
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("write state temp file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync state temp file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close state temp file: %w", err)
-	}
-	if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
-		return fmt.Errorf("rename state file into %s: %w", s.Path, err)
-	}
-	if err := unix.Fsync(dfd); err != nil {
-		return fmt.Errorf("fsync state directory %s: %w", filepath.Dir(s.Path), err)
+	// A temp file beside it, fsynced, renamed over it, the directory
+	// fsynced: a crash leaves the old mark or the new one.
+	if err := fsafe.WriteFileAt(int(dir.Fd()), filepath.Base(s.Path), bytes.NewReader(append(data, '\n')), 0o600, fsafe.Durable); err != nil {
+		return fmt.Errorf("write state file in %s: %w", filepath.Dir(s.Path), err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -69,7 +70,7 @@ func TestStateConcurrentLoads(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(filepath.Dir(fx.state.Path))
 	for _, e := range entries {
-		if filepath.Ext(e.Name()) == ".tmp" {
+		if strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("leftover temp file %s", e.Name())
 		}
 	}
