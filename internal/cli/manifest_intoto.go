@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"path"
-	"strings"
 
+	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -41,7 +41,7 @@ func newInTotoStatement(op *operation) (*inTotoStmt, error) {
 		if p.Verdict != spec.VerdictPass || p.Staged == "" {
 			continue
 		}
-		if !treeClass(p.Class) {
+		if !gate.TreeClass(p.Class) {
 			if p.SHA256 != "" {
 				st.Subject = append(st.Subject, subject(p.Slot, p.SHA256))
 			}
@@ -49,7 +49,7 @@ func newInTotoStatement(op *operation) (*inTotoStmt, error) {
 		}
 		for _, e := range p.Entries {
 			if e.Type == "file" && e.SHA256 != "" {
-				st.Subject = append(st.Subject, subject(path.Join(p.Slot, entryRel(p.Slot, e.Path)), e.SHA256))
+				st.Subject = append(st.Subject, subject(path.Join(p.Slot, gate.EntryRel(p.Slot, e.Path)), e.SHA256))
 			}
 		}
 	}
@@ -63,17 +63,4 @@ func newInTotoStatement(op *operation) (*inTotoStmt, error) {
 
 func subject(name, sha string) inTotoSubject {
 	return inTotoSubject{Name: name, Digest: map[string]string{"sha256": sha}}
-}
-
-// treeClass reports whether a product class is a directory of entries whose
-// manifest record carries a tree digest.
-func treeClass(class string) bool {
-	return class == spec.ClassBlobSet || class == spec.ClassDirectoryTree
-}
-
-// entryRel is an entry's path relative to its slot. The gate records entry
-// paths workspace-relative (slot included); gate.TreeDigest strips the slot
-// the same way, so a path already relative to the slot is kept as is.
-func entryRel(slot, p string) string {
-	return strings.TrimPrefix(p, slot+"/")
 }

@@ -3,7 +3,9 @@
 // checks every declared product against its class rules (DESIGN §4, §6),
 // copies passing products into the runtime-owned staging directory while
 // hashing them (one read pass), and reports unclaimed and excluded changes
-// and overlay anomalies.
+// and overlay anomalies. Afterwards, VerifyStaged re-hashes a staged tree
+// against the product records of its manifest (gensee manifest verify), with
+// the same no-follow discipline.
 //
 // It must never follow a symlink in the container's tree, never open a FIFO,
 // socket or device, never read past a cap, and never promote anything:

@@ -1,0 +1,222 @@
+package gate
+
+// The staged tree as VerifyStaged reads it: through file descriptors,
+// never following a symlink, never opening anything but regular files and
+// directories.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds of the walk over staged/ that finds files the manifest does not
+// list. The gate caps products far below these; past them the staging
+// directory cannot match any manifest and VerifyStaged stops with an error.
+const (
+	maxStagedEntries = 1 << 22
+	maxStagedDepth   = 1024
+)
+
+// stagedObj is what sits at one path under the operation directory.
+type stagedObj struct {
+	kind   string // file, dir, symlink, or the type of anything else
+	size   int64  // files: bytes hashed; symlinks: target length
+	sha256 string // files: content; symlinks: the target string
+	target string
+}
+
+func (o stagedObj) String() string {
+	switch o.kind {
+	case "file", "symlink":
+		return fmt.Sprintf("%s sha256 %s", o.kind, o.sha256)
+	}
+	return o.kind
+}
+
+// opDirFD reads below an operation directory through file descriptors:
+// every component is opened O_NOFOLLOW, so neither a symlink at a leaf nor
+// one in the middle of a path is followed, and nothing is opened that is not
+// a regular file or a directory.
+type opDirFD struct {
+	fd   int
+	path string
+}
+
+func openOpDir(dir string) (*opDirFD, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return &opDirFD{fd: fd, path: dir}, nil
+}
+
+func (d *opDirFD) close() { unix.Close(d.fd) }
+
+// errAbsent marks a path that is not there as a directory chain of real
+// directories: missing, or a component that is a symlink or not a directory.
+var errAbsent = errors.New("not found")
+
+// parent opens the directory holding rel ('/'-separated, clean, relative)
+// and returns its fd and rel's last component.
+func (d *opDirFD) parent(rel string) (int, string, error) {
+	parts := strings.Split(rel, "/")
+	fd, err := unix.Dup(d.fd)
+	if err != nil {
+		return -1, "", err
+	}
+	for _, c := range parts[:len(parts)-1] {
+		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			if absentErr(err) {
+				return -1, "", fmt.Errorf("%s: %w (%v at %q)", rel, errAbsent, err, c)
+			}
+			return -1, "", fmt.Errorf("open %s: %w", rel, err)
+		}
+		fd = next
+	}
+	return fd, parts[len(parts)-1], nil
+}
+
+func absentErr(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+}
+
+// inspect reports what is at rel without following it: fstatat first, then
+// for a regular file an O_NOFOLLOW|O_NONBLOCK open whose fstat must match
+// (same inode, still regular) before a byte is hashed.
+func (d *opDirFD) inspect(rel string) (stagedObj, error) {
+	dfd, name, err := d.parent(rel)
+	if err != nil {
+		return stagedObj{}, err
+	}
+	defer unix.Close(dfd)
+	return inspectAt(dfd, name, rel)
+}
+
+func inspectAt(dfd int, name, rel string) (stagedObj, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return stagedObj{}, fmt.Errorf("%s: %w", rel, errAbsent)
+		}
+		return stagedObj{}, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return stagedObj{kind: "dir"}, nil
+	case unix.S_IFLNK:
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(dfd, name, buf)
+		if err != nil {
+			return stagedObj{}, fmt.Errorf("readlink %s: %w", rel, err)
+		}
+		sum := sha256.Sum256(buf[:n])
+		return stagedObj{kind: "symlink", size: int64(n), sha256: hex.EncodeToString(sum[:]), target: string(buf[:n])}, nil
+	case unix.S_IFREG:
+		return hashAt(dfd, name, rel, st)
+	}
+	return stagedObj{kind: fileKind(st.Mode)}, nil
+}
+
+func hashAt(dfd int, name, rel string, lst unix.Stat_t) (stagedObj, error) {
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return stagedObj{}, fmt.Errorf("open %s: %w", rel, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return stagedObj{}, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if st.Dev != lst.Dev || st.Ino != lst.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return stagedObj{}, fmt.Errorf("open %s: replaced while read", rel)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, st.Size))
+	if err != nil {
+		return stagedObj{}, fmt.Errorf("read %s: %w", rel, err)
+	}
+	return stagedObj{kind: "file", size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "fifo"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "char device"
+	case unix.S_IFBLK:
+		return "block device"
+	}
+	return "unknown file type"
+}
+
+// walkTree calls fn for every object below rel (a directory), depth first,
+// names sorted; fn returns whether to descend into a directory.
+func (d *opDirFD) walkTree(rel string, fn func(rel string, o stagedObj) (bool, error)) error {
+	dfd, name, err := d.parent(rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if absentErr(err) {
+			return fmt.Errorf("%s: %w", rel, errAbsent)
+		}
+		return fmt.Errorf("open %s: %w", rel, err)
+	}
+	count := 0
+	return walkFD(fd, rel, 0, &count, fn)
+}
+
+// walkFD owns fd and closes it.
+func walkFD(fd int, rel string, depth int, count *int, fn func(string, stagedObj) (bool, error)) error {
+	dir := os.NewFile(uintptr(fd), rel)
+	defer dir.Close()
+	if depth > maxStagedDepth {
+		return fmt.Errorf("%s is nested deeper than %d directories; stopped", rel, maxStagedDepth)
+	}
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", rel, err)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if *count++; *count > maxStagedEntries {
+			return fmt.Errorf("more than %d entries below the staging directory; stopped", maxStagedEntries)
+		}
+		child := rel + "/" + n
+		o, err := inspectAt(fd, n, child)
+		if err != nil {
+			return err
+		}
+		descend, err := fn(child, o)
+		if err != nil || !descend || o.kind != "dir" {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		cfd, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", child, err)
+		}
+		if err := walkFD(cfd, child, depth+1, count, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
