@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -73,7 +74,7 @@ func CheckMountsCover(rootfs string, config *specs.Spec) error {
 	// mount anywhere in them replaces what the executable loads.
 	for _, l := range loaders {
 		paths = append(paths, l)
-		if lf, err := openInRoot(root, l, unix.O_PATH); err == nil {
+		if lf, err := fsafe.OpenInRoot(root, l, unix.O_PATH); err == nil {
 			if r, err := inRootPath(root, lf); err == nil {
 				paths = append(paths, r) // /bin/sh -> /usr/bin/dash
 			}
@@ -158,7 +159,7 @@ func loadersOf(f *os.File) []string {
 func mountDests(root *os.File, dest string) []string {
 	d := path.Clean("/" + dest)
 	out := []string{d}
-	f, err := openInRoot(root, d, unix.O_PATH)
+	f, err := fsafe.OpenInRoot(root, d, unix.O_PATH)
 	if err != nil {
 		return out
 	}

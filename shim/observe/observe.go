@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/spec"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -68,24 +68,12 @@ func ReadSpec(bundleDir string) (*specs.Spec, error) {
 // readConfig reads config.json without following a symlink in its last
 // component and without blocking on a special file.
 func readConfig(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+	data, err := fsafe.ReadFile(path, maxConfigBytes)
+	switch {
+	case errors.Is(err, fsafe.ErrNotRegular), errors.Is(err, fsafe.ErrTooLarge):
+		return nil, fmt.Errorf("bundle config: %w: %w", err, ErrInvalidBundle)
+	case err != nil:
 		return nil, fmt.Errorf("open bundle config: %w: %w", err, ErrInvalidBundle)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("bundle config %s is not a regular file (%s): %w", path, st.Mode().Type(), ErrInvalidBundle)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxConfigBytes {
-		return nil, fmt.Errorf("bundle config %s exceeds %d bytes: %w", path, maxConfigBytes, ErrInvalidBundle)
 	}
 	return data, nil
 }

@@ -5,39 +5,17 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
-// resolveFlags keep every lookup inside the rootfs: absolute symlinks and
-// ".." resolve against the rootfs root, /proc magic links are refused.
-const resolveFlags = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
-
-// openInRoot opens p inside root with openat2. EAGAIN (a concurrent rename
-// somewhere in the rootfs) and EINTR are retried a few times.
-func openInRoot(root *os.File, p string, flags uint64) (*os.File, error) {
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: resolveFlags}
-	var (
-		fd  int
-		err error
-	)
-	for range 8 {
-		fd, err = unix.Openat2(int(root.Fd()), p, &how)
-		if err != unix.EAGAIN && err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "openat2 RESOLVE_IN_ROOT", Path: p, Err: err}
-	}
-	return os.NewFile(uintptr(fd), p), nil
-}
-
-// openExecutable opens p inside root for reading only if it is a regular
+// openExecutable opens p inside root (fsafe.OpenInRoot: absolute
+// symlinks and ".." resolve against the rootfs root, no magic links) for reading only if it is a regular
 // file with an exec bit. It looks with O_PATH first (opening a fifo or a
 // device for reading could block or have side effects), then reopens for
 // reading and checks that the same inode came back.
 func openExecutable(root *os.File, p string) (executable, error) {
-	pf, err := openInRoot(root, p, unix.O_PATH)
+	pf, err := fsafe.OpenInRoot(root, p, unix.O_PATH)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENAMETOOLONG) {
 			return executable{}, fmt.Errorf("%w: %w", ErrExecutableNotFound, err)
@@ -53,7 +31,7 @@ func openExecutable(root *os.File, p string) (executable, error) {
 	if want.Mode&unix.S_IFMT != unix.S_IFREG || want.Mode&0o111 == 0 {
 		return executable{}, fmt.Errorf("%s is %s: %w", p, describe(want.Mode), ErrNotExecutable)
 	}
-	f, err := openInRoot(root, p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	f, err := fsafe.OpenInRoot(root, p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return executable{}, err
 	}
