@@ -9,11 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openExecutable opens p inside root (fsafe.OpenInRoot: absolute
-// symlinks and ".." resolve against the rootfs root, no magic links) for reading only if it is a regular
-// file with an exec bit. It looks with O_PATH first (opening a fifo or a
-// device for reading could block or have side effects), then reopens for
-// reading and checks that the same inode came back.
+// openExecutable opens p inside root for reading only if it is a regular
+// file with an exec bit. Lookups are fsafe.OpenInRoot's: absolute symlinks
+// and ".." resolve against the rootfs root, no magic links. It looks with
+// O_PATH first (opening a fifo or a device for reading could block or have
+// side effects), then reopens for reading and checks that the same inode
+// came back.
 func openExecutable(root *os.File, p string) (executable, error) {
 	pf, err := fsafe.OpenInRoot(root, p, unix.O_PATH)
 	if err != nil {
