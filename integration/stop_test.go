@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,18 +89,15 @@ func (e *env) killShims() {
 
 // mountsUnder lists mount points below dir, deepest first.
 func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) {
+		return !strings.HasPrefix(m.Mountpoint, dir+"/"), false
+	})
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var ms []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			ms = append(ms, fields[4])
-		}
+	for _, m := range infos {
+		ms = append(ms, m.Mountpoint)
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(ms)))
 	return ms
@@ -148,20 +145,13 @@ func removeCgroupParent(t testing.TB, parent string) {
 
 // cgroupMounts lists the mount points of every cgroup hierarchy.
 func cgroupMounts() []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup", "cgroup2"))
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		_, post, ok := strings.Cut(line, " - ")
-		f := strings.Fields(line)
-		if !ok || len(f) < 5 {
-			continue
-		}
-		if fs := strings.Fields(post); len(fs) > 0 && (fs[0] == "cgroup" || fs[0] == "cgroup2") {
-			out = append(out, f[4])
-		}
+	for _, m := range infos {
+		out = append(out, m.Mountpoint)
 	}
 	return out
 }

@@ -7,7 +7,9 @@ import (
 
 // ParseMountinfoOverlay reads the directories of a mounted overlay from its
 // super options as /proc/self/mountinfo shows them (field 11, e.g.
-// "rw,lowerdir=/a:/b,upperdir=/u,workdir=/w"). The kernel prints each
+// "rw,lowerdir=/a:/b,upperdir=/u,workdir=/w"): moby/sys/mountinfo's
+// Info.VFSOptions, which that library leaves escaped (it unescapes only the
+// mount point, root, source and type). The kernel prints each
 // option value with seq_show_option, which octal-escapes ',', ' ', tab,
 // newline and '\' (a lowerdir colon typed as "\:" shows as "\134:"), so the
 // options are split on raw commas, unescaped, and then read like mount
