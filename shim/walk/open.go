@@ -4,40 +4,29 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
-
-// resolve confines every lookup: no symlink anywhere, no magic links, no
-// escape from the dirfd, no crossing into another mount.
-const resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS |
-	unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
 // ErrChanged reports that an entry changed between fstatat and open: the
 // tree was not quiescent, or something raced the gate.
 var ErrChanged = errors.New("entry changed during the walk")
 
-// openat2 opens one component below dirfd, retrying EINTR and the EAGAIN that
-// openat2 returns when a concurrent rename makes RESOLVE_BENEATH unsure.
+// openat2 opens one component below dirfd confined like every lookup here
+// (fsafe.ResolveConfined: no symlink anywhere, no magic links, no escape
+// from the dirfd, no crossing into another mount), never blocking on the
+// open, with fsafe's bounded retry of EINTR and of the EAGAIN openat2
+// returns when a concurrent rename makes RESOLVE_BENEATH unsure.
 func openat2(dirfd int, name string, flags uint64) (int, error) {
-	how := unix.OpenHow{Flags: flags | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK, Resolve: resolve}
-	for range 16 {
-		fd, err := unix.Openat2(dirfd, name, &how)
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
-		}
-		return fd, err
-	}
-	return -1, unix.EAGAIN
+	return fsafe.Openat2(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK, fsafe.ResolveConfined)
 }
 
 // fstatat stats one component without following it.
 func fstatat(dirfd int, name string, st *unix.Stat_t) error {
-	for {
-		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
-		if err != unix.EINTR {
-			return err
-		}
-	}
+	_, err := fsafe.RetryEINTR(func() (struct{}, error) {
+		return struct{}{}, unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	return err
 }
 
 // openChecked opens name below dirfd and verifies that the fd is the object
@@ -67,16 +56,11 @@ func openChecked(dirfd int, name string, flags uint64, want *unix.Stat_t) (int, 
 // The path itself is trusted configuration; its last component must still
 // not be a symlink.
 func openRoot(path string) (int, error) {
-	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, fmt.Errorf("open root directory %s: %w", path, err)
-		}
-		return fd, nil
+	fd, err := fsafe.OpenDirAt(unix.AT_FDCWD, path)
+	if err != nil {
+		return -1, fmt.Errorf("open root directory: %w", err)
 	}
+	return fd, nil
 }
 
 // readNames lists a directory fd, returning at most budget names (budget < 0:
@@ -88,10 +72,7 @@ func readNames(fd int, budget int64) ([]string, bool, error) {
 	buf := make([]byte, 32<<10)
 	var names []string
 	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := fsafe.RetryEINTR(func() (int, error) { return unix.ReadDirent(fd, buf) })
 		if err != nil {
 			return nil, false, fmt.Errorf("read directory: %w", err)
 		}
