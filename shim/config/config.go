@@ -2,14 +2,14 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/sys/unix"
 )
@@ -198,34 +198,28 @@ func readTrusted(path string) ([]byte, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("operator config %q: path must be absolute", path)
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if err == unix.ELOOP {
-			return nil, fmt.Errorf("operator config %s: is a symlink; point the runtime at the real file", path)
-		}
-		return nil, &os.PathError{Op: "open operator config", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat operator config %s: %w", path, err)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
+	f, st, err := fsafe.OpenFile(path)
 	switch {
-	case !fi.Mode().IsRegular():
+	case errors.Is(err, unix.ELOOP):
+		return nil, fmt.Errorf("operator config %s: is a symlink; point the runtime at the real file", path)
+	case errors.Is(err, fsafe.ErrNotRegular):
 		return nil, fmt.Errorf("operator config %s: not a regular file", path)
+	case err != nil:
+		return nil, fmt.Errorf("open operator config: %w", err)
+	}
+	defer f.Close()
+	switch {
 	case st.Uid != 0:
 		return nil, fmt.Errorf("operator config %s: owned by uid %d, not root; run: chown root:root %s", path, st.Uid, path)
-	case fi.Mode().Perm()&0o022 != 0:
-		return nil, fmt.Errorf("operator config %s: mode %04o lets group/other write it; run: chmod go-w %s", path, fi.Mode().Perm(), path)
+	case st.Mode&0o022 != 0:
+		return nil, fmt.Errorf("operator config %s: mode %04o lets group/other write it; run: chmod go-w %s", path, st.Mode&0o777, path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read operator config %s: %w", path, err)
-	}
-	if len(data) > maxConfigBytes {
+	data, err := fsafe.ReadAll(f, st, maxConfigBytes)
+	if errors.Is(err, fsafe.ErrTooLarge) {
 		return nil, fmt.Errorf("operator config %s: larger than %d bytes", path, maxConfigBytes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read operator config: %w", err)
 	}
 	return data, nil
 }
