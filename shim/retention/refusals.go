@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
 )
 
@@ -33,7 +34,7 @@ func TrimRefusals(st record.Store, p Policy, now time.Time) (RefusalTrim, error)
 
 // PlanRefusals is TrimRefusals without the rewrite.
 func PlanRefusals(st record.Store, p Policy, now time.Time) (RefusalTrim, error) {
-	f, err := os.Open(st.RefusalsPath())
+	f, _, err := fsafe.OpenFile(st.RefusalsPath()) // as TrimRefusals: no symlink, no fifo
 	if errors.Is(err, os.ErrNotExist) {
 		return RefusalTrim{}, nil
 	}

@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
-	"golang.org/x/sys/unix"
 )
 
 // Why an operation must stay, whatever the limits say.
@@ -85,7 +84,7 @@ func scanOne(st record.Store, id string, sizes bool) (Op, error) {
 		ContractID  string    `json:"contract_id"`
 		CreatedAt   time.Time `json:"created_at"`
 	}
-	if b, _, err := readBounded(dir, record.AdmissionFile); err == nil && json.Unmarshal(b, &adm) == nil {
+	if b, _, err := readRecord(dir, record.AdmissionFile); err == nil && json.Unmarshal(b, &adm) == nil {
 		op.Namespace, op.Container, op.ContractID = adm.Namespace, adm.ContainerID, adm.ContractID
 		if !adm.CreatedAt.IsZero() {
 			op.Created = adm.CreatedAt
@@ -100,9 +99,9 @@ func scanOne(st record.Store, id string, sizes bool) (Op, error) {
 			Verdict string `json:"verdict"`
 		} `json:"gate"`
 	}
-	if b, mfi, err := readBounded(dir, record.ManifestFile); err == nil {
-		op.Finished = mfi.ModTime()
-		if json.Unmarshal(b, &m) == nil {
+	if b, mtime, err := readRecord(dir, record.ManifestFile); !mtime.IsZero() {
+		op.Finished = mtime // an oversize manifest still marks the end
+		if err == nil && json.Unmarshal(b, &m) == nil {
 			op.Verdict = m.Gate.Verdict
 			if m.Contract.ID != "" {
 				op.ContractID = m.Contract.ID
@@ -148,23 +147,18 @@ func exists(path string) bool {
 	return !errors.Is(err, fs.ErrNotExist)
 }
 
-// readBounded reads a runtime record without following a symlink at its
-// last component, refusing anything but a regular file.
-func readBounded(dir, name string) ([]byte, os.FileInfo, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+// readRecord reads a runtime record without following a symlink at its
+// last component, refusing anything but a regular file and more than
+// maxRecordBytes (fsafe). mtime is set once the file is open, even when
+// it is too large to read.
+func readRecord(dir, name string) (b []byte, mtime time.Time, err error) {
+	f, st, err := fsafe.OpenFile(filepath.Join(dir, name))
 	if err != nil {
-		return nil, nil, err
+		return nil, time.Time{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s is not a regular file", f.Name())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRecordBytes))
-	return b, fi, err
+	b, err = fsafe.ReadAll(f, st, maxRecordBytes)
+	return b, time.Unix(st.Mtim.Sec, st.Mtim.Nsec), err
 }
 
 // dirBytes adds up the sizes of the regular files below dir. WalkDir never
