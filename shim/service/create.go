@@ -208,10 +208,13 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: string(kind), NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,
 	}
-	return &operation{
+	op := &operation{
 		id: id, namespace: ns, containerID: r.ID, bundle: r.Bundle, cfg: cfg, store: st,
 		contract: *d.Contract, admission: rec, done: make(chan struct{}), ctx: s.ctx, pub: s.pub,
-	}, nil
+	}
+	op.net = &netBoundary{private: kind == netnsPrivate, log: op.logger(s.ctx)}
+	op.exit = exitPipelineFor(op)
+	return op, nil
 }
 
 // persist creates the operation's directory, index and admission.json
@@ -249,10 +252,7 @@ func (s *service) rollback(ctx context.Context, op *operation) {
 	if _, err := s.TTRPCTaskService.Delete(ctx, &taskAPI.DeleteRequest{ID: op.containerID}); err != nil {
 		op.logger(ctx).WithError(err).Warn("rollback: delete")
 	}
-	op.removeTable(ctx)
-	if op.mon != nil {
-		op.mon.Close()
-	}
+	op.net.close(ctx)
 	s.drop(op.containerID)
 }
 

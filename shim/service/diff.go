@@ -11,7 +11,6 @@ import (
 	"github.com/moby/sys/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/gensee/gensee/shim/effect"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
 )
@@ -113,10 +112,30 @@ type gateOutcome struct {
 	err error
 }
 
-// runProductGate drains the cgroup, then gates the diff into staging.
-func (op *operation) runProductGate(ctx context.Context, started time.Time) gateOutcome {
-	h := op.gateHelper
-	op.gateHelper = nil
+// helperGate runs the product gate in a helper process (gaterun.go): the
+// helper is started by prepare, ahead of the drain, and handed its input
+// by run once nothing writes to the diff any more.
+type helperGate struct {
+	op *operation
+	h  *gateHelper // started by prepare; used or abandoned by run
+}
+
+func (g *helperGate) prepare(ctx context.Context) {
+	if g.op.diff.Problem != "" { // no diff to hand it
+		return
+	}
+	// Started now, not at Start: it holds no memory while the task runs,
+	// and its start-up overlaps the drain.
+	h, err := spawnGateHelper()
+	if err != nil {
+		g.op.logger(ctx).WithError(err).Warn("start gate helper ahead of the drain; the gate starts one after it")
+	}
+	g.h = h
+}
+
+func (g *helperGate) run(ctx context.Context, started time.Time) gateOutcome {
+	op, h := g.op, g.h
+	g.h = nil
 	defer func() {
 		if h != nil { // not handed to runGate: let it exit
 			h.abandon()
@@ -143,14 +162,4 @@ func (op *operation) runProductGate(ctx context.Context, started time.Time) gate
 	h = nil
 	res, err := runGate(used, in, op.cfg.GateTimeout.Duration)
 	return gateOutcome{res: res, err: err}
-}
-
-// noteGate emits gate_rejected events for the gate's violations.
-func (op *operation) noteGate(g gateOutcome) {
-	if op.mon == nil {
-		return
-	}
-	for _, ev := range effect.GateEvents(g.res, g.err) {
-		op.mon.Note(ev)
-	}
 }

@@ -11,15 +11,27 @@
 //     Create returns, the init is blocked in `runc init`; the network table
 //     is installed and read back then, before Create is answered. Any failure
 //     kills and deletes the inner task.
-//  2. Start (init): the exit watcher is armed before the inner Start, so an
-//     instant exit cannot slip past it. Execs pass through: they join the
-//     container's cgroup and are bound by the same table.
-//  3. Init exit: the inner Wait returns (execs drained); finalize runs
-//     (counters, records), then the table is removed, then `done` closes.
-//     The init's TaskExit event is held until `done`.
+//  2. Start (init): the lifecycle moves created -> starting before the
+//     inner Start and the TaskExit hold is armed, so an instant exit cannot
+//     slip past it; a failed inner Start moves back to created. Execs are
+//     admitted (exec.go), then join the container's cgroup and are bound by
+//     the same table; their exits are never held.
+//  3. Init exit: the inner Wait returns (execs drained); the exit pipeline
+//     (pipeline.go) runs gate helper start-up and drain, gate, counters and
+//     denied attempts, table removal, the fsynced manifest, and last the
+//     release that closes `done`. The init's TaskExit is held until then.
 //  4. Wait (init) answers only after `done`; Delete (init) waits for `done`
-//     when the task was started, then deletes the inner task and removes
-//     whatever is left (a created-only task is never finalized).
+//     and for the held TaskExit to go out when the task was started, is
+//     refused while it is starting, then deletes the inner task; a task
+//     that never started gets the network half of the pipeline and a
+//     manifest saying the gate did not run.
+//
+// An operation is three parts: its lifecycle (operation.go: typed states,
+// refusals worded as containerd's), its network boundary (boundary.go:
+// netns, table, monitor, removal, under a lock of its own) and its exit
+// pipeline, whose steps are small interfaces the shim wires to the real
+// drain, gate helper, boundary, record store and publisher hold, and the
+// tests to fakes (pipeline_test.go).
 //
 // The package must never run image code itself, never accept a key or a
 // catalog from a caller, and never let an annotation skip admission.

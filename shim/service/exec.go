@@ -58,10 +58,8 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 			return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: exec refused: %v", err)
 		}
 		re := &refusedError{Reason: rf.Rule, Message: rf.Error()}
-		if op.mon != nil {
-			op.mon.Note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Rule,
-				Detail: "exec " + r.ExecID + ": " + rf.Msg, Target: r.ExecID})
-		}
+		op.net.note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Rule,
+			Detail: "exec " + r.ExecID + ": " + rf.Msg, Target: r.ExecID})
 		op.logger(ctx).WithField("exec_id", r.ExecID).WithField("reason", rf.Rule).Warn(re.Message)
 		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
 	}
@@ -73,8 +71,8 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: exec refused: encode the exec process spec: %v", err)
 	}
 	r.Spec.Value = b
-	if len(removed) > 0 && op.mon != nil {
-		op.mon.Note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
+	if len(removed) > 0 {
+		op.net.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
 			Detail: "removed from exec " + r.ExecID + " (" + strings.Join(removed, ", ") + "): AF_PACKET sockets would bypass the network table",
 			Target: r.ExecID,
 			Hint:   "the exec'd process cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})

@@ -61,9 +61,13 @@ func helperCommand() (*exec.Cmd, error) {
 	return exec.Command(self, GateHelperArg), nil
 }
 
+// gateHelperCommand makes the helper's command; tests replace it with a
+// helper that hangs.
+var gateHelperCommand = helperCommand
+
 // spawnGateHelper starts a waiting gate helper through the shim's reaper.
 func spawnGateHelper() (*gateHelper, error) {
-	cmd, err := helperCommand()
+	cmd, err := gateHelperCommand()
 	if err != nil {
 		return nil, err
 	}

@@ -64,11 +64,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		f.Close()
 		return err
 	}
-	mon.OpenReader(int(f.Fd()), plan, netnsKind(op.admission.Netns) != netnsPrivate)
-	op.mu.Lock()
-	op.netns, op.plan, op.mon = f, plan, mon
-	op.mu.Unlock()
-	if err := netpolicy.Apply(ctx, int(f.Fd()), plan); err != nil {
+	if err := op.net.install(ctx, f, plan, mon); err != nil {
 		return err
 	}
 	op.admission.Subject = sub
@@ -81,7 +77,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	written := make(chan error, 1)
 	go func() { written <- op.store.WriteJSON(op.id, record.AdmissionFile, op.admission) }()
 	if len(op.admission.CapabilitiesRemoved) > 0 {
-		mon.Note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
+		op.net.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
 			Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
 			Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 	}
@@ -239,76 +235,4 @@ func startTime(stat []byte) (uint64, error) {
 		return 0, fmt.Errorf("malformed stat: %d fields after comm", len(f))
 	}
 	return strconv.ParseUint(string(f[19]), 10, 64)
-}
-
-// readCounters reads the table's counters into x.
-func (op *operation) readCounters(ctx context.Context, x *exitFacts) {
-	op.mu.Lock()
-	f, plan := op.netns, op.plan
-	op.mu.Unlock()
-	if f == nil || plan == nil {
-		return
-	}
-	c, err := netpolicy.ReadCounters(ctx, int(f.Fd()), plan)
-	if err != nil {
-		x.countErr = err.Error()
-		op.logger(ctx).WithError(err).Error("read network counters")
-		return
-	}
-	x.counters = recordCounters(c)
-}
-
-// finalizeNetwork stops the sensors, reads the counters, collects the
-// denied attempts and removes the table, recording all of it in x.
-func (op *operation) finalizeNetwork(ctx context.Context, x *exitFacts) {
-	if op.mon != nil {
-		op.mon.StopSensors()
-	}
-	op.readCounters(ctx, x)
-	if op.mon != nil {
-		var denied uint64
-		if x.counters != nil {
-			denied = x.counters.Denied.Packets
-		}
-		x.attempts = op.mon.Finish(denied, x.counters != nil)
-	}
-	x.removal = op.removeTable(ctx)
-	if op.mon != nil {
-		op.mon.Close()
-	}
-}
-
-// Ways the table goes (spec.NetworkEnforcement.TableRemoved).
-const (
-	removedDeleted   = "deleted"
-	removedWithNetns = "with_netns"
-)
-
-// removeTable removes the table and releases the netns; idempotent. It
-// returns how the table went, or "" when it is still installed.
-//
-// A private netns made by runc for this container dies with its last
-// reference, and its table with it. Callers only get here once the
-// container's processes are gone (drained at exit, or killed by runc
-// delete), so our handle is that last reference: closing it is the removal,
-// and costs no nftables transaction on the exit path. A joined or host
-// netns outlives the container: its table is deleted explicitly.
-func (op *operation) removeTable(ctx context.Context) string {
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	if op.netns == nil {
-		return op.removed
-	}
-	how := removedWithNetns
-	if op.plan != nil && netnsKind(op.admission.Netns) != netnsPrivate {
-		if err := netpolicy.Remove(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
-			op.logger(ctx).WithError(err).Error("remove network table")
-			return ""
-		}
-		how = removedDeleted
-	}
-	op.netns.Close()
-	op.netns = nil
-	op.removed = how
-	return how
 }

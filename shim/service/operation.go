@@ -2,53 +2,85 @@ package service
 
 import (
 	"context"
-	"os"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/events"
-	"github.com/gensee/gensee/shim/monitor"
-	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
 // opState is where an operation is in its life. Transitions:
 //
-//	created -> started -> exited -> deleted
-//	created -> deleted            (never started: never finalized)
+//	created -> starting -> running -> exited -> deleted
+//	starting -> created   (the inner Start failed: nothing ran)
+//	created -> deleted    (never started: never finalized)
+//
+// Every move goes through lifecycle.move; nothing sets the state directly.
 type opState int
 
 const (
 	opCreated opState = iota
-	opStarted
+	opStarting
+	opRunning
 	opExited
 	opDeleted
 )
 
 func (s opState) String() string {
-	return [...]string{"created", "started", "exited", "deleted"}[s]
+	return [...]string{"created", "starting", "running", "exited", "deleted"}[s]
 }
 
 // next reports whether the lifecycle allows moving from s to t.
 func (s opState) next(t opState) bool {
 	switch s {
 	case opCreated:
-		return t == opStarted || t == opDeleted
-	case opStarted:
-		return t == opExited || t == opDeleted
+		return t == opStarting || t == opDeleted
+	case opStarting:
+		return t == opRunning || t == opCreated
+	case opRunning:
+		return t == opExited
 	case opExited:
 		return t == opDeleted
 	}
 	return false
 }
 
-// operation is one admitted container: its records, its table and the
-// handles that keep them reachable.
+// lifecycle holds an operation's state under a lock of its own.
+type lifecycle struct {
+	mu    sync.Mutex
+	state opState // guarded by mu
+}
+
+// move moves to t when the lifecycle allows it from the current state, or
+// says why not as containerd's shims do ("cannot start a task in running
+// state"), wrapping ErrFailedPrecondition for the caller's status code.
+func (l *lifecycle) move(verb string, t opState) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.state.next(t) {
+		return fmt.Errorf("cannot %s a task in %s state: %w", verb, l.state, errdefs.ErrFailedPrecondition)
+	}
+	l.state = t
+	return nil
+}
+
+func (l *lifecycle) current() opState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}
+
+// operation is one admitted container: who it is, what governs it, its
+// records, and the two parts that outlive Create — the network boundary
+// (netns, table, sensors; its own lock) and the exit pipeline that
+// finalizes it.
 type operation struct {
 	id          string
 	namespace   string
@@ -60,26 +92,23 @@ type operation struct {
 	admission   *admissionRecord
 	ctx         context.Context  // the shim's namespaced context, for publishing
 	pub         events.Publisher // where boundary events go besides events.jsonl
-	mon         *monitor.Monitor // set by bind; nil before
 	wantNetns   nsID             // a joined netns as checked at admission; zero otherwise
 	userns      bool             // the container has a user namespace
 	wantUserns  nsID             // a joined user namespace as checked at admission; zero otherwise
 	uidMappings []specs.LinuxIDMapping
 	initPID     int // set by bind
+	diff        diffSource // where the gate reads the task's changes
+	mounts      []string   // mount destinations of config.json (runc stubs them in the upperdir)
 
-	mu          sync.Mutex
-	state       opState  // guarded by mu
-	netns       *os.File // the container's netns; held so the table stays reachable; guarded by mu
-	removed     string   // how the table went, once it did; guarded by mu
-	plan        *netpolicy.Plan
-	deadline    *time.Timer   // guarded by mu
-	deadlineHit bool          // guarded by mu
-	done        chan struct{} // closed when the exit path finished
-	held        *hold
-	diff        diffSource  // where the gate reads the task's changes
-	gateHelper  *gateHelper // spawned and used (or abandoned) by the exit path
-	mounts      []string    // mount destinations of config.json (runc stubs them in the upperdir)
-	startedAt   time.Time   // guarded by mu
+	life lifecycle
+	net  *netBoundary // never nil; empty until bind
+	exit *exitPipeline
+	// startedAt is written by Start before the exit path can run and read
+	// by it only.
+	startedAt time.Time
+	deadline  deadline
+	held      *hold         // the armed TaskExit; set by Start before the exit path runs
+	done      chan struct{} // closed by the exit pipeline's release
 	// override replaces the init's exit status when the gate failed and the
 	// operator mapped that to a status; written before done is closed.
 	override *uint32
@@ -89,19 +118,31 @@ func (op *operation) logger(ctx context.Context) *log.Entry {
 	return log.G(ctx).WithField("container_id", op.containerID).WithField("operation_id", op.id)
 }
 
-// transition moves the operation to t if the lifecycle allows it.
-func (op *operation) transition(t opState) bool {
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	if !op.state.next(t) {
-		return false
-	}
-	op.state = t
-	return true
+// deadline is the contract deadline's timer and whether it fired.
+type deadline struct {
+	mu    sync.Mutex
+	timer *time.Timer // guarded by mu
+	hit   bool        // guarded by mu
 }
 
-func (op *operation) current() opState {
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	return op.state
+// arm calls fire after d (d > 0) unless stopped first.
+func (d *deadline) arm(after time.Duration, fire func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.timer = time.AfterFunc(after, func() {
+		d.mu.Lock()
+		d.hit = true
+		d.mu.Unlock()
+		fire()
+	})
+}
+
+// stop stops the timer and reports whether it had fired.
+func (d *deadline) stop() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	return d.hit
 }

@@ -90,10 +90,7 @@ func (s *service) shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, op := range ops {
-		if op.mon != nil {
-			op.mon.Close()
-		}
-		op.removeTable(ctx)
+		op.net.close(ctx)
 	}
 	return nil
 }

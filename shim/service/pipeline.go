@@ -1,0 +1,197 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/containerd/log"
+
+	"github.com/gensee/gensee/shim/drain"
+	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+// The exit pipeline's steps, each small and injected: the shim wires the
+// real ones (exitPipelineFor), tests wire fakes and check the order.
+type (
+	// gateStep gates the task's diff into staging. prepare runs ahead of
+	// the drain (the helper's start-up overlaps it); run after it.
+	gateStep interface {
+		prepare(ctx context.Context)
+		run(ctx context.Context, started time.Time) gateOutcome
+	}
+	// drainStep kills whatever of the container is still alive.
+	drainStep interface {
+		drain(ctx context.Context) drain.Result
+	}
+	// networkStep is the network boundary as the exit path uses it.
+	networkStep interface {
+		note(ev spec.Event)
+		stopSensors()
+		counters(ctx context.Context) (netpolicy.Counters, bool, error)
+		finish(denied uint64, counted bool) spec.DeniedAttempts
+		remove(ctx context.Context) string
+		closeMonitor()
+	}
+	// manifestStore makes the manifest durable.
+	manifestStore interface {
+		writeManifest(m *spec.Manifest) error
+	}
+	// releaseStep lets Wait, Delete and the held TaskExit go, with the exit
+	// status to report instead of the init's (nil: the init's).
+	releaseStep interface {
+		release(override *uint32)
+	}
+)
+
+// exitPipeline is the exit path of a started task, in this order:
+//
+//  1. the gate helper is started (prepare), overlapping
+//  2. the drain of the cgroup and of every escaped process;
+//  3. the gate, on a diff nothing writes any more, and its events;
+//  4. the sensors stopped, the table's counters read, the denied attempts
+//     collected against them, the table removed;
+//  5. the manifest, naming all of the above, written and fsynced;
+//  6. release: Wait, Delete and the held TaskExit go, with the operator's
+//     gate-failed status when the gate did not pass.
+//
+// A task that never started runs 4 and 5 only (neverStarted).
+type exitPipeline struct {
+	gate     gateStep
+	drain    drainStep
+	network  networkStep
+	store    manifestStore
+	release  releaseStep
+	manifest func(exitFacts) *spec.Manifest
+	// gateFailedStatus is the operator's gate_failed_exit_status; 0 keeps
+	// the init's status.
+	gateFailedStatus uint32
+	log              *log.Entry
+}
+
+// run runs the pipeline for an init that exited with what x says.
+func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
+	t0 := time.Now()
+	p.gate.prepare(ctx)
+	k := p.drain.drain(ctx)
+	x.drained, x.drainErr, x.escapes = k.Drained, k.Err, k.Escapes
+	if len(x.escapes) > 0 {
+		p.log.WithField("escapes", len(x.escapes)).Warn("processes of the container were outside the bound cgroup; the exit drain killed those still alive")
+	}
+	if x.drainErr != nil {
+		p.log.WithError(x.drainErr).Error("drain cgroup")
+	}
+	t1 := time.Now()
+	x.gate, x.gateRan = p.gate.run(ctx, x.started), true
+	t2 := time.Now()
+	for _, ev := range effect.GateEvents(x.gate.res, x.gate.err) {
+		p.network.note(ev)
+	}
+	p.finalizeNetwork(ctx, &x)
+	m := p.manifest(x)
+	if err := p.store.writeManifest(m); err != nil {
+		p.log.WithError(err).Error("write manifest")
+	}
+	p.log.WithField("drain_ms", ms(t1.Sub(t0))).WithField("gate_ms", ms(t2.Sub(t1))).
+		WithField("finalize_ms", ms(time.Since(t2))).WithField("verdict", m.Gate.Verdict).Info("exit path done")
+	var override *uint32
+	if m.Gate.Verdict != spec.VerdictPass {
+		p.log.WithField("verdict", m.Gate.Verdict).WithField("violations", len(m.Gate.Violations)).Warn("product gate did not pass")
+		if code := p.gateFailedStatus; code != 0 {
+			override = &code
+		}
+	}
+	p.release.release(override)
+	return m
+}
+
+// neverStarted finalizes a task deleted before it started: nothing ran,
+// nothing is gated, and the manifest says so.
+func (p *exitPipeline) neverStarted(ctx context.Context) *spec.Manifest {
+	x := exitFacts{}
+	p.finalizeNetwork(ctx, &x)
+	m := p.manifest(x)
+	if err := p.store.writeManifest(m); err != nil {
+		p.log.WithError(err).Error("write manifest")
+	}
+	return m
+}
+
+// finalizeNetwork stops the sensors, reads the counters, collects the
+// denied attempts and removes the table, recording all of it in x.
+func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts) {
+	p.network.stopSensors()
+	c, ok, err := p.network.counters(ctx)
+	switch {
+	case err != nil:
+		x.countErr = err.Error()
+		p.log.WithError(err).Error("read network counters")
+	case ok:
+		x.counters = recordCounters(c)
+	}
+	var denied uint64
+	if x.counters != nil {
+		denied = x.counters.Denied.Packets
+	}
+	x.attempts = p.network.finish(denied, x.counters != nil)
+	x.removal = p.network.remove(ctx)
+	p.network.closeMonitor()
+}
+
+// The real steps.
+
+// exitPipelineFor wires op's exit pipeline to the real steps.
+func exitPipelineFor(op *operation) *exitPipeline {
+	return &exitPipeline{
+		gate:             &helperGate{op: op},
+		drain:            cgroupDrain{op: op},
+		network:          op.net,
+		store:            recordStore{store: op.store, id: op.id},
+		release:          &opRelease{op: op},
+		manifest:         op.manifest,
+		gateFailedStatus: op.cfg.GateFailedExitStatus,
+		log:              op.logger(op.ctx),
+	}
+}
+
+// cgroupDrain drains the bound cgroup and every escaped process the
+// binding sensor listed (drain.All).
+type cgroupDrain struct{ op *operation }
+
+func (d cgroupDrain) drain(ctx context.Context) drain.Result {
+	sub := d.op.admission.Subject
+	if sub == nil {
+		return drain.Result{}
+	}
+	return drain.All(ctx, sub.CgroupPath, d.op.net.drainSteps())
+}
+
+// recordStore writes the manifest into the operation's records (fsynced).
+type recordStore struct {
+	store record.Store
+	id    string
+}
+
+func (s recordStore) writeManifest(m *spec.Manifest) error {
+	return s.store.WriteJSON(s.id, record.ManifestFile, m)
+}
+
+// opRelease closes the operation's done once, after setting the status
+// override Wait, Delete and the held TaskExit report.
+type opRelease struct {
+	op   *operation
+	once sync.Once
+}
+
+func (r *opRelease) release(override *uint32) {
+	r.once.Do(func() {
+		r.op.override = override
+		if h := r.op.held; h != nil {
+			h.override = override
+		}
+		close(r.op.done)
+	})
+}

@@ -1,0 +1,477 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	eventstypes "github.com/containerd/containerd/api/events"
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/v2/core/events"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/containerd/log"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/drain"
+	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+// calls is the order in which the fakes were called, shared by all of them.
+type calls struct {
+	mu   sync.Mutex
+	list []string
+	seen chan string // every call, as it happens
+}
+
+func newCalls() *calls { return &calls{seen: make(chan string, 256)} }
+
+func (c *calls) add(s string) {
+	c.mu.Lock()
+	c.list = append(c.list, s)
+	c.mu.Unlock()
+	c.seen <- s
+}
+
+func (c *calls) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.list)
+}
+
+// wait blocks until call s happened (bounded).
+func (c *calls) wait(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		if slices.Contains(c.get(), s) {
+			return
+		}
+		select {
+		case <-c.seen:
+		case <-deadline:
+			t.Fatalf("%q never happened; calls %v", s, c.get())
+		}
+	}
+}
+
+// before fails unless a happened, and happened before b.
+func (c *calls) before(t *testing.T, a, b string) {
+	t.Helper()
+	l := c.get()
+	i, j := slices.Index(l, a), slices.Index(l, b)
+	if i < 0 || j < 0 || i > j {
+		t.Errorf("want %q before %q; calls %v", a, b, l)
+	}
+}
+
+// The fake steps.
+type fakeGate struct {
+	c   *calls
+	out gateOutcome
+}
+
+func (g *fakeGate) prepare(context.Context) { g.c.add("gate.prepare") }
+func (g *fakeGate) run(context.Context, time.Time) gateOutcome {
+	g.c.add("gate.run")
+	return g.out
+}
+
+type fakeDrain struct{ c *calls }
+
+func (d fakeDrain) drain(context.Context) drain.Result { d.c.add("drain"); return drain.Result{Drained: 1} }
+
+type fakeNetwork struct{ c *calls }
+
+func (n fakeNetwork) note(ev spec.Event) { n.c.add("note " + ev.Kind) }
+func (n fakeNetwork) stopSensors()       { n.c.add("net.stopSensors") }
+func (n fakeNetwork) counters(context.Context) (netpolicy.Counters, bool, error) {
+	n.c.add("net.counters")
+	return netpolicy.Counters{Denied: netpolicy.Count{Packets: 2}}, true, nil
+}
+func (n fakeNetwork) finish(denied uint64, counted bool) spec.DeniedAttempts {
+	n.c.add(fmt.Sprintf("net.finish %d %v", denied, counted))
+	return spec.DeniedAttempts{}
+}
+func (n fakeNetwork) remove(context.Context) string { n.c.add("net.remove"); return removedWithNetns }
+func (n fakeNetwork) closeMonitor()                 { n.c.add("net.closeMonitor") }
+
+type fakeStore struct {
+	c *calls
+	m *spec.Manifest
+}
+
+func (s *fakeStore) writeManifest(m *spec.Manifest) error {
+	s.c.add("store.manifest " + m.Gate.Verdict)
+	s.m = m
+	return nil
+}
+
+// fakeInner is the runc task service: the init exits when exit is closed
+// (with status), an exec's Wait answers at once.
+type fakeInner struct {
+	taskAPI.TTRPCTaskService
+	c        *calls
+	exit     chan struct{}
+	status   uint32
+	startErr error
+	onStart  func() // what the inner service does while starting
+	pub      *holdingPublisher
+}
+
+func (f *fakeInner) Start(_ context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
+	f.c.add("inner.start " + r.ExecID)
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
+	if f.onStart != nil {
+		f.onStart()
+	}
+	return &taskAPI.StartResponse{Pid: 42}, nil
+}
+
+func (f *fakeInner) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.WaitResponse, error) {
+	if r.ExecID != "" {
+		return &taskAPI.WaitResponse{ExitStatus: 7}, nil
+	}
+	select {
+	case <-f.exit:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &taskAPI.WaitResponse{ExitStatus: f.status}, nil
+}
+
+func (f *fakeInner) Delete(_ context.Context, r *taskAPI.DeleteRequest) (*taskAPI.DeleteResponse, error) {
+	f.c.add("inner.delete " + r.ExecID)
+	return &taskAPI.DeleteResponse{ExitStatus: f.status}, nil
+}
+
+func (f *fakeInner) Kill(_ context.Context, r *taskAPI.KillRequest) (*emptypb.Empty, error) {
+	f.c.add("inner.kill")
+	close(f.exit)
+	// The init's exit, forwarded as runc's shim does.
+	f.pub.Publish(context.Background(), "/tasks/exit", &eventstypes.TaskExit{ContainerID: r.ID, ID: r.ID, ExitStatus: 137})
+	return &emptypb.Empty{}, nil
+}
+
+// fakePublisher is containerd's publisher: it records what went out.
+type fakePublisher struct{ c *calls }
+
+func (p fakePublisher) Publish(_ context.Context, topic string, ev events.Event) error {
+	if e, ok := ev.(*eventstypes.TaskExit); ok {
+		p.c.add(fmt.Sprintf("publish exit %s %d", e.ID, e.ExitStatus))
+		return nil
+	}
+	p.c.add("publish " + topic)
+	return nil
+}
+func (fakePublisher) Close() error { return nil }
+
+// fixture is a service with one created operation whose exit pipeline and
+// inner service are fakes.
+type fixture struct {
+	c     *calls
+	s     *service
+	inner *fakeInner
+	op    *operation
+	gate  *fakeGate
+	store *fakeStore
+}
+
+func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
+	t.Helper()
+	c := newCalls()
+	inner := &fakeInner{c: c, exit: make(chan struct{})}
+	ctx := context.Background()
+	s := newService(ctx, inner, newHoldingPublisher(fakePublisher{c}))
+	inner.pub = s.pub
+	s.loadConfig = func(string) (config.Config, error) { return config.Config{}, errors.New("not in this test") }
+	dir := t.TempDir()
+	op := &operation{id: "0123456789abcdef0123456789abcdef", namespace: "test", containerID: "c1", bundle: dir,
+		store: record.Store{Dir: dir}, admission: &admissionRecord{}, done: make(chan struct{}), ctx: ctx,
+		contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
+	op.net = &netBoundary{log: log.L}
+	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &fakeGate{c: c}, store: &fakeStore{c: c}}
+	op.exit = &exitPipeline{gate: f.gate, drain: fakeDrain{c}, network: fakeNetwork{c}, store: f.store,
+		release: &opRelease{op: op}, manifest: op.manifest, gateFailedStatus: gateFailedStatus, log: log.L}
+	s.put(op)
+	return f
+}
+
+// The exit pipeline runs its steps in their order, and releases last.
+func TestExitPipelineOrder(t *testing.T) {
+	f := newFixture(t, 0)
+	f.gate.out = gateOutcome{err: errors.New("boom")}
+	st := uint32(3)
+	f.op.exit.run(context.Background(), exitFacts{status: &st})
+	want := []string{"gate.prepare", "drain", "gate.run", "note " + spec.EventGateRejected, "net.stopSensors", "net.counters",
+		"net.finish 2 true", "net.remove", "net.closeMonitor", "store.manifest " + spec.VerdictFail}
+	if got := f.c.get(); !slices.Equal(got, want) {
+		t.Fatalf("steps\n got %v\nwant %v", got, want)
+	}
+	select {
+	case <-f.op.done:
+	default:
+		t.Fatal("not released after the manifest")
+	}
+	m := f.store.m
+	if m.ExitStatus != 3 || m.Drained != 1 || m.Enforcement.Network.TableRemoved != removedWithNetns || m.Observation.Counters.DeniedPackets != 2 {
+		t.Fatalf("manifest does not carry what the steps said: %+v", m)
+	}
+	if f.op.override != nil {
+		t.Fatal("override without gate_failed_exit_status")
+	}
+}
+
+// Start arms the hold before the inner Start: an init that exits at once
+// (its TaskExit forwarded while Start is still in flight) is held until the
+// manifest is written; Wait and Delete answer only after it, Delete only
+// after the held TaskExit went out, and with the operator's status for a
+// failed gate everywhere.
+func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
+	f := newFixture(t, 86)
+	f.gate.out = gateOutcome{err: errors.New("gate failed")}
+	ctx := context.Background()
+	f.inner.onStart = func() {
+		close(f.inner.exit)
+		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
+		f.c.add("exited")
+	}
+	waited := make(chan *taskAPI.WaitResponse, 1)
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"})
+		if err != nil {
+			t.Error(err)
+		}
+		f.c.add("waited")
+		waited <- r
+	}()
+	dr, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c.wait(t, "waited")
+	c := f.c
+	c.before(t, "inner.start ", "exited")
+	c.before(t, "exited", "drain")
+	c.before(t, "store.manifest "+spec.VerdictFail, "publish exit c1 86")
+	c.before(t, "store.manifest "+spec.VerdictFail, "waited")
+	c.before(t, "publish exit c1 86", "inner.delete ")
+	if r := <-waited; r.ExitStatus != 86 || dr.ExitStatus != 86 {
+		t.Fatalf("wait status %d, delete status %d, want the gate-failed status 86", r.ExitStatus, dr.ExitStatus)
+	}
+	if slices.Contains(c.get(), "publish exit c1 0") {
+		t.Fatal("the init's own status went out")
+	}
+	if f.op.life.current() != opDeleted || f.s.get("c1") != nil {
+		t.Fatalf("state %s after delete", f.op.life.current())
+	}
+}
+
+// An exec's exit is never held, even while the init's is.
+func TestExecExitNotHeld(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "exec1", ExitStatus: 7})
+	f.c.wait(t, "publish exit exec1 7")
+	if r, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1", ExecID: "exec1"}); err != nil || r.ExitStatus != 7 {
+		t.Fatalf("exec wait: %v %v", r, err)
+	}
+	if slices.Contains(f.c.get(), "drain") {
+		t.Fatal("an exec's exit ran the exit pipeline")
+	}
+	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.c.before(t, "publish exit exec1 7", "drain")
+	f.c.before(t, "store.manifest "+spec.VerdictPass, "publish exit c1 137")
+}
+
+// A task deleted before it started: Wait answers at once, Delete finalizes
+// the network and writes a manifest that says the gate did not run, and
+// neither the drain nor the gate ran.
+func TestCreatedNeverStarted(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	close(f.inner.exit) // the inner Wait of a created task answers (runc: exited)
+	if _, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.c.get()
+	want := []string{"inner.delete ", "net.stopSensors", "net.counters", "net.finish 2 true", "net.remove", "net.closeMonitor", "store.manifest " + spec.VerdictNotRun}
+	if !slices.Equal(got, want) {
+		t.Fatalf("calls\n got %v\nwant %v", got, want)
+	}
+	if f.op.life.current() != opDeleted {
+		t.Fatalf("state %s", f.op.life.current())
+	}
+}
+
+// A second Start, a Start after a failed one, and a Delete in mid-start.
+func TestStartStates(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.inner.startErr = errors.New("runc start failed")
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err == nil {
+		t.Fatal("inner failure not returned")
+	}
+	if st := f.op.life.current(); st != opCreated {
+		t.Fatalf("after a failed start: %s, want created", st)
+	}
+	f.inner.startErr = nil
+	block := make(chan struct{})
+	started := make(chan struct{})
+	f.inner.onStart = func() { close(started); <-block }
+	go f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
+	<-started
+	_, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"})
+	if !errdefs.IsFailedPrecondition(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "cannot delete a task in starting state") {
+		t.Fatalf("delete while starting: %v", err)
+	}
+	close(block)
+	f.c.wait(t, "inner.start ")
+	for f.op.life.current() != opRunning {
+		time.Sleep(time.Millisecond)
+	}
+	_, err = f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
+	if !errdefs.IsFailedPrecondition(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "cannot start a task in running state") {
+		t.Fatalf("second start: %v", err)
+	}
+	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Delete gives up (retryably) when its caller does while the exit path
+// still runs, and the retried Delete completes once it is done.
+func TestDeleteWhileFinalizing(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	hang := make(chan struct{})
+	f.op.exit.gate = blockingGate{c: f.c, until: hang}
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
+	f.c.wait(t, "gate.run")
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := f.s.Delete(short, &taskAPI.DeleteRequest{ID: "c1"})
+	if !errdefs.IsUnavailable(errgrpc.ToNative(err)) {
+		t.Fatalf("delete while finalizing: %v, want Unavailable", err)
+	}
+	if slices.Contains(f.c.get(), "inner.delete ") {
+		t.Fatal("inner delete ran before the exit path finished")
+	}
+	close(hang)
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.c.before(t, "store.manifest "+spec.VerdictPass, "inner.delete ")
+}
+
+type blockingGate struct {
+	c     *calls
+	until chan struct{}
+}
+
+func (g blockingGate) prepare(context.Context) {}
+func (g blockingGate) run(context.Context, time.Time) gateOutcome {
+	g.c.add("gate.run")
+	<-g.until
+	return gateOutcome{}
+}
+
+// A hung gate helper costs the gate's time limit and a failed verdict: the
+// pipeline goes on, releases, and Delete does not hang.
+func TestGateHelperTimeoutReleases(t *testing.T) {
+	reapChildren(t)
+	orig := gateHelperCommand
+	gateHelperCommand = hangingHelper
+	defer func() { gateHelperCommand = orig }()
+	f := newFixture(t, 0)
+	f.op.diff = diffSource{Upper: t.TempDir()}
+	f.op.contract.Products = []spec.Product{{Slot: "out/result.json", Class: spec.ClassStructuredResult}}
+	f.op.cfg.GateTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	f.op.exit.gate = &helperGate{op: f.op}
+	ctx := context.Background()
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
+	start := time.Now()
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("delete took %s", d)
+	}
+	m := f.store.m
+	if m == nil || m.Gate.Verdict != spec.VerdictFail || len(m.Gate.Violations) != 1 || m.Gate.Violations[0].Rule != "gate_error" ||
+		!strings.Contains(m.Gate.Violations[0].Detail, "limit 300ms") {
+		t.Fatalf("manifest gate %+v, want a failed verdict naming the time limit", m.Gate)
+	}
+}
+
+// hangingHelper is a gate helper that never answers.
+func hangingHelper() (*exec.Cmd, error) { return exec.Command("/bin/sleep", "30"), nil }
+
+// The holding publisher never blocks the inner service's forwarding
+// goroutine: a held TaskExit returns at once, later events (another
+// container's exit, a TaskDelete) go out ahead of it, and it goes out, with
+// the override, once done is closed.
+func TestHoldingPublisherNeverBlocks(t *testing.T) {
+	c := newCalls()
+	p := newHoldingPublisher(fakePublisher{c})
+	ctx := context.Background()
+	done := make(chan struct{})
+	h := p.arm("c1", done)
+	returned := make(chan struct{})
+	go func() {
+		p.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 1})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Publish of a held exit blocked")
+	}
+	p.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c2", ID: "c2", ExitStatus: 2})
+	p.Publish(ctx, "/tasks/delete", &eventstypes.TaskDelete{ContainerID: "c2"})
+	code := uint32(86)
+	h.override = &code
+	close(done)
+	h.waitPublished(ctx)
+	want := []string{"publish exit c2 2", "publish /tasks/delete", "publish exit c1 86"}
+	if got := c.get(); !slices.Equal(got, want) {
+		t.Fatalf("published %v, want %v", got, want)
+	}
+	// Disarmed: the next exit of c1 is not held.
+	p.arm("c1", make(chan struct{}))
+	p.disarm("c1")
+	p.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 3})
+	if got := c.get(); got[len(got)-1] != "publish exit c1 3" {
+		t.Fatalf("disarmed exit not published at once: %v", got)
+	}
+}
