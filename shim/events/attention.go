@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
@@ -110,9 +111,14 @@ func ListAttention(s record.Store) ([]spec.Attention, error) {
 	return out, nil
 }
 
+// maxAttentionBytes bounds attention.json. Findings accumulate until a
+// person clears them, each a few KiB at most: the bound is far above any
+// real file and only stops a runaway one from being read whole.
+const maxAttentionBytes = 64 << 20
+
 func readAttention(path string) (spec.Attention, bool, error) {
 	var a spec.Attention
-	b, err := os.ReadFile(path)
+	b, err := fsafe.ReadFile(path, maxAttentionBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return a, false, nil
 	}
@@ -131,7 +137,7 @@ func withAttention(s record.Store, opID string, fn func(path string) error) erro
 	if err != nil {
 		return err
 	}
-	lf, err := os.OpenFile(filepath.Join(dir, attentionLock), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	lf, err := os.OpenFile(filepath.Join(dir, attentionLock), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("open attention lock: %w", err)
 	}

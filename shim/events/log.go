@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
@@ -50,7 +51,7 @@ func OpenLog(path string, limit int64) (_ *Log, retErr error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
@@ -81,7 +82,7 @@ func seal(path string, f *os.File) (int64, error) {
 	if size == 0 {
 		return 0, nil
 	}
-	r, err := os.Open(path)
+	r, _, err := fsafe.OpenFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("open event log: %w", err)
 	}
@@ -167,10 +168,13 @@ func (l *Log) writeDropped() error {
 	return nil
 }
 
+// maxDroppedBytes bounds the dropped-count sidecar: one short JSON object.
+const maxDroppedBytes = 4096
+
 // readDropped reads the sidecar of the log at path; absent means none.
 func readDropped(path string) (DroppedCount, error) {
 	var d DroppedCount
-	b, err := os.ReadFile(path + DroppedSuffix)
+	b, err := fsafe.ReadFile(path+DroppedSuffix, maxDroppedBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return d, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -24,7 +25,7 @@ type Contents struct {
 // an error the caller can test with errors.Is(err, fs.ErrNotExist).
 func Read(path string) (Contents, error) {
 	var c Contents
-	f, err := os.Open(path)
+	f, _, err := fsafe.OpenFile(path)
 	if err != nil {
 		return c, fmt.Errorf("read events: %w", err)
 	}
@@ -80,7 +81,7 @@ func Follow(ctx context.Context, path string, interval time.Duration, fn func(sp
 	for {
 		if f == nil {
 			var err error
-			f, err = os.Open(path)
+			f, _, err = fsafe.OpenFile(path)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("follow events: %w", err)
 			}
