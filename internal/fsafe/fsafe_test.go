@@ -377,3 +377,24 @@ func TestSyncTree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestReadNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		write(t, filepath.Join(dir, n), "")
+	}
+	fd, err := OpenDirAt(unix.AT_FDCWD, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	names, cut, err := ReadNames(fd, -1)
+	if err != nil || cut || len(names) != 3 {
+		t.Fatalf("%v %v %v", names, cut, err)
+	}
+	// From the start again, and cut at the budget.
+	names, cut, err = ReadNames(fd, 2)
+	if err != nil || !cut || len(names) != 2 {
+		t.Fatalf("%v %v %v", names, cut, err)
+	}
+}

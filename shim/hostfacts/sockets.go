@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,11 +42,11 @@ func FindSocket(root string) (string, error) {
 }
 
 func scan(dir string, dev uint64, n *int) (string, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := fsafe.OpenDirAt(unix.AT_FDCWD, dir)
 	if err != nil {
-		return "", fmt.Errorf("open %s: %w", dir, err)
+		return "", err
 	}
-	names, err := readNames(fd)
+	names, _, err := fsafe.ReadNames(fd, -1)
 	unix.Close(fd)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", dir, err)
@@ -72,19 +73,4 @@ func scan(dir string, dev uint64, n *int) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-func readNames(fd int) ([]string, error) {
-	var names []string
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -91,7 +92,7 @@ func descendLower(stack []layerDir, name, ns string) ([]layerDir, error) {
 func hasVisible(stack []layerDir) (bool, error) {
 	seen := map[string]bool{}
 	for _, l := range stack {
-		names, _, err := readNames(l.fd, -1)
+		names, _, err := fsafe.ReadNames(l.fd, -1)
 		if err != nil {
 			return false, fmt.Errorf("image layer %d: %w", l.layer, err)
 		}

@@ -62,26 +62,3 @@ func openRoot(path string) (int, error) {
 	}
 	return fd, nil
 }
-
-// readNames lists a directory fd, returning at most budget names (budget < 0:
-// no limit) and whether the listing was cut short.
-func readNames(fd int, budget int64) ([]string, bool, error) {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return nil, false, fmt.Errorf("rewind directory: %w", err)
-	}
-	buf := make([]byte, 32<<10)
-	var names []string
-	for {
-		n, err := fsafe.RetryEINTR(func() (int, error) { return unix.ReadDirent(fd, buf) })
-		if err != nil {
-			return nil, false, fmt.Errorf("read directory: %w", err)
-		}
-		if n <= 0 {
-			return names, false, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-		if budget >= 0 && int64(len(names)) > budget {
-			return names[:budget], true, nil
-		}
-	}
-}

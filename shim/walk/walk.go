@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -118,7 +119,7 @@ func (t *Tree) walkDir(ctx context.Context, d *dirState, visit VisitFunc) error 
 	if t.opts.MaxNames > 0 {
 		budget = t.opts.MaxNames - t.names
 	}
-	names, cut, err := readNames(d.fd, budget)
+	names, cut, err := fsafe.ReadNames(d.fd, budget)
 	if err != nil {
 		return fmt.Errorf("list %q: %w", d.path, err)
 	}
