@@ -61,8 +61,8 @@ func (op *operation) finish(ctx context.Context, poststop bool) (*spec.Manifest,
 	op.mon.Close()
 	m := op.manifest(*x)
 	werr := op.store.WriteJSON(op.req.OperationID, record.ManifestFile, m)
-	if dir, err := op.store.OperationDir(op.req.OperationID); err == nil && x.removed != "" {
-		record.WriteFileAtomic(filepath.Join(dir, record.CleanedMarker), nil, 0o600)
+	if x.removed != "" && record.ValidOperationID(op.req.OperationID) {
+		_ = op.store.MarkCleaned(op.req.OperationID, "") // losing it only keeps the record longer
 		removeMarker(op.store.Dir, op.req.OperationID)
 	}
 	closeFD(op.pidfd)

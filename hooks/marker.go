@@ -2,12 +2,9 @@ package hooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/containerd/log"
 
@@ -48,17 +45,14 @@ func removeMarker(stateDir, opID string) {
 	os.Remove(markerPath(stateDir, opID))
 }
 
-func (o owner) alive() bool {
-	st, err := cgroup.ReadStat(o.PID)
-	return err == nil && st.Start == o.Start
-}
+func (m marker) Operation() string { return m.OperationID }
+
+// Orphaned: the monitor (by pid and start time) is gone.
+func (m marker) Orphaned() bool { return !cgroup.Proc(m.Monitor).Alive() }
 
 func selfOwner() (owner, error) {
-	st, err := cgroup.ReadStat(os.Getpid())
-	if err != nil {
-		return owner{}, err
-	}
-	return owner{PID: os.Getpid(), Start: st.Start}, nil
+	p, err := cgroup.Self()
+	return owner(p), err
 }
 
 // CleanOrphans removes what operations whose monitor died left: the table
@@ -67,36 +61,14 @@ func selfOwner() (owner, error) {
 // and the socket; the operation is marked cleaned. It returns the
 // operation ids it cleaned.
 func CleanOrphans(ctx context.Context, stateDir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(stateDir, markersDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", markersDir, err)
-	}
-	var cleaned []string
-	var errs []error
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(stateDir, markersDir, e.Name()))
-		if err != nil {
-			continue
-		}
-		var m marker
-		if json.Unmarshal(b, &m) != nil || !record.ValidOperationID(m.OperationID) || m.Monitor.alive() {
-			continue
-		}
+	return record.CleanOrphans(record.Store{Dir: stateDir}, markersDir, func(m marker) error {
 		if err := removeOrphan(ctx, stateDir, m); err != nil {
-			errs = append(errs, err)
-			continue
+			return err
 		}
 		log.G(ctx).WithField("operation_id", m.OperationID).WithField("container_id", m.ContainerID).
 			Warn("removed the table of an OCI hook operation whose monitor process died")
-		cleaned = append(cleaned, m.OperationID)
-	}
-	return cleaned, errors.Join(errs...)
+		return nil
+	})
 }
 
 func removeOrphan(ctx context.Context, stateDir string, m marker) error {
@@ -120,11 +92,7 @@ func removeOrphan(ctx context.Context, stateDir string, m marker) error {
 			return err
 		}
 	}
-	if dir, err := (record.Store{Dir: stateDir}).OperationDir(m.OperationID); err == nil {
-		if _, err := os.Stat(dir); err == nil {
-			record.WriteFileAtomic(filepath.Join(dir, record.CleanedMarker), []byte("by a later OCI hook: the monitor process had died\n"), 0o600)
-		}
-	}
+	_ = record.Store{Dir: stateDir}.MarkCleaned(m.OperationID, "by a later OCI hook: the monitor process had died") // losing it only keeps the record longer
 	removeMarker(stateDir, m.OperationID)
 	return nil
 }

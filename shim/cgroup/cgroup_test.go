@@ -135,3 +135,16 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+func TestSelfAlive(t *testing.T) {
+	me, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !me.Alive() {
+		t.Errorf("%s: not alive", me)
+	}
+	if (Proc{PID: me.PID, Start: me.Start + 1}).Alive() {
+		t.Error("a pid with another start time is alive")
+	}
+}

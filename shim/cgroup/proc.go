@@ -18,6 +18,23 @@ type Proc struct {
 
 func (p Proc) String() string { return fmt.Sprintf("pid %d (start %d)", p.PID, p.Start) }
 
+// Self is the calling process as a Proc.
+func Self() (Proc, error) {
+	pid := os.Getpid()
+	st, err := ReadStat(pid)
+	if err != nil {
+		return Proc{}, err
+	}
+	return Proc{PID: pid, Start: st.Start}, nil
+}
+
+// Alive reports whether p still runs: its pid names a process with its
+// start time. A pid reused by another process is not p.
+func (p Proc) Alive() bool {
+	st, err := ReadStat(p.PID)
+	return err == nil && st.Start == p.Start
+}
+
 // Stat is what the boundary reads from /proc/<pid>/stat.
 type Stat struct {
 	Start uint64 // field 22

@@ -119,7 +119,7 @@ func (r *run) execute(ctx context.Context, exe *observe.HostExecutable) (_ *Resu
 	if err := makeUpper(upper, work, r.cmd.Workspace); err != nil {
 		return nil, r.abandon(ctx, h, refuse(ReasonWorkspace, "--workspace", "", "%v", err))
 	}
-	pid, start, err := self()
+	me, err := cgroup.Self()
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (r *run) execute(ctx context.Context, exe *observe.HostExecutable) (_ *Resu
 	if hier, err := cgroup.Find(); err == nil {
 		cgPath = filepath.Join(hier.Root, ParentCgroup, id)
 	}
-	if err := writeMarker(r.store.Dir, marker{OperationID: id, Table: netpolicy.TableName(id), Cgroup: cgPath, OwnerPID: pid, OwnerStart: start}); err != nil {
+	if err := writeMarker(r.store.Dir, marker{OperationID: id, Table: netpolicy.TableName(id), Cgroup: cgPath, OwnerPID: me.PID, OwnerStart: me.Start}); err != nil {
 		return nil, err
 	}
 	h.marked = true
@@ -428,7 +428,7 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 		return nil, err
 	}
 	if h.cg == nil && h.plan == nil {
-		record.WriteFileAtomic(filepath.Join(dir, record.CleanedMarker), nil, 0o600)
+		_ = r.store.MarkCleaned(r.id, "") // losing it only keeps the record longer
 	} else {
 		return nil, errors.New("the run's cgroup or table could not be removed; a later gensee boundary run retries")
 	}

@@ -2,9 +2,7 @@ package hostrun
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -36,51 +34,24 @@ func writeMarker(stateDir string, m marker) error {
 	return record.Store{Dir: stateDir}.WriteMarker(runsDir, m.OperationID, m)
 }
 
-// self is this process as a marker's owner.
-func self() (int, uint64, error) {
-	st, err := cgroup.ReadStat(os.Getpid())
-	if err != nil {
-		return 0, 0, err
-	}
-	return os.Getpid(), st.Start, nil
-}
+func (m marker) Operation() string { return m.OperationID }
 
-// alive reports whether the marker's owner still runs.
-func (m marker) alive() bool {
-	st, err := cgroup.ReadStat(m.OwnerPID)
-	return err == nil && st.Start == m.OwnerStart
+// Orphaned: the marker's owner (by pid and start time) is gone.
+func (m marker) Orphaned() bool {
+	return !cgroup.Proc{PID: m.OwnerPID, Start: m.OwnerStart}.Alive()
 }
 
 // CleanOrphans removes what host runs whose gensee parent died left: the
 // cgroup (drained), the table in the host netns, the marker. It returns
 // the operation ids it cleaned.
 func CleanOrphans(ctx context.Context, stateDir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(stateDir, runsDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", runsDir, err)
-	}
-	var cleaned []string
-	var errs []error
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(stateDir, runsDir, e.Name()))
-		if err != nil {
-			continue
-		}
-		var m marker
-		if json.Unmarshal(b, &m) != nil || !record.ValidOperationID(m.OperationID) || m.alive() {
-			continue
-		}
+	return record.CleanOrphans(record.Store{Dir: stateDir}, runsDir, func(m marker) error {
 		if err := removeLeftovers(ctx, stateDir, m); err != nil {
-			errs = append(errs, err)
-			continue
+			return err
 		}
 		log.G(ctx).WithField("operation_id", m.OperationID).Warn("removed the cgroup and table of a host run whose gensee process died")
-		cleaned = append(cleaned, m.OperationID)
-	}
-	return cleaned, errors.Join(errs...)
+		return nil
+	})
 }
 
 // removeLeftovers removes m's cgroup and table, then its marker, and marks
@@ -100,11 +71,7 @@ func removeLeftovers(ctx context.Context, stateDir string, m marker) error {
 			return err
 		}
 	}
-	if dir, err := (record.Store{Dir: stateDir}).OperationDir(m.OperationID); err == nil {
-		if _, err := os.Stat(dir); err == nil {
-			record.WriteFileAtomic(filepath.Join(dir, record.CleanedMarker), []byte("by a later gensee boundary run\n"), 0o600)
-		}
-	}
+	_ = record.Store{Dir: stateDir}.MarkCleaned(m.OperationID, "by a later gensee boundary run") // losing it only keeps the record longer
 	if err := os.Remove(markerPath(stateDir, m.OperationID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
