@@ -2,9 +2,9 @@ package gate
 
 import (
 	"fmt"
-	"os"
 	"path"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
@@ -80,11 +80,10 @@ func (f *fileProduct) checkContent(dirfd int, name string) error {
 	if f.decl.Class == spec.ClassBlob {
 		return nil
 	}
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	staged, _, err := fsafe.OpenFileAt(dirfd, name)
 	if err != nil {
 		return fmt.Errorf("reopen staged %s: %w", f.slot, err)
 	}
-	staged := os.NewFile(uintptr(fd), name)
 	defer staged.Close()
 	var bad *Violation
 	if f.decl.Class == spec.ClassStructuredResult {

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,9 +24,9 @@ func openStager(dir string) (*stager, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := fsafe.OpenDirAt(unix.AT_FDCWD, dir)
 	if err != nil {
-		return nil, fmt.Errorf("open staging directory %s: %w", dir, err)
+		return nil, fmt.Errorf("open staging directory: %w", err)
 	}
 	return &stager{dir: dir, fd: fd}, nil
 }
@@ -39,25 +39,10 @@ func (s *stager) path(slot string) string { return filepath.Join(s.dir, filepath
 // parentOf creates the parent directories of slot (existing ones are fine:
 // two slots may share them) and returns an fd for the innermost one.
 func (s *stager) parentOf(slot string) (int, error) {
-	dir := path.Dir(slot)
-	if dir == "." {
-		return unix.Dup(s.fd)
-	}
-	fd, err := unix.Dup(s.fd)
+	w := fsafe.Walker{Flags: unix.O_RDONLY | unix.O_DIRECTORY, Mkdir: 0o755}
+	fd, err := w.Open(s.fd, path.Dir(slot)) // "." (a top-level slot): a dup of the staging dir
 	if err != nil {
 		return -1, fmt.Errorf("stage %s: %w", slot, err)
-	}
-	for _, c := range strings.Split(dir, "/") {
-		if err := unix.Mkdirat(fd, c, 0o755); err != nil && err != unix.EEXIST {
-			unix.Close(fd)
-			return -1, fmt.Errorf("stage %s: mkdir %s: %w", slot, c, err)
-		}
-		next, err := openDirAt(fd, c)
-		unix.Close(fd)
-		if err != nil {
-			return -1, fmt.Errorf("stage %s: %w", slot, err)
-		}
-		fd = next
 	}
 	return fd, nil
 }
@@ -67,13 +52,9 @@ func mkdir(dirfd int, name string) (int, error) {
 	if err := unix.Mkdirat(dirfd, name, 0o755); err != nil {
 		return -1, fmt.Errorf("stage mkdir %s: %w", name, err)
 	}
-	return openDirAt(dirfd, name)
-}
-
-func openDirAt(dirfd int, name string) (int, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := fsafe.OpenDirAt(dirfd, name)
 	if err != nil {
-		return -1, fmt.Errorf("open staged directory %s: %w", name, err)
+		return -1, fmt.Errorf("open staged directory: %w", err)
 	}
 	return fd, nil
 }
@@ -147,10 +128,7 @@ func (f *stagedFile) Write(p []byte) (int, error) {
 func (f *stagedFile) write(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
-		m, err := unix.Write(f.fd, p[n:])
-		if err == unix.EINTR {
-			continue
-		}
+		m, err := fsafe.RetryEINTR(func() (int, error) { return unix.Write(f.fd, p[n:]) })
 		if err != nil {
 			return n, fmt.Errorf("write staged %s: %w", f.name, err)
 		}
