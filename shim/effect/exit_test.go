@@ -1,0 +1,59 @@
+package effect
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/spec"
+)
+
+func TestCounted(t *testing.T) {
+	var x Exit
+	if denied, read := x.Counted(netpolicy.Counters{Denied: netpolicy.Count{Packets: 3}}, nil); denied != 3 || !read || x.Counters == nil || x.CountErr != nil {
+		t.Fatalf("read: %d %v %+v", denied, read, x)
+	}
+	boom := errors.New("boom")
+	if denied, read := x.Counted(netpolicy.Counters{}, boom); denied != 0 || read || x.Counters != nil || x.CountErr != boom {
+		t.Fatalf("not read: %d %v %+v", denied, read, x)
+	}
+}
+
+func TestExited(t *testing.T) {
+	esc := []spec.Escape{{PID: 7}}
+	for _, tc := range []struct {
+		name   string
+		x      Exit
+		shared bool
+		status string
+		check  func(m *spec.Manifest) bool
+	}{
+		{"counted", Exit{Drained: 2, Removed: "deleted", Deadline: true, GateRan: true,
+			Counters: &netpolicy.Counters{Allowed: netpolicy.Count{Packets: 1}, DeniedKernel: netpolicy.Count{Packets: 2}}},
+			true, spec.NetworkEnforced, func(m *spec.Manifest) bool {
+				return m.Drained == 2 && m.Enforcement.Network.TableRemoved == "deleted" && m.Deadlines.Exceeded &&
+					m.Observation.Counters.AllowedPackets == 1 && m.Observation.Counters.DeniedPackets == 2 && m.Gate.Verdict == spec.VerdictPass
+			}},
+		{"counters unread", Exit{CountErr: errors.New("netlink: boom")}, true, spec.NetworkEnforced, func(m *spec.Manifest) bool {
+			return m.Observation.Counters.Error == "netlink: boom" && m.Gate.Verdict == spec.VerdictNotRun
+		}},
+		{"escape in a shared netns", Exit{Escapes: esc}, true, spec.NetworkEscapeDetected, func(m *spec.Manifest) bool {
+			return len(m.Observation.Escapes) == 1
+		}},
+		{"escape in a netns of its own", Exit{Escapes: esc}, false, spec.NetworkEnforced, func(m *spec.Manifest) bool {
+			return len(m.Observation.Escapes) == 1
+		}},
+		{"drain failed", Exit{GateRan: true, GateRes: &gate.Result{Verdict: gate.Pass}, DrainErr: errors.New("EBUSY")}, true, spec.NetworkEnforced, func(m *spec.Manifest) bool {
+			return m.Gate.Verdict == spec.VerdictFail
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &spec.Manifest{Enforcement: spec.Enforcement{Network: spec.NetworkEnforcement{Status: spec.NetworkEnforced}}}
+			Exited(m, tc.x, tc.shared)
+			if m.Enforcement.Network.Status != tc.status || !tc.check(m) {
+				t.Errorf("manifest %+v", m)
+			}
+		})
+	}
+}
