@@ -1,8 +1,8 @@
 package gate
 
-// The staged tree as VerifyStaged reads it: through file descriptors,
-// never following a symlink, never opening anything but regular files and
-// directories.
+// The staged tree as VerifyStaged reads it: through file descriptors
+// (fsafe), never following a symlink, never opening anything but regular
+// files and directories.
 
 import (
 	"crypto/sha256"
@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"path"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/internal/fsafe"
 )
 
 // Bounds of the walk over staged/ that finds files the manifest does not
@@ -51,9 +53,9 @@ type opDirFD struct {
 }
 
 func openOpDir(dir string) (*opDirFD, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := fsafe.OpenDirAt(unix.AT_FDCWD, dir)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		return nil, err
 	}
 	return &opDirFD{fd: fd, path: dir}, nil
 }
@@ -67,23 +69,15 @@ var errAbsent = errors.New("not found")
 // parent opens the directory holding rel ('/'-separated, clean, relative)
 // and returns its fd and rel's last component.
 func (d *opDirFD) parent(rel string) (int, string, error) {
-	parts := strings.Split(rel, "/")
-	fd, err := unix.Dup(d.fd)
+	dir, name := path.Split(rel)
+	fd, err := fsafe.Walker{Flags: unix.O_RDONLY | unix.O_DIRECTORY}.Open(d.fd, strings.TrimSuffix(dir, "/"))
 	if err != nil {
-		return -1, "", err
-	}
-	for _, c := range parts[:len(parts)-1] {
-		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			if absentErr(err) {
-				return -1, "", fmt.Errorf("%s: %w (%v at %q)", rel, errAbsent, err, c)
-			}
-			return -1, "", fmt.Errorf("open %s: %w", rel, err)
+		if absentErr(err) {
+			return -1, "", fmt.Errorf("%s: %w (%v)", rel, errAbsent, err)
 		}
-		fd = next
+		return -1, "", fmt.Errorf("open %s: %w", rel, err)
 	}
-	return fd, parts[len(parts)-1], nil
+	return fd, name, nil
 }
 
 func absentErr(err error) bool {
@@ -124,21 +118,16 @@ func inspectAt(dfd int, name, rel string) (stagedObj, error) {
 	case unix.S_IFREG:
 		return hashAt(dfd, name, rel, st)
 	}
-	return stagedObj{kind: fileKind(st.Mode)}, nil
+	return stagedObj{kind: fsafe.Kind(st.Mode)}, nil
 }
 
 func hashAt(dfd int, name, rel string, lst unix.Stat_t) (stagedObj, error) {
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	f, st, err := fsafe.OpenFileAt(dfd, name)
 	if err != nil {
 		return stagedObj{}, fmt.Errorf("open %s: %w", rel, err)
 	}
-	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return stagedObj{}, fmt.Errorf("stat %s: %w", rel, err)
-	}
-	if st.Dev != lst.Dev || st.Ino != lst.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st.Dev != lst.Dev || st.Ino != lst.Ino {
 		return stagedObj{}, fmt.Errorf("open %s: replaced while read", rel)
 	}
 	h := sha256.New()
@@ -149,20 +138,6 @@ func hashAt(dfd int, name, rel string, lst unix.Stat_t) (stagedObj, error) {
 	return stagedObj{kind: "file", size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFIFO:
-		return "fifo"
-	case unix.S_IFSOCK:
-		return "socket"
-	case unix.S_IFCHR:
-		return "char device"
-	case unix.S_IFBLK:
-		return "block device"
-	}
-	return "unknown file type"
-}
-
 // walkTree calls fn for every object below rel (a directory), depth first,
 // names sorted; fn returns whether to descend into a directory.
 func (d *opDirFD) walkTree(rel string, fn func(rel string, o stagedObj) (bool, error)) error {
@@ -171,7 +146,7 @@ func (d *opDirFD) walkTree(rel string, fn func(rel string, o stagedObj) (bool, e
 		return err
 	}
 	defer unix.Close(dfd)
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := fsafe.OpenDirAt(dfd, name)
 	if err != nil {
 		if absentErr(err) {
 			return fmt.Errorf("%s: %w", rel, errAbsent)
@@ -184,12 +159,11 @@ func (d *opDirFD) walkTree(rel string, fn func(rel string, o stagedObj) (bool, e
 
 // walkFD owns fd and closes it.
 func walkFD(fd int, rel string, depth int, count *int, fn func(string, stagedObj) (bool, error)) error {
-	dir := os.NewFile(uintptr(fd), rel)
-	defer dir.Close()
+	defer unix.Close(fd)
 	if depth > maxStagedDepth {
 		return fmt.Errorf("%s is nested deeper than %d directories; stopped", rel, maxStagedDepth)
 	}
-	names, err := dir.Readdirnames(-1)
+	names, _, err := fsafe.ReadNames(fd, -1)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", rel, err)
 	}
@@ -210,7 +184,7 @@ func walkFD(fd int, rel string, depth int, count *int, fn func(string, stagedObj
 			}
 			continue
 		}
-		cfd, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		cfd, err := fsafe.OpenDirAt(fd, n)
 		if err != nil {
 			return fmt.Errorf("open %s: %w", child, err)
 		}
