@@ -221,8 +221,8 @@ func decide(cfg config.Config, oci *specs.Spec, obs spec.Observation, now time.T
 	if err != nil {
 		return nil, refuse(ReasonObservation, "", "digest observation: %v", err)
 	}
-	return &admissionRecord{Namespace: Namespace, CreatedAt: now.UTC(), Facts: factsRecord{Runtime: f.Runtime},
-		Recorded: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest), Deadline: d.Contract.Deadline}, nil
+	return &admissionRecord{Admission: spec.Admission{Namespace: Namespace, CreatedAt: now.UTC(), Facts: spec.AdmissionFacts{Runtime: f.Runtime},
+		AdmissionDecision: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest), Deadline: d.Contract.Deadline}}, nil
 }
 
 // checkPolicy runs the spec policy on a deep copy of the spec and refuses

@@ -54,7 +54,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
 			"poststop never came: the monitor finished the operation on its own after the container's init was gone")
 	}
-	effect.Admission(m, a.Recorded, op.ready)
+	effect.Admission(m, a.AdmissionDecision, op.ready)
 	m.Deadlines.Exceeded = x.deadline
 	switch k := x.counters; {
 	case k != nil:

@@ -179,10 +179,7 @@ const maxAdmissionBytes = 4 << 20
 // admittedContainer reads who the operation governed from admission.json,
 // for display only: "" when the record is missing or unreadable.
 func admittedContainer(dir string) string {
-	var a struct {
-		Namespace   string `json:"namespace"`
-		ContainerID string `json:"container_id"`
-	}
+	var a spec.Admission
 	raw, err := readRecord(dir, record.AdmissionFile, maxAdmissionBytes)
 	if err != nil || len(raw) > maxAdmissionBytes || json.Unmarshal(raw, &a) != nil || a.ContainerID == "" {
 		return ""

@@ -45,17 +45,7 @@ type Input struct {
 
 // InferenceSummary describes an inference whose signature verified against
 // the catalog's analyzer key (nil in a Decision otherwise).
-type InferenceSummary struct {
-	Analyzer          string    `json:"analyzer"`
-	Model             string    `json:"model"`
-	Class             string    `json:"class"` // the top candidate
-	ConfidenceBP      int       `json:"confidence_bp"`
-	MarginBP          int       `json:"margin_bp"` // top minus second (a lone candidate: its confidence)
-	ObservationDigest string    `json:"observation_digest"`
-	EnvelopeSHA256    string    `json:"envelope_sha256"` // hex sha256 of the annotation bytes
-	IssuedAt          time.Time `json:"issued_at"`
-	ExpiresAt         time.Time `json:"expires_at"`
-}
+type InferenceSummary = spec.AdmittedInference
 
 // Decision is the outcome. Admitted implies Contract, ContractID and
 // ContractDigest are set; otherwise Reason and Message say why not.

@@ -58,7 +58,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 		m.Subject = *s
 		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), host netns", s.CgroupPath, s.CgroupID)
 	}
-	effect.Admission(m, a.Recorded, x.started)
+	effect.Admission(m, a.AdmissionDecision, x.started)
 	m.Deadlines.Exceeded = x.deadline
 	switch k := x.counters; {
 	case k != nil:

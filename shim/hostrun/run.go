@@ -51,7 +51,7 @@ type run struct {
 	store    record.Store
 	cmd      Command
 	contract spec.Contract
-	adm      *admissionRecord
+	adm      *spec.Admission
 	log      *log.Entry
 }
 
@@ -102,7 +102,7 @@ func observeCommand(cmd Command) (*observe.HostExecutable, spec.Observation, *Re
 }
 
 // admit loads the trust inputs and decides, exactly as for a container.
-func admit(req Request, cmd Command, obs spec.Observation, exe *observe.HostExecutable) (*admissionRecord, *Refusal) {
+func admit(req Request, cmd Command, obs spec.Observation, exe *observe.HostExecutable) (*spec.Admission, *Refusal) {
 	cfg := req.Config
 	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
 	if err != nil {
@@ -127,12 +127,13 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *observe.HostExec
 	if err != nil {
 		return nil, refuse(ReasonCommand, "argv", "", "digest observation: %v", err)
 	}
-	return &admissionRecord{
+	uid := cmd.User.UID
+	return &spec.Admission{
 		Namespace: Namespace, CreatedAt: now.UTC(),
-		Facts:    factsRecord{Runtime: Runtime, User: cmd.User.Name, UID: cmd.User.UID},
-		Recorded: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest),
-		Command:  commandRecord{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Path, Workspace: cmd.Workspace},
-		Netns:    "host", Deadline: d.Contract.Deadline,
+		Facts:             spec.AdmissionFacts{Runtime: Runtime, User: cmd.User.Name, UID: &uid},
+		AdmissionDecision: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest),
+		Command:           &spec.AdmittedCommand{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Path, Workspace: cmd.Workspace},
+		Netns:             "host", Deadline: d.Contract.Deadline,
 	}, nil
 }
 

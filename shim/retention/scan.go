@@ -11,6 +11,7 @@ import (
 
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // Why an operation must stay, whatever the limits say.
@@ -78,12 +79,7 @@ func scanOne(st record.Store, id string, sizes bool) (Op, error) {
 		return op, err
 	}
 	op.Created = fi.ModTime()
-	var adm struct {
-		Namespace   string    `json:"namespace"`
-		ContainerID string    `json:"container_id"`
-		ContractID  string    `json:"contract_id"`
-		CreatedAt   time.Time `json:"created_at"`
-	}
+	var adm spec.Admission
 	if b, _, err := readRecord(dir, record.AdmissionFile); err == nil && json.Unmarshal(b, &adm) == nil {
 		op.Namespace, op.Container, op.ContractID = adm.Namespace, adm.ContainerID, adm.ContractID
 		if !adm.CreatedAt.IsZero() {

@@ -201,10 +201,10 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 	capsRemoved := append([]string{}, pol.CapabilitiesRemoved...)
 	seccomp := &spec.SeccompEnforcement{ProfileCreated: pol.Seccomp.Created,
 		SocketFamiliesRefused: pol.Seccomp.FamiliesRefused, SyscallsRefused: pol.Seccomp.SyscallsRefused}
-	rec := &admissionRecord{
+	rec := &spec.Admission{
 		OperationID: id, Namespace: ns, ContainerID: r.ID, CreatedAt: s.now().UTC(),
 		Facts:               recordFacts(adm.facts),
-		Recorded:            admission.Record(d, adm.catalog.Version, adm.catalog.Digest, adm.catalog.Catalog.ExpiresAt, adm.observation, adm.obsDigest),
+		AdmissionDecision:   admission.Record(d, adm.catalog.Version, adm.catalog.Digest, adm.catalog.Catalog.ExpiresAt, adm.observation, adm.obsDigest),
 		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: string(kind), NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,
 	}

@@ -69,7 +69,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.Seccomp = a.Seccomp
 	}
 	m.Enforcement.ExecNoNewPrivileges = true
-	effect.Admission(m, a.Recorded, x.started)
+	effect.Admission(m, a.AdmissionDecision, x.started)
 	m.Deadlines.Exceeded = x.deadline
 	if len(a.CapabilitiesRemoved) > 0 {
 		// admission.json names the sets; the manifest names the capability.

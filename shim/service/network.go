@@ -203,7 +203,7 @@ func freshCgroup(path string, pid int) error {
 }
 
 // readSubject reads who pid is: start time, cgroup v2 path and id.
-func readSubject(pid int) (*subject, error) {
+func readSubject(pid int) (*spec.Subject, error) {
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return nil, fmt.Errorf("read stat of init %d: %w", pid, err)
@@ -220,7 +220,7 @@ func readSubject(pid int) (*subject, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &subject{InitPID: pid, StartTime: start, CgroupPath: path, CgroupID: id}, nil
+	return &spec.Subject{InitPID: pid, StartTime: start, CgroupPath: path, CgroupID: id}, nil
 }
 
 // startTime is field 22 of /proc/<pid>/stat; the comm field (2) may hold

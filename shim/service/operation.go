@@ -89,14 +89,14 @@ type operation struct {
 	cfg         config.Config
 	store       record.Store
 	contract    spec.Contract
-	admission   *admissionRecord
+	admission   *spec.Admission
 	ctx         context.Context  // the shim's namespaced context, for publishing
 	pub         events.Publisher // where boundary events go besides events.jsonl
 	wantNetns   nsID             // a joined netns as checked at admission; zero otherwise
 	userns      bool             // the container has a user namespace
 	wantUserns  nsID             // a joined user namespace as checked at admission; zero otherwise
 	uidMappings []specs.LinuxIDMapping
-	initPID     int // set by bind
+	initPID     int        // set by bind
 	diff        diffSource // where the gate reads the task's changes
 	mounts      []string   // mount destinations of config.json (runc stubs them in the upperdir)
 

@@ -14,7 +14,7 @@ func TestOpStateTransitions(t *testing.T) {
 		{opCreated, opStarting}: true, {opCreated, opDeleted}: true,
 		{opStarting, opRunning}: true, {opStarting, opCreated}: true,
 		{opRunning, opExited}: true,
-		{opExited, opDeleted}:  true,
+		{opExited, opDeleted}: true,
 	}
 	states := []opState{opCreated, opStarting, opRunning, opExited, opDeleted}
 	for _, from := range states {

@@ -88,7 +88,10 @@ func (g *fakeGate) run(context.Context, time.Time) gateOutcome {
 
 type fakeDrain struct{ c *calls }
 
-func (d fakeDrain) drain(context.Context) drain.Result { d.c.add("drain"); return drain.Result{Drained: 1} }
+func (d fakeDrain) drain(context.Context) drain.Result {
+	d.c.add("drain")
+	return drain.Result{Drained: 1}
+}
 
 type fakeNetwork struct{ c *calls }
 
@@ -198,7 +201,7 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 	s.loadConfig = func(string) (config.Config, error) { return config.Config{}, errors.New("not in this test") }
 	dir := t.TempDir()
 	op := &operation{id: "0123456789abcdef0123456789abcdef", namespace: "test", containerID: "c1", bundle: dir,
-		store: record.Store{Dir: dir}, admission: &admissionRecord{}, done: make(chan struct{}), ctx: ctx,
+		store: record.Store{Dir: dir}, admission: &spec.Admission{}, done: make(chan struct{}), ctx: ctx,
 		contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
 	op.net = &netBoundary{log: log.L}
 	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &fakeGate{c: c}, store: &fakeStore{c: c}}

@@ -8,34 +8,6 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// admissionRecord is admission.json: why this contract governs this
-// container, and who the container is.
-type admissionRecord struct {
-	OperationID string      `json:"operation_id"`
-	Namespace   string      `json:"namespace"`
-	ContainerID string      `json:"container_id"`
-	CreatedAt   time.Time   `json:"created_at"`
-	Facts       factsRecord `json:"facts"`
-	admission.Recorded
-	CapabilitiesRemoved []string                 `json:"capabilities_removed"`
-	Seccomp             *spec.SeccompEnforcement `json:"seccomp,omitempty"`
-	Notes               []string                 `json:"notes,omitempty"` // recorded, not refused (e.g. an unconfined LSM profile)
-	Netns               string                   `json:"netns"`
-	UserNamespace       bool                     `json:"user_namespace,omitempty"`
-	NetnsPath           string                   `json:"netns_path,omitempty"`
-	Table               string                   `json:"table,omitempty"`
-	Subject             *subject                 `json:"subject,omitempty"`
-	Deadline            string                   `json:"deadline,omitempty"`
-}
-
-// subject identifies the container's init beyond pid reuse.
-type subject struct {
-	InitPID    int    `json:"init_pid"`
-	StartTime  uint64 `json:"start_time"` // field 22 of /proc/<pid>/stat, clock ticks since boot
-	CgroupPath string `json:"cgroup_path"`
-	CgroupID   uint64 `json:"cgroup_id"`
-}
-
 // refusal is one line of the refusals log.
 type refusal struct {
 	At          time.Time `json:"at"`
@@ -45,15 +17,10 @@ type refusal struct {
 	Message     string    `json:"message"`
 }
 
-// factsRecord is the trusted facts admission matched selectors against.
-type factsRecord struct {
-	ContainerdNamespace string `json:"containerd_namespace"`
-	Runtime             string `json:"runtime"`
-	K8sNamespace        string `json:"k8s_namespace,omitempty"`
-}
-
-func recordFacts(f admission.Facts) factsRecord {
-	return factsRecord{ContainerdNamespace: f.ContainerdNamespace, Runtime: f.Runtime, K8sNamespace: f.K8sNamespace}
+// recordFacts is the trusted facts admission matched selectors against,
+// as admission.json records them.
+func recordFacts(f admission.Facts) spec.AdmissionFacts {
+	return spec.AdmissionFacts{ContainerdNamespace: f.ContainerdNamespace, Runtime: f.Runtime, K8sNamespace: f.K8sNamespace}
 }
 
 // countersRecord is what the table counted, as recorded.
