@@ -14,20 +14,11 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// exitFacts is what the exit path learned, in the order it learned it.
+// exitFacts is what the exit path learned, in the order it learned it:
+// effect.Exit's part as every front door learns it, and the hook's own.
 type exitFacts struct {
+	effect.Exit
 	exitedAt time.Time
-	deadline bool
-	drained  int
-	drainErr error
-	escapes  []spec.Escape
-	gateRes  *gate.Result
-	gateErr  error
-	gateRan  bool
-	counters *netpolicy.Counters
-	countErr error
-	removed  string // "deleted", "with_netns" or "" (still installed)
-	attempts spec.DeniedAttempts
 	poststop bool // finished at poststop (false: Grace passed without one)
 }
 
@@ -44,24 +35,17 @@ func (op *operation) finish(ctx context.Context, poststop bool) (*spec.Manifest,
 	op.finished = true
 	x := &op.x
 	x.poststop = poststop
-	x.gateRes, x.gateRan, x.gateErr = op.runGate(ctx)
-	for _, ev := range effect.GateEvents(x.gateRes, x.gateErr) {
+	x.GateRes, x.GateRan, x.GateErr = op.runGate(ctx)
+	for _, ev := range effect.GateEvents(x.GateRes, x.GateErr) {
 		op.mon.Note(ev)
 	}
 	op.mon.StopSensors()
-	c, err := netpolicy.ReadCounters(ctx, int(op.netns.Fd()), op.plan)
-	var denied uint64
-	if err != nil {
-		x.countErr = err
-	} else {
-		x.counters, denied = &c, c.Denied.Packets
-	}
-	x.attempts = op.mon.Finish(denied, err == nil)
-	x.removed = op.removeTable(ctx)
+	x.Attempts = op.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(op.netns.Fd()), op.plan)))
+	x.Removed = op.removeTable(ctx)
 	op.mon.Close()
 	m := op.manifest(*x)
 	werr := op.store.WriteJSON(op.req.OperationID, record.ManifestFile, m)
-	if x.removed != "" && record.ValidOperationID(op.req.OperationID) {
+	if x.Removed != "" && record.ValidOperationID(op.req.OperationID) {
 		_ = op.store.MarkCleaned(op.req.OperationID, "") // losing it only keeps the record longer
 		removeMarker(op.store.Dir, op.req.OperationID)
 	}
@@ -70,7 +54,7 @@ func (op *operation) finish(ctx context.Context, poststop bool) (*spec.Manifest,
 	if werr != nil {
 		return m, fmt.Errorf("write manifest: %w", werr)
 	}
-	if x.removed == "" {
+	if x.Removed == "" {
 		return m, fmt.Errorf("the network table %s could not be removed; the next hook retries", op.plan.Table)
 	}
 	return m, nil

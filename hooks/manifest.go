@@ -29,12 +29,11 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		ContainerID: a.ContainerID,
 		Enforcement: spec.Enforcement{
 			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
-				Table: a.Table, Allow: c.Network.Allow, Serve: c.Network.Serve, TableRemoved: x.removed, Status: spec.NetworkEnforced,
+				Table: a.Table, Allow: c.Network.Allow, Serve: c.Network.Serve, Status: spec.NetworkEnforced,
 				AbstractUnix: spec.AbstractUnixNotEnforced},
 			Seccomp:     a.Seccomp,
 			NotEnforced: append([]string{}, notEnforcedHooks...),
 		},
-		Drained: x.drained,
 	}
 	if s := a.Subject; s != nil {
 		m.Subject = *s
@@ -55,18 +54,6 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 			"poststop never came: the monitor finished the operation on its own after the container's init was gone")
 	}
 	effect.Admission(m, a.AdmissionDecision, op.ready)
-	m.Deadlines.Exceeded = x.deadline
-	switch k := x.counters; {
-	case k != nil:
-		m.Observation.Counters = effect.Counters(*k)
-	case x.countErr != nil:
-		m.Observation.Counters.Error = x.countErr.Error()
-	}
-	m.Observation.DeniedAttempts = x.attempts
-	m.Observation.Escapes = x.escapes
-	if len(x.escapes) > 0 && a.Netns != netnsPrivate {
-		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
-	}
-	effect.Gate(m, x.gateRan, x.gateRes, x.gateErr, x.drainErr)
+	effect.Exited(m, x.Exit, a.Netns != netnsPrivate)
 	return m
 }

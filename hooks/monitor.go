@@ -278,11 +278,11 @@ func (op *operation) drain(ctx context.Context) {
 		op.deadline.Stop()
 	}
 	k := drain.All(ctx, op.adm.Subject.CgroupPath, drain.StepsFor(op.mon))
-	op.x.drained, op.x.escapes = k.Drained, k.Escapes
+	op.x.Drained, op.x.Escapes = k.Drained, k.Escapes
 	if k.Err != nil && !errors.Is(k.Err, fs.ErrNotExist) {
 		// The engine's runtime removes the cgroup once it is empty; a
 		// missing one has nothing left to drain.
-		op.x.drainErr = k.Err
+		op.x.DrainErr = k.Err
 		op.log.WithError(k.Err).Error("drain cgroup")
 	}
 }
@@ -298,7 +298,7 @@ func (op *operation) startDeadline() {
 	defer op.mu.Unlock()
 	op.deadline = time.AfterFunc(d, func() {
 		op.mu.Lock()
-		op.x.deadline = true
+		op.x.Deadline = true
 		op.mu.Unlock()
 		op.log.WithField("deadline", op.adm.Contract.Deadline).Warn("contract deadline exceeded; killing the container's cgroup")
 		op.mon.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.adm.Contract.Deadline,

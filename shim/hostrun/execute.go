@@ -260,7 +260,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *observe.HostExecutab
 		h.mon.StopSensors()
 		return nil, r.abandon(ctx, h, wrapperRefusal(st, nil))
 	}
-	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, deadline: hit})
+	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}})
 }
 
 // handshake hands the wrapper its spec and reads its first report.
@@ -389,35 +389,29 @@ func (r *run) forwardSignals(p *os.Process, h *held) func() {
 // exit is the exit path: drain, gate, counters, table, cgroup, manifest.
 func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	k := drain.All(ctx, h.cg.Path, drain.StepsFor(h.mon))
-	x.drained, x.drainErr, x.escapes = k.Drained, k.Err, k.Escapes
+	x.Drained, x.DrainErr, x.Escapes = k.Drained, k.Err, k.Escapes
 	dir, _ := r.store.OperationDir(r.id)
 	timeout := r.req.Config.GateTimeout.Duration
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
 	gctx, cancel := context.WithTimeout(ctx, timeout)
-	x.gateRes, x.gateErr = gate.Run(gctx, gate.Input{
+	x.GateRan = true
+	x.GateRes, x.GateErr = gate.Run(gctx, gate.Input{
 		UpperDir: filepath.Join(dir, upperDir), LowerDirs: []string{r.cmd.Workspace}, Workspace: "/",
 		Products: r.contract.Products, StagingDir: filepath.Join(dir, record.StagedDir), StartTime: x.started,
 		FailUnclaimed: r.contract.FailUnclaimed(),
 	})
 	cancel()
-	for _, ev := range effect.GateEvents(x.gateRes, x.gateErr) {
+	for _, ev := range effect.GateEvents(x.GateRes, x.GateErr) {
 		h.mon.Note(ev)
 	}
 	h.mon.StopSensors()
-	c, err := netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)
-	var denied uint64
-	if err != nil {
-		x.countErr = err
-	} else {
-		x.counters, denied = &c, c.Denied.Packets
-	}
-	x.attempts = h.mon.Finish(denied, err == nil)
+	x.Attempts = h.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)))
 	x.writables = writables(r.cmd.Workspace)
 	r.undo(ctx, h)
 	if h.plan == nil {
-		x.removed = "deleted"
+		x.Removed = "deleted"
 	}
 	m := r.manifest(x)
 	if err := r.store.WriteJSON(r.id, record.ManifestFile, m); err != nil {

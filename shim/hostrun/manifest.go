@@ -5,25 +5,15 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
-	"github.com/gensee/gensee/shim/gate"
-	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
-// exitFacts is what the exit path learned, in the order it learned it.
+// exitFacts is what the exit path learned, in the order it learned it:
+// effect.Exit's part as every front door learns it, and the host run's own.
 type exitFacts struct {
+	effect.Exit
 	status    uint32
 	started   time.Time
-	deadline  bool
-	drained   int
-	drainErr  error
-	escapes   []spec.Escape
-	gateRes   *gate.Result
-	gateErr   error
-	counters  *netpolicy.Counters
-	countErr  error
-	removed   string // "deleted" or "" (still installed)
-	attempts  spec.DeniedAttempts
 	writables []string
 }
 
@@ -43,7 +33,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 			Workspace: r.cmd.Workspace, Writable: x.writables, NoNewPrivileges: true, Capabilities: []string{}},
 		Enforcement: spec.Enforcement{
 			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
-				Table: a.Table, Allow: c.Network.Allow, TableRemoved: x.removed, Status: spec.NetworkEnforced,
+				Table: a.Table, Allow: c.Network.Allow, Status: spec.NetworkEnforced,
 				AbstractUnix: spec.AbstractUnixNotEnforced},
 			ExecNoNewPrivileges: true,
 			// The command runs as the invoking user with every set emptied.
@@ -51,7 +41,6 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 			NotEnforced: []string{"abstract AF_UNIX sockets: the command shares the host network namespace, whose abstract socket names (@name) nftables cannot see; a host process listening on one is reachable from the command",
 				"socket families nftables cannot see (AF_PACKET, AF_VSOCK, ...): not filtered by seccomp for host runs; the command holds no capability, so AF_PACKET and raw sockets are refused by the kernel"},
 		},
-		Drained:    x.drained,
 		ExitStatus: x.status,
 	}
 	if s := a.Subject; s != nil {
@@ -59,20 +48,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), host netns", s.CgroupPath, s.CgroupID)
 	}
 	effect.Admission(m, a.AdmissionDecision, x.started)
-	m.Deadlines.Exceeded = x.deadline
-	switch k := x.counters; {
-	case k != nil:
-		m.Observation.Counters = effect.Counters(*k)
-	case x.countErr != nil:
-		m.Observation.Counters.Error = x.countErr.Error()
-	}
-	m.Observation.DeniedAttempts = x.attempts
-	m.Observation.Escapes = x.escapes
-	if len(x.escapes) > 0 {
-		// The rules match the bound cgroup only: a process outside it was
-		// not confined by this table.
-		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
-	}
-	effect.Gate(m, true, x.gateRes, x.gateErr, x.drainErr)
+	// The host netns is shared: the rules match the run's cgroup only.
+	effect.Exited(m, x.Exit, true)
 	return m
 }
