@@ -46,7 +46,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNetns
 	} else {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
-			"abstract AF_UNIX sockets: the container shares the "+a.Netns+" network namespace, whose abstract socket names (@name) nftables cannot see",
+			effect.NotEnforcedAbstractUnix("container", a.Netns),
 			"processes outside the bound cgroup: in the shared "+a.Netns+" netns the table matches the container's cgroup; one the host moves out is found by polling (policy_unbound, observation.escapes), not stopped")
 	}
 	if !x.poststop {

@@ -57,3 +57,11 @@ func TestExited(t *testing.T) {
 		})
 	}
 }
+
+// TestNotEnforcedAbstractUnix: the shim's sentence for a pod, word for word.
+func TestNotEnforcedAbstractUnix(t *testing.T) {
+	want := "abstract AF_UNIX sockets: the container shares the pod network namespace, whose abstract socket names (@name) nftables cannot see; a process there listening on one is reachable from the container"
+	if got := NotEnforcedAbstractUnix("container", "pod"); got != want {
+		t.Errorf("got %q", got)
+	}
+}

@@ -38,7 +38,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 			ExecNoNewPrivileges: true,
 			// The command runs as the invoking user with every set emptied.
 			CapabilitiesRemoved: []string{"ALL (bounding, permitted, effective, inheritable, ambient)"},
-			NotEnforced: []string{"abstract AF_UNIX sockets: the command shares the host network namespace, whose abstract socket names (@name) nftables cannot see; a host process listening on one is reachable from the command",
+			NotEnforced: []string{effect.NotEnforcedAbstractUnix("command", "host"),
 				"socket families nftables cannot see (AF_PACKET, AF_VSOCK, ...): not filtered by seccomp for host runs; the command holds no capability, so AF_PACKET and raw sockets are refused by the kernel"},
 		},
 		ExitStatus: x.status,

@@ -1,0 +1,12 @@
+package effect
+
+// NotEnforcedAbstractUnix is the manifest's not_enforced line for a subject
+// ("container", "command") that shares network namespace netns ("host",
+// "pod", a path) with others: abstract AF_UNIX sockets (@name) belong to
+// the namespace, and no nftables hook sees them, so the table cannot stop
+// the subject from reaching a listener on one. A namespace of the subject's
+// own (netns scope) has no such listener but the subject's.
+func NotEnforcedAbstractUnix(subject, netns string) string {
+	return "abstract AF_UNIX sockets: the " + subject + " shares the " + netns +
+		" network namespace, whose abstract socket names (@name) nftables cannot see; a process there listening on one is reachable from the " + subject
+}
