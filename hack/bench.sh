@@ -9,6 +9,11 @@
 #   P3  gate of a 1 GiB blob with staging vs sha256 of the same bytes
 #   P4  gate of a 100,000-file directory_tree (entries/s)
 # Not a test: the figures go into the closing notes. Needs root.
+# Profiling the shim: GENSEE_PROFILE=DIR in the daemon's environment (export
+# it before this script; gensee_daemon_start passes it on) makes every gensee
+# shim process write DIR/<time>-<pid>.usage.json (utime, stime, GC cycles,
+# bytes allocated) and an allocation profile when it ends;
+# GENSEE_PROFILE_CPU_HZ=N adds a CPU profile (go tool pprof). Off by default.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (make bench)" >&2; exit 1; }

@@ -17,6 +17,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == service.GateHelperArg {
 		os.Exit(gate.HelperMain(os.Stdin, os.Stdout, os.Stderr))
 	}
+	stop := startProfile()
 	service.Register()
 	shim.RunShim(context.Background(), service.NewManager(service.RuntimeName))
+	stop()
 }

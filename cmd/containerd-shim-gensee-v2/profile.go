@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// profileEnv names a directory: when set in the shim's environment (the
+// daemon's), every shim process writes a line of its resource usage (CPU
+// time, GC cycles, bytes allocated) and an allocation profile there when it
+// ends; with profileCPUEnv set too, a CPU profile (at that many Hz in the
+// long-lived shim). A measuring aid for issue 13's bench work, off unless
+// asked for: never set it on a production daemon.
+const (
+	profileEnv    = "GENSEE_PROFILE"
+	profileCPUEnv = "GENSEE_PROFILE_CPU_HZ"
+)
+
+// startProfile starts the CPU profile if asked for and returns what to run
+// at the end of main.
+func startProfile() func() {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	t0 := time.Now()
+	base := filepath.Join(dir, fmt.Sprintf("%d-%d", t0.UnixNano(), os.Getpid()))
+	var cpu *os.File
+	if hz, _ := strconv.Atoi(os.Getenv(profileCPUEnv)); hz > 0 {
+		if a := os.Args[len(os.Args)-1]; hz != 100 && a != "start" && a != "delete" {
+			// The long-lived shim only: StartCPUProfile then warns on
+			// stderr, which the start action's caller reads as its reply.
+			runtime.SetCPUProfileRate(hz)
+		}
+		if f, err := os.Create(base + ".cpu.pprof"); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				cpu = f
+			} else {
+				f.Close()
+			}
+		}
+	}
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		if f, err := os.Create(base + ".allocs.pprof"); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		var ru unix.Rusage
+		unix.Getrusage(unix.RUSAGE_SELF, &ru)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		line, _ := json.Marshal(map[string]any{
+			"args": os.Args[1:], "wall_ms": time.Since(t0).Milliseconds(),
+			"utime_ms": float64(ru.Utime.Nano()) / 1e6, "stime_ms": float64(ru.Stime.Nano()) / 1e6,
+			"maxrss_kib": ru.Maxrss, "num_gc": ms.NumGC, "total_alloc": ms.TotalAlloc, "heap_sys": ms.HeapSys,
+		})
+		os.WriteFile(base+".usage.json", append(line, '\n'), 0o644)
+	}
+}
