@@ -67,7 +67,8 @@ func (s *service) watchExit(op *operation) {
 	// Whatever happens in the pipeline, Wait and Delete are released.
 	defer op.exit.release.release(nil)
 	resp, err := s.TTRPCTaskService.Wait(ctx, &taskAPI.WaitRequest{ID: op.containerID})
-	x := exitFacts{started: op.startedAt, deadline: op.deadline.stop()}
+	x := exitFacts{started: op.startedAt}
+	x.Deadline = op.deadline.stop()
 	if err != nil {
 		op.logger(ctx).WithError(err).Error("wait for init exit")
 	} else {

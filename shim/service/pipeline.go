@@ -77,17 +77,18 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 	t0 := time.Now()
 	p.gate.prepare(ctx)
 	k := p.drain.drain(ctx)
-	x.drained, x.drainErr, x.escapes = k.Drained, k.Err, k.Escapes
-	if len(x.escapes) > 0 {
-		p.log.WithField("escapes", len(x.escapes)).Warn("processes of the container were outside the bound cgroup; the exit drain killed those still alive")
+	x.Drained, x.DrainErr, x.Escapes = k.Drained, k.Err, k.Escapes
+	if len(x.Escapes) > 0 {
+		p.log.WithField("escapes", len(x.Escapes)).Warn("processes of the container were outside the bound cgroup; the exit drain killed those still alive")
 	}
-	if x.drainErr != nil {
-		p.log.WithError(x.drainErr).Error("drain cgroup")
+	if x.DrainErr != nil {
+		p.log.WithError(x.DrainErr).Error("drain cgroup")
 	}
 	t1 := time.Now()
-	x.gate, x.gateRan = p.gate.run(ctx, x.started), true
+	g := p.gate.run(ctx, x.started)
+	x.GateRan, x.GateRes, x.GateErr = true, g.res, g.err
 	t2 := time.Now()
-	for _, ev := range effect.GateEvents(x.gate.res, x.gate.err) {
+	for _, ev := range effect.GateEvents(g.res, g.err) {
 		p.network.note(ev)
 	}
 	p.finalizeNetwork(ctx, &x)
@@ -124,20 +125,15 @@ func (p *exitPipeline) neverStarted(ctx context.Context) *spec.Manifest {
 // denied attempts and removes the table, recording all of it in x.
 func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts) {
 	p.network.stopSensors()
-	c, ok, err := p.network.counters(ctx)
-	switch {
-	case err != nil:
-		x.countErr = err.Error()
-		p.log.WithError(err).Error("read network counters")
-	case ok:
-		x.counters = recordCounters(c)
-	}
 	var denied uint64
-	if x.counters != nil {
-		denied = x.counters.Denied.Packets
+	var read bool
+	if c, ok, err := p.network.counters(ctx); ok {
+		if denied, read = x.Counted(c, err); !read {
+			p.log.WithError(err).Error("read network counters")
+		}
 	}
-	x.attempts = p.network.finish(denied, x.counters != nil)
-	x.removal = p.network.remove(ctx)
+	x.Attempts = p.network.finish(denied, read)
+	x.Removed = p.network.remove(ctx)
 	p.network.closeMonitor()
 }
 
