@@ -88,12 +88,18 @@ func (op *operation) runGate(ctx context.Context) (res *gate.Result, ran bool, e
 			res, ran, err = nil, true, fmt.Errorf("the product gate failed: %v", r)
 		}
 	}()
-	res, err = gate.Run(gctx, gate.Input{
+	in := gate.Input{
 		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr,
 		Workspace: c.WorkspaceOrDefault(), Products: c.Products,
 		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: op.ready,
 		ExcludeMounts: op.adm.Mounts,
-	})
+	}
+	if res, err = gate.Run(gctx, in); err == nil {
+		// Durable before finish writes the manifest that names them.
+		if err = gate.SyncStaged(in.StagingDir, res); err != nil {
+			res = nil
+		}
+	}
 	return res, true, err
 }
 

@@ -376,6 +376,9 @@ func TestSyncTree(t *testing.T) {
 	if err := SyncDir(root); err != nil {
 		t.Fatal(err)
 	}
+	if err := SyncFS(root); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestReadNames(t *testing.T) {

@@ -114,3 +114,20 @@ func openTrustedDir(dir string) (int, error) {
 		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 }
+
+// SyncFS is syncfs(2) of the file system holding dir: every dirty file,
+// directory and journal entry of that file system is written and flushed,
+// whoever wrote it. Cheaper than SyncTree for many small files (one journal
+// commit instead of one per fsync), dearer when other writers keep the file
+// system busy. Writeback errors are reported from Linux 5.8 on.
+func SyncFS(dir string) error {
+	fd, err := openTrustedDir(dir)
+	if err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	if _, err := RetryEINTR(func() (struct{}, error) { return struct{}{}, unix.Syncfs(fd) }); err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	return nil
+}

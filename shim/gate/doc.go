@@ -86,8 +86,16 @@
 //     Staged copies get perm & 0755: no setuid, setgid, sticky or group/other
 //     write. Files of 8 MiB and more are hashed on one goroutine while
 //     another writes them with O_DIRECT (when the filesystem allows), so the
-//     staged copy costs no second page-cache copy. Run does not fsync; the
-//     caller syncs the staging filesystem before writing the manifest.
+//     staged copy costs no second page-cache copy.
+//   - Durability. Run does not fsync (so a failing product costs no
+//     flush); SyncStaged does, and every front door calls it between Run
+//     and writing the manifest that names the staged products: HelperMain
+//     (the shim's gate helper) before it writes its result, the OCI hooks'
+//     monitor and host runs right after Run. Up to SyncFileLimit staged
+//     objects are fsynced one by one with their directories and the staging
+//     directory's entry; more take one syncfs(2) of the staging file system
+//     (figures at SyncFileLimit). A failed sync removes what was staged and
+//     is a gate error, like a failed Run.
 //   - Unclaimed changes (outside every product, exclusion and mount stub)
 //     are counted and digested; with Input.FailUnclaimed (the contract's
 //     unclaimed "fail") each is also an anomaly, rule unclaimed_change, so

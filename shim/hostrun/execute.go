@@ -397,11 +397,17 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	}
 	gctx, cancel := context.WithTimeout(ctx, timeout)
 	x.GateRan = true
-	x.GateRes, x.GateErr = gate.Run(gctx, gate.Input{
+	in := gate.Input{
 		UpperDir: filepath.Join(dir, upperDir), LowerDirs: []string{r.cmd.Workspace}, Workspace: "/",
 		Products: r.contract.Products, StagingDir: filepath.Join(dir, record.StagedDir), StartTime: x.started,
 		FailUnclaimed: r.contract.FailUnclaimed(),
-	})
+	}
+	if x.GateRes, x.GateErr = gate.Run(gctx, in); x.GateErr == nil {
+		// Durable before the manifest below names them.
+		if x.GateErr = gate.SyncStaged(in.StagingDir, x.GateRes); x.GateErr != nil {
+			x.GateRes = nil
+		}
+	}
 	cancel()
 	for _, ev := range effect.GateEvents(x.GateRes, x.GateErr) {
 		h.mon.Note(ev)
