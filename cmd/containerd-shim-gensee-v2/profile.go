@@ -17,11 +17,13 @@ import (
 // daemon's), every shim process writes a line of its resource usage (CPU
 // time, GC cycles, bytes allocated) and an allocation profile there when it
 // ends; with profileCPUEnv set too, a CPU profile (at that many Hz in the
-// long-lived shim). A measuring aid for issue 13's bench work, off unless
+// long-lived shim); with profileHeapEnv (a duration), a heap profile that
+// long after the process started. A measuring aid for issue 13's bench work, off unless
 // asked for: never set it on a production daemon.
 const (
-	profileEnv    = "GENSEE_PROFILE"
-	profileCPUEnv = "GENSEE_PROFILE_CPU_HZ"
+	profileEnv     = "GENSEE_PROFILE"
+	profileCPUEnv  = "GENSEE_PROFILE_CPU_HZ"
+	profileHeapEnv = "GENSEE_PROFILE_HEAP_AFTER"
 )
 
 // startProfile starts the CPU profile if asked for and returns what to run
@@ -47,6 +49,17 @@ func startProfile() func() {
 				f.Close()
 			}
 		}
+	}
+	if d, err := time.ParseDuration(os.Getenv(profileHeapEnv)); err == nil {
+		// The resident heap of a settled shim (a sleeping task's): P5,
+		// sampled finely enough to see a shim's few MB.
+		runtime.MemProfileRate = 1024
+		time.AfterFunc(d, func() {
+			if f, err := os.Create(base + ".heap.pprof"); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		})
 	}
 	return func() {
 		if cpu != nil {
