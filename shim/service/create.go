@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/gate"
@@ -37,6 +37,7 @@ func loggerFor(ctx context.Context, id string) *log.Entry {
 // Create answered; any failure after the inner Create rolls the task back.
 func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *taskAPI.CreateTaskResponse, retErr error) {
 	gcburst.Hold(gcburst.Settle)
+	tc := time.Now()
 	ns, err := namespaces.NamespaceRequired(ctx)
 	if err != nil {
 		return nil, errgrpc.ToGRPC(err)
@@ -186,6 +187,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	s.put(op)
 	op.logger(ctx).WithField("contract", op.contract.ID).
+		WithField("checks_ms", ms(t0.Sub(tc))).WithField("catalog_ms", ms(adm.catalogTook)).WithField("observe_ms", ms(adm.observeTook)).
 		WithField("admission_ms", ms(t1.Sub(t0))).WithField("runc_create_ms", ms(t2.Sub(t1))).WithField("boundary_ms", ms(time.Since(t2))).
 		Info("admitted; network boundary installed and read back")
 	return resp, nil
@@ -267,23 +269,9 @@ func writeSpec(bundle string, s *specs.Spec) error {
 	return record.ReplaceFile(filepath.Join(bundle, "config.json"), b, 0o644)
 }
 
-func readNoFollow(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, max)
-	}
-	b := make([]byte, fi.Size())
-	_, err = f.ReadAt(b, 0)
-	return b, err
-}
+// readNoFollow reads a regular file of at most max bytes without following
+// a symlink at its last component or waiting on a fifo (fsafe.ReadFile).
+func readNoFollow(path string, max int64) ([]byte, error) { return fsafe.ReadFile(path, max) }
 
 // hardenRootfs forces the overlay options that keep the upperdir honest
 // for the gate (no metacopy, no redirects): see gate.HardenOverlayOptions.

@@ -10,6 +10,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/specpolicy"
@@ -75,8 +76,7 @@ func verifyBinds(pid int, spec *specs.Spec, binds []boundSource) error {
 		if hiddenByLater(spec.Mounts, b.index) {
 			continue
 		}
-		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-		fd, err := unix.Openat2(int(root.Fd()), b.dest, &how)
+		fd, err := fsafe.Openat2(int(root.Fd()), b.dest, unix.O_PATH, fsafe.ResolveInRoot)
 		if err != nil {
 			return fmt.Errorf("bind mounts[%d] at %s: %w", b.index, b.dest, err)
 		}
