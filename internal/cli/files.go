@@ -1,43 +1,43 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"golang.org/x/sys/unix"
 )
 
 // stdio is the path that means stdin (for inputs) or stdout (for outputs).
 const stdio = "-"
 
-// readInput reads an operator-named file, or stdin for "-", reading at most
-// max+1 bytes so the document's parser reports an oversize input as too
-// large instead of seeing a truncated one. It never blocks on a fifo named
-// by path and refuses anything but a regular file.
+// readInput reads an operator-named file, or stdin for "-". A file is
+// opened like every read here (fsafe: a regular file only, never waiting
+// on a fifo) except that a symlink the operator named is followed, and is
+// refused when larger than max; stdin is read to at most max+1 bytes so
+// the document's parser reports an oversize input as too large instead of
+// seeing a truncated one.
 func (e *Env) readInput(path string, max int) ([]byte, error) {
 	if path == stdio {
 		return io.ReadAll(io.LimitReader(e.Stdin, int64(max)+1))
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	f, st, err := fsafe.OpenFileFollow(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
-	}
-	return io.ReadAll(io.LimitReader(f, int64(max)+1))
+	return fsafe.ReadAll(f, st, int64(max))
 }
 
-// readErr is the failure for an input that could not be read (exit 2).
+// readErr is the failure for an input that could not be read: exit 2, or
+// exit 1 (refused, as its parser would) for one larger than any valid
+// document of its kind.
 func readErr(what, path string, err error) error {
+	if errors.Is(err, fsafe.ErrTooLarge) {
+		return fail(ExitRefused, what+" "+path+" is invalid", err, "name the "+what+" itself: this file is larger than any valid one")
+	}
 	return fail(ExitUsage, "read "+what+" "+path, unwrapPath(err), "check the path and permissions")
 }
 
@@ -76,37 +76,14 @@ func writeNew(path string, data []byte, perm os.FileMode) (retErr error) {
 }
 
 // writeOutput writes data to stdout for "-", else replaces path atomically
-// (temp file in the same directory, fsync, rename) with mode perm, so a
-// reader never sees half a document.
-func (e *Env) writeOutput(path string, data []byte, perm os.FileMode) (retErr error) {
+// and durably with mode perm (fsafe.WriteFile), so a reader never sees half
+// a document.
+func (e *Env) writeOutput(path string, data []byte, perm os.FileMode) error {
 	if path == stdio {
 		_, err := e.Stdout.Write(data)
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if retErr != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fsafe.WriteFile(path, bytes.NewReader(data), perm, fsafe.Durable)
 }
 
 // writeErr is the failure for an output that could not be written (exit 2).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
@@ -150,27 +151,14 @@ func (r *opRef) load(env *Env, findingsTo io.Writer) (*operation, error) {
 
 // readRecord reads a runtime record in an operation directory without
 // following a symlink at either component, refusing anything but a regular
-// file and reading at most max+1 bytes (the parser reports oversize).
+// file of at most max bytes (fsafe: *TooLargeError above).
 func readRecord(dir, name string, max int) ([]byte, error) {
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	defer unix.Close(dfd)
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, name), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), filepath.Join(dir, name))
-	defer f.Close()
-	st, err := f.Stat()
+	dfd, err := fsafe.OpenDirAt(unix.AT_FDCWD, dir)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", f.Name(), st.Mode().Type())
-	}
-	return io.ReadAll(io.LimitReader(f, int64(max)+1))
+	defer unix.Close(dfd)
+	return fsafe.ReadFileAt(dfd, name, int64(max))
 }
 
 // maxAdmissionBytes bounds admission.json (it embeds the contract).

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
 	"golang.org/x/sys/unix"
@@ -193,15 +194,8 @@ func readLines(r *bufio.Reader, fn func([]byte) error, final bool) (int64, error
 // openLog opens the log without following a symlink, refusing anything
 // but a regular file.
 func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	return f, nil
+	f, _, err := fsafe.OpenFile(path)
+	return f, err
 }
 
 // followRefusals prints the log, then what is appended, until ctx is done.

@@ -84,6 +84,22 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
+func TestOpenFileFollow(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "file"), "x")
+	os.Symlink("file", filepath.Join(dir, "link"))
+	unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644)
+	os.Symlink("fifo", filepath.Join(dir, "fifolink"))
+	f, _, err := OpenFileFollow(filepath.Join(dir, "link"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := within(t, func() error { _, _, err := OpenFileFollow(filepath.Join(dir, "fifolink")); return err }); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("fifo behind a symlink: %v", err)
+	}
+}
+
 func TestReadErrorsNameTheRule(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "big"), strings.Repeat("x", 11))

@@ -82,7 +82,24 @@ func Kind(mode uint32) string {
 // *os.PathError (errors.Is(err, unix.ELOOP)), anything else that is not a
 // regular file with *NotRegularError. Nothing is read.
 func OpenFileAt(dirfd int, name string) (*os.File, *unix.Stat_t, error) {
-	fd, err := RetryEINTR(func() (int, error) { return unix.Openat(dirfd, name, ReadFlags, 0) })
+	return openRegular(dirfd, name, ReadFlags)
+}
+
+// OpenFile is OpenFileAt for a path.
+func OpenFile(path string) (*os.File, *unix.Stat_t, error) {
+	return OpenFileAt(unix.AT_FDCWD, path)
+}
+
+// OpenFileFollow is OpenFile that follows a symlink at the last component:
+// only for a path a person names on a command line, where a symlink is
+// their own choice. Everything else (a regular file only, no fifo wait, no
+// tty) holds.
+func OpenFileFollow(path string) (*os.File, *unix.Stat_t, error) {
+	return openRegular(unix.AT_FDCWD, path, ReadFlags&^unix.O_NOFOLLOW)
+}
+
+func openRegular(dirfd int, name string, flags int) (*os.File, *unix.Stat_t, error) {
+	fd, err := RetryEINTR(func() (int, error) { return unix.Openat(dirfd, name, flags, 0) })
 	if err != nil {
 		return nil, nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -96,11 +113,6 @@ func OpenFileAt(dirfd int, name string) (*os.File, *unix.Stat_t, error) {
 		return nil, nil, &NotRegularError{Path: name, Mode: st.Mode}
 	}
 	return os.NewFile(uintptr(fd), name), &st, nil
-}
-
-// OpenFile is OpenFileAt for a path.
-func OpenFile(path string) (*os.File, *unix.Stat_t, error) {
-	return OpenFileAt(unix.AT_FDCWD, path)
 }
 
 // ReadAll reads f, whose fstat is st, from its current offset: at most
