@@ -19,8 +19,10 @@ type Admission struct {
 	Engine string `json:"engine,omitempty"`
 	AdmissionDecision
 	// CapabilitiesRemoved are the capability sets CAP_NET_RAW was removed
-	// from ("bounding", "effective", ...).
-	CapabilitiesRemoved []string            `json:"capabilities_removed,omitempty"`
+	// from ("bounding", "effective", ...): [] when the shim checked and
+	// removed none; null from a front door that never narrows a spec (OCI
+	// hooks refuse instead, host runs hold no capabilities).
+	CapabilitiesRemoved []string            `json:"capabilities_removed"`
 	Seccomp             *SeccompEnforcement `json:"seccomp,omitempty"`
 	// Notes are recorded, not refused (e.g. an unconfined LSM profile).
 	Notes         []string `json:"notes,omitempty"`

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/errdefs"
@@ -21,14 +22,15 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		return s.TTRPCTaskService.Start(ctx, r)
 	}
 	if err := op.life.move("start", opStarting); err != nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: task %s: %v", r.ID, err)
+		return nil, errgrpc.ToGRPC(fmt.Errorf("gensee: task %s: %w", r.ID, err))
 	}
 	op.held = s.pub.arm(r.ID, op.done)
 	op.startedAt = s.now()
 	resp, err := s.TTRPCTaskService.Start(ctx, r)
 	if err != nil {
-		// The init never ran: nothing to finalize, nothing to hold.
-		s.pub.disarm(r.ID)
+		// The init never ran: nothing to finalize, nothing to hold (an
+		// exit the inner service already forwarded goes out now).
+		s.pub.release(r.ID, op.held)
 		op.life.move("fail to start", opCreated)
 		return nil, err
 	}
@@ -79,14 +81,25 @@ func (s *service) watchExit(op *operation) {
 	op.exit.run(ctx, x)
 }
 
-// Wait answers for the init only once its exit path is done.
+// Wait answers for the init only once its exit path is done. The
+// operation is looked up before the inner Wait: a Delete that drops it
+// meanwhile must not turn an overridden status back into the init's.
 func (s *service) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.WaitResponse, error) {
+	var op *operation
+	if r.ExecID == "" {
+		op = s.get(r.ID)
+	}
 	resp, err := s.TTRPCTaskService.Wait(ctx, r)
-	if err != nil || r.ExecID != "" {
+	if err != nil || op == nil {
 		return resp, err
 	}
-	op := s.get(r.ID)
-	if op == nil || op.life.current() == opCreated {
+	// Only a started init's exit pipeline closes done: a Start still in
+	// flight settles first, and a task that never ran answers as it is.
+	ran, err := op.life.settled(ctx)
+	if err != nil {
+		return nil, errgrpc.ToGRPC(err)
+	}
+	if !ran {
 		return resp, nil
 	}
 	select {
@@ -103,17 +116,16 @@ func (s *service) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.Wa
 // Delete waits for a started init's exit path and for its held TaskExit
 // to go out (the TaskDelete that follows never overtakes it), deletes the
 // inner task, finalizes a never-started one, and removes whatever the
-// operation still holds.
+// operation still holds. The state is claimed (deleting) before the inner
+// Delete, so a concurrent Start is refused rather than racing it.
 func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAPI.DeleteResponse, error) {
 	op := s.get(r.ID)
 	if r.ExecID != "" || op == nil {
 		return s.TTRPCTaskService.Delete(ctx, r)
 	}
-	was := op.life.current()
-	switch was {
-	case opStarting:
-		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: task %s: cannot delete a task in %s state; retry the delete", r.ID, was)
-	case opRunning, opExited:
+	if ran, err := op.life.settled(ctx); err != nil {
+		return nil, errgrpc.ToGRPC(err)
+	} else if ran {
 		select {
 		case <-op.done:
 		case <-ctx.Done():
@@ -121,8 +133,13 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		}
 		op.held.waitPublished(ctx)
 	}
+	was := op.life.current()
+	if err := op.life.move("delete", opDeleting); err != nil {
+		return nil, errgrpc.ToGRPC(fmt.Errorf("gensee: task %s: %w", r.ID, err))
+	}
 	resp, err := s.TTRPCTaskService.Delete(ctx, r)
 	if err != nil {
+		op.life.move("fail to delete", was)
 		return nil, err
 	}
 	if op.override != nil {
@@ -134,9 +151,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	}
 	op.deadline.stop()
 	s.pub.disarm(r.ID)
-	if err := op.life.move("delete", opDeleted); err != nil {
-		op.logger(ctx).WithError(err).Warn("delete")
-	}
+	op.life.move("delete", opDeleted)
 	if op.net.remove(ctx) != "" {
 		s.markCleaned(ctx, op)
 	} else {

@@ -18,9 +18,10 @@ import (
 
 // opState is where an operation is in its life. Transitions:
 //
-//	created -> starting -> running -> exited -> deleted
+//	created -> starting -> running -> exited -> deleting -> deleted
 //	starting -> created   (the inner Start failed: nothing ran)
-//	created -> deleted    (never started: never finalized)
+//	created -> deleting   (never started: never finalized)
+//	deleting -> created|exited (the inner Delete failed: as before it)
 //
 // Every move goes through lifecycle.move; nothing sets the state directly.
 type opState int
@@ -30,24 +31,27 @@ const (
 	opStarting
 	opRunning
 	opExited
+	opDeleting
 	opDeleted
 )
 
 func (s opState) String() string {
-	return [...]string{"created", "starting", "running", "exited", "deleted"}[s]
+	return [...]string{"created", "starting", "running", "exited", "deleting", "deleted"}[s]
 }
 
 // next reports whether the lifecycle allows moving from s to t.
 func (s opState) next(t opState) bool {
 	switch s {
 	case opCreated:
-		return t == opStarting || t == opDeleted
+		return t == opStarting || t == opDeleting
 	case opStarting:
 		return t == opRunning || t == opCreated
 	case opRunning:
 		return t == opExited
 	case opExited:
-		return t == opDeleted
+		return t == opDeleting
+	case opDeleting:
+		return t == opDeleted || t == opCreated || t == opExited
 	}
 	return false
 }
@@ -56,6 +60,11 @@ func (s opState) next(t opState) bool {
 type lifecycle struct {
 	mu    sync.Mutex
 	state opState // guarded by mu
+	// ran: the init was started and the exit watcher launched, so done
+	// will close; guarded by mu.
+	ran bool
+	// settle is closed when the state leaves starting; guarded by mu.
+	settle chan struct{}
 }
 
 // move moves to t when the lifecycle allows it from the current state, or
@@ -67,6 +76,15 @@ func (l *lifecycle) move(verb string, t opState) error {
 	if !l.state.next(t) {
 		return fmt.Errorf("cannot %s a task in %s state: %w", verb, l.state, errdefs.ErrFailedPrecondition)
 	}
+	if l.state == opStarting {
+		close(l.settle)
+	}
+	if t == opStarting {
+		l.settle = make(chan struct{})
+	}
+	if t == opRunning {
+		l.ran = true
+	}
 	l.state = t
 	return nil
 }
@@ -75,6 +93,24 @@ func (l *lifecycle) current() opState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.state
+}
+
+// settled waits while a Start is in flight and reports whether the init
+// ran (its exit pipeline will release done), or ctx's error.
+func (l *lifecycle) settled(ctx context.Context) (ran bool, err error) {
+	l.mu.Lock()
+	st, ch := l.state, l.settle
+	l.mu.Unlock()
+	if st == opStarting {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ran, nil
 }
 
 // operation is one admitted container: who it is, what governs it, its

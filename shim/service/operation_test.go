@@ -11,12 +11,13 @@ import (
 // Every pair of states: only the documented transitions are allowed.
 func TestOpStateTransitions(t *testing.T) {
 	allowed := map[[2]opState]bool{
-		{opCreated, opStarting}: true, {opCreated, opDeleted}: true,
+		{opCreated, opStarting}: true, {opCreated, opDeleting}: true,
 		{opStarting, opRunning}: true, {opStarting, opCreated}: true,
-		{opRunning, opExited}: true,
-		{opExited, opDeleted}: true,
+		{opRunning, opExited}:   true,
+		{opExited, opDeleting}:  true,
+		{opDeleting, opDeleted}: true, {opDeleting, opCreated}: true, {opDeleting, opExited}: true,
 	}
-	states := []opState{opCreated, opStarting, opRunning, opExited, opDeleted}
+	states := []opState{opCreated, opStarting, opRunning, opExited, opDeleting, opDeleted}
 	for _, from := range states {
 		for _, to := range states {
 			if got := from.next(to); got != allowed[[2]opState{from, to}] {
@@ -40,7 +41,7 @@ func TestLifecycleErrors(t *testing.T) {
 	if err == nil || err.Error() != "cannot start a task in running state: failed precondition" || !errors.Is(err, errdefs.ErrFailedPrecondition) {
 		t.Fatalf("second start: %v", err)
 	}
-	if err := l.move("delete", opDeleted); err == nil || !strings.Contains(err.Error(), "cannot delete a task in running state") {
+	if err := l.move("delete", opDeleting); err == nil || !strings.Contains(err.Error(), "cannot delete a task in running state") {
 		t.Fatalf("delete of a running task: %v", err)
 	}
 	if l.current() != opRunning {

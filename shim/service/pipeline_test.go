@@ -64,6 +64,28 @@ func (c *calls) wait(t *testing.T, s string) {
 	}
 }
 
+// waitN blocks until call s happened n times (bounded).
+func (c *calls) waitN(t *testing.T, s string, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		k := 0
+		for _, x := range c.get() {
+			if x == s {
+				k++
+			}
+		}
+		if k >= n {
+			return
+		}
+		select {
+		case <-c.seen:
+		case <-deadline:
+			t.Fatalf("%q happened %d times, want %d; calls %v", s, k, n, c.get())
+		}
+	}
+}
+
 // before fails unless a happened, and happened before b.
 func (c *calls) before(t *testing.T, a, b string) {
 	t.Helper()
@@ -128,16 +150,18 @@ type fakeInner struct {
 	status   uint32
 	startErr error
 	onStart  func() // what the inner service does while starting
+	onDelete func() // what the inner service does while deleting
 	pub      *holdingPublisher
+	deleted  bool // guarded by c.mu
 }
 
 func (f *fakeInner) Start(_ context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
 	f.c.add("inner.start " + r.ExecID)
-	if f.startErr != nil {
-		return nil, f.startErr
-	}
 	if f.onStart != nil {
 		f.onStart()
+	}
+	if f.startErr != nil {
+		return nil, f.startErr
 	}
 	return &taskAPI.StartResponse{Pid: 42}, nil
 }
@@ -146,6 +170,13 @@ func (f *fakeInner) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.
 	if r.ExecID != "" {
 		return &taskAPI.WaitResponse{ExitStatus: 7}, nil
 	}
+	f.c.mu.Lock()
+	gone := f.deleted
+	f.c.mu.Unlock()
+	if gone { // as runc's shim answers for a deleted task
+		return nil, errgrpc.ToGRPCf(errdefs.ErrNotFound, "container %s not found", r.ID)
+	}
+	f.c.add("inner.wait")
 	select {
 	case <-f.exit:
 	case <-ctx.Done():
@@ -156,6 +187,12 @@ func (f *fakeInner) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.
 
 func (f *fakeInner) Delete(_ context.Context, r *taskAPI.DeleteRequest) (*taskAPI.DeleteResponse, error) {
 	f.c.add("inner.delete " + r.ExecID)
+	if f.onDelete != nil {
+		f.onDelete()
+	}
+	f.c.mu.Lock()
+	f.deleted = true
+	f.c.mu.Unlock()
 	return &taskAPI.DeleteResponse{ExitStatus: f.status}, nil
 }
 
@@ -245,15 +282,19 @@ func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 	f := newFixture(t, 86)
 	f.gate.out = gateOutcome{err: errors.New("gate failed")}
 	ctx := context.Background()
+	release := make(chan struct{})
 	f.inner.onStart = func() {
-		close(f.inner.exit)
-		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
-		f.c.add("exited")
+		go func() {
+			<-release
+			f.c.add("exited")
+			close(f.inner.exit)
+			f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
+		}()
 	}
-	waited := make(chan *taskAPI.WaitResponse, 1)
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
+	waited := make(chan *taskAPI.WaitResponse, 1)
 	go func() {
 		r, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"})
 		if err != nil {
@@ -262,6 +303,8 @@ func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 		f.c.add("waited")
 		waited <- r
 	}()
+	f.c.waitN(t, "inner.wait", 2) // the exit watcher's and the client's
+	close(release)
 	dr, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
@@ -273,8 +316,8 @@ func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 	c.before(t, "store.manifest "+spec.VerdictFail, "publish exit c1 86")
 	c.before(t, "store.manifest "+spec.VerdictFail, "waited")
 	c.before(t, "publish exit c1 86", "inner.delete ")
-	if r := <-waited; r.ExitStatus != 86 || dr.ExitStatus != 86 {
-		t.Fatalf("wait status %d, delete status %d, want the gate-failed status 86", r.ExitStatus, dr.ExitStatus)
+	if r := <-waited; r == nil || r.ExitStatus != 86 || dr.ExitStatus != 86 {
+		t.Fatalf("wait %v, delete status %d, want the gate-failed status 86", r, dr.ExitStatus)
 	}
 	if slices.Contains(c.get(), "publish exit c1 0") {
 		t.Fatal("the init's own status went out")
@@ -282,6 +325,27 @@ func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 	if f.op.life.current() != opDeleted || f.s.get("c1") != nil {
 		t.Fatalf("state %s after delete", f.op.life.current())
 	}
+}
+
+// An init that exits at once, its TaskExit forwarded while Start is still
+// in flight: held until the manifest is written.
+func TestInstantExitHeld(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.inner.onStart = func() {
+		f.c.add("exited")
+		close(f.inner.exit)
+		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 5})
+	}
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.c.before(t, "exited", "drain")
+	f.c.before(t, "store.manifest "+spec.VerdictPass, "publish exit c1 5")
+	f.c.before(t, "publish exit c1 5", "inner.delete ")
 }
 
 // An exec's exit is never held, even while the init's is.
@@ -313,14 +377,22 @@ func TestExecExitNotHeld(t *testing.T) {
 func TestCreatedNeverStarted(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
-	close(f.inner.exit) // the inner Wait of a created task answers (runc: exited)
-	if _, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"}); err != nil {
-		t.Fatal(err)
-	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"})
+		waited <- err
+	}()
+	f.c.wait(t, "inner.wait")
+	f.inner.onDelete = func() { close(f.inner.exit) } // runc delete ends the blocked init
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	got := f.c.get()
+	select {
+	case <-waited: // NotFound or an answer: it returned
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait of a never-started task hangs across its Delete")
+	}
+	got := slices.DeleteFunc(f.c.get(), func(s string) bool { return s == "inner.wait" })
 	want := []string{"inner.delete ", "net.stopSensors", "net.counters", "net.finish 2 true", "net.remove", "net.closeMonitor", "store.manifest " + spec.VerdictNotRun}
 	if !slices.Equal(got, want) {
 		t.Fatalf("calls\n got %v\nwant %v", got, want)
@@ -330,7 +402,8 @@ func TestCreatedNeverStarted(t *testing.T) {
 	}
 }
 
-// A second Start, a Start after a failed one, and a Delete in mid-start.
+// A second Start, a Start after a failed one, and a Delete in mid-start
+// (it waits for the Start to settle, bounded by its caller).
 func TestStartStates(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
@@ -347,22 +420,85 @@ func TestStartStates(t *testing.T) {
 	f.inner.onStart = func() { close(started); <-block }
 	go f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
 	<-started
-	_, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"})
-	if !errdefs.IsFailedPrecondition(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "cannot delete a task in starting state") {
-		t.Fatalf("delete while starting: %v", err)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := f.s.Delete(short, &taskAPI.DeleteRequest{ID: "c1"}); err == nil || slices.Contains(f.c.get(), "inner.delete ") {
+		t.Fatalf("delete while starting: %v; calls %v", err, f.c.get())
 	}
 	close(block)
 	f.c.wait(t, "inner.start ")
 	for f.op.life.current() != opRunning {
 		time.Sleep(time.Millisecond)
 	}
-	_, err = f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
-	if !errdefs.IsFailedPrecondition(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "cannot start a task in running state") {
+	_, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
+	if !errdefs.IsFailedPrecondition(errgrpc.ToNative(err)) || !strings.HasSuffix(err.Error(), "gensee: task c1: cannot start a task in running state: failed precondition") {
 		t.Fatalf("second start: %v", err)
 	}
 	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The init dies during the inner Start: the inner service answers Wait
+// and forwards the TaskExit before Start fails. Neither Wait nor the
+// TaskExit may wait for an exit pipeline that will never run, and a Delete
+// after it finalizes the task as never started.
+func TestFailedStartReleasesWaitAndExit(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	waiting := make(chan struct{})
+	f.inner.onStart = func() {
+		close(waiting)
+		f.c.waitN(t, "inner.wait", 1) // the client's Wait is in flight
+		close(f.inner.exit)
+		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 1})
+	}
+	f.inner.startErr = errors.New("runc start: init died")
+	waited := make(chan error, 1)
+	go func() {
+		<-waiting
+		_, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"})
+		waited <- err
+	}()
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err == nil {
+		t.Fatal("inner failure not returned")
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait hangs after a failed Start")
+	}
+	f.c.wait(t, "publish exit c1 1")
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.store.m == nil || f.store.m.Gate.Verdict != spec.VerdictNotRun || slices.Contains(f.c.get(), "drain") {
+		t.Fatalf("after a failed start: manifest %v, calls %v", f.store.m, f.c.get())
+	}
+}
+
+// Delete claims a created task before the inner Delete: a Start that
+// comes meanwhile is refused, and only one manifest is written.
+func TestDeleteClaimsCreated(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	close(f.inner.exit)
+	var startErr error
+	f.inner.onDelete = func() {
+		_, startErr = f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
+	}
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if !errdefs.IsFailedPrecondition(errgrpc.ToNative(startErr)) || !strings.Contains(startErr.Error(), "cannot start a task in deleting state") {
+		t.Fatalf("start during delete: %v", startErr)
+	}
+	if slices.Contains(f.c.get(), "inner.start ") {
+		t.Fatal("the inner Start ran during the delete")
 	}
 }
 

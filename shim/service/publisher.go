@@ -24,8 +24,10 @@ type holdingPublisher struct {
 
 type hold struct {
 	done      <-chan struct{} // closed when the exit path finished
-	published chan struct{}   // closed once the held TaskExit went out
-	override  *uint32         // exit status to report instead; written before done closes
+	cancel    chan struct{}   // closed when there is no exit path to wait for
+	once      sync.Once
+	published chan struct{} // closed once the held TaskExit went out
+	override  *uint32       // exit status to report instead; written before done closes
 }
 
 func newHoldingPublisher(p shim.Publisher) *holdingPublisher {
@@ -34,7 +36,7 @@ func newHoldingPublisher(p shim.Publisher) *holdingPublisher {
 
 // arm makes the next init TaskExit of id wait for done.
 func (p *holdingPublisher) arm(id string, done <-chan struct{}) *hold {
-	h := &hold{done: done, published: make(chan struct{})}
+	h := &hold{done: done, cancel: make(chan struct{}), published: make(chan struct{})}
 	p.mu.Lock()
 	p.holds[id] = h
 	p.mu.Unlock()
@@ -48,6 +50,14 @@ func (p *holdingPublisher) disarm(id string) {
 	p.mu.Unlock()
 }
 
+// release lets an exit h may already hold go out now, as it is: there is
+// no exit path to wait for (the inner Start failed after the init's exit
+// was forwarded). The hold is forgotten too.
+func (p *holdingPublisher) release(id string, h *hold) {
+	p.disarm(id)
+	h.once.Do(func() { close(h.cancel) })
+}
+
 // Publish forwards events, holding the armed init TaskExit.
 func (p *holdingPublisher) Publish(ctx context.Context, topic string, event events.Event) error {
 	if e, ok := event.(*eventstypes.TaskExit); ok && e.ID == e.ContainerID {
@@ -57,9 +67,12 @@ func (p *holdingPublisher) Publish(ctx context.Context, topic string, event even
 		p.mu.Unlock()
 		if h != nil {
 			go func() {
-				<-h.done
-				if h.override != nil {
-					e.ExitStatus = *h.override
+				select {
+				case <-h.done:
+					if h.override != nil {
+						e.ExitStatus = *h.override
+					}
+				case <-h.cancel:
 				}
 				if err := p.Publisher.Publish(ctx, topic, event); err != nil {
 					log.G(ctx).WithError(err).WithField("container_id", e.ContainerID).Error("publish held task exit")
