@@ -22,6 +22,11 @@ func TestAdmissionRecordsDecode(t *testing.T) {
 			"safe_default":true,"catalog_version":3,"catalog_digest":"sha256:11","catalog_expires_at":"2027-01-01T00:00:00Z",
 			"observation":{},"observation_digest":"sha256:22",
 			"command":{"args":["make"],"env":[],"cwd":"/src","executable":"/usr/bin/make","workspace":"/src"},"netns":"host"}`,
+		"container, nothing removed": `{"operation_id":"0123456789abcdef0123456789abcdef","namespace":"default","container_id":"c1","created_at":"2026-12-01T10:00:00Z",
+			"facts":{"containerd_namespace":"default","runtime":"io.containerd.gensee.v2"},
+			"selector":"s","contract_id":"c","contract_digest":"sha256:00","contract":{"id":"c"},"safe_default":false,
+			"catalog_version":3,"catalog_digest":"sha256:11","catalog_expires_at":"2027-01-01T00:00:00Z",
+			"observation":{},"observation_digest":"sha256:22","capabilities_removed":[],"netns":"private"}`,
 	} {
 		var a Admission
 		d := json.NewDecoder(bytes.NewReader([]byte(rec)))
@@ -38,6 +43,9 @@ func TestAdmissionRecordsDecode(t *testing.T) {
 		out, err := json.Marshal(&a)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if name == "container, nothing removed" && !bytes.Contains(out, []byte(`"capabilities_removed":[]`)) {
+			t.Errorf("an empty capabilities_removed is not written as []: %s", out)
 		}
 		var before, after map[string]any
 		json.Unmarshal([]byte(rec), &before)
