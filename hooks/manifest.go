@@ -47,7 +47,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	} else {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
 			effect.NotEnforcedAbstractUnix("container", a.Netns),
-			"processes outside the bound cgroup: in the shared "+a.Netns+" netns the table matches the container's cgroup; one the host moves out is found by polling (policy_unbound, observation.escapes), not stopped")
+			effect.NotEnforcedOutsideCgroup("container", a.Netns, ""))
 	}
 	if !x.poststop {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,

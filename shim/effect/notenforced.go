@@ -10,3 +10,15 @@ func NotEnforcedAbstractUnix(subject, netns string) string {
 	return "abstract AF_UNIX sockets: the " + subject + " shares the " + netns +
 		" network namespace, whose abstract socket names (@name) nftables cannot see; a process there listening on one is reachable from the " + subject
 }
+
+// NotEnforcedOutsideCgroup is the not_enforced sentence for a subject in a
+// shared netns (netns), whose table matches its cgroup only; confined says
+// why the subject itself cannot leave the cgroup ("" when that is not
+// claimed).
+func NotEnforcedOutsideCgroup(subject, netns, confined string) string {
+	s := "processes outside the bound cgroup: in the shared " + netns + " netns the table matches the " + subject + "'s cgroup; "
+	if confined != "" {
+		s += "the " + subject + " cannot leave it (" + confined + "), but "
+	}
+	return s + "a process the host moves out is found by polling (policy_unbound, observation.escapes), not stopped"
+}

@@ -48,7 +48,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNetns
 	} else {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced, effect.NotEnforcedAbstractUnix("container", a.Netns),
-			"processes outside the bound cgroup: in the shared "+a.Netns+" netns the table matches the container's cgroup; the container cannot leave it (its own cgroup namespace, no writable cgroupfs), but a process the host moves out is found by polling (policy_unbound, observation.escapes), not stopped")
+			effect.NotEnforcedOutsideCgroup("container", a.Netns, "its own cgroup namespace, no writable cgroupfs"))
 	}
 	m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
 		"exec'd programs: each exec is admitted by the capability policy and bound by the table, but its program is not part of the observation the contract was chosen for",
