@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/events"
@@ -51,6 +52,10 @@ type Monitor struct {
 	log *events.Log
 	wd  *watchdog.Watchdog
 	rd  *nflog.Reader // nil when NFLOG could not be opened: attempts then incomplete
+	// rdOpened is closed once the reader's open attempt ended (OpenReader
+	// in a private netns opens it in the background); rd is read only
+	// through reader(), after it.
+	rdOpened chan struct{}
 	// bind follows the container's processes (nil without a cgroup2
 	// mount). Set by start, before the exit path can run.
 	bind *evidence.BindingPoller
@@ -102,22 +107,53 @@ func allowedWords(p *netpolicy.Plan) string {
 
 // OpenReader binds an NFLOG group for the plan in the netns. In a netns the
 // container shares (host, pod), other operations log there too: each takes
-// its own group, derived from its id, probing a few if one is taken.
+// its own group, derived from its id, probing a few if one is taken — the
+// group is then known when OpenReader returns, before the table naming it
+// is installed. In a private netns the group is the plan's: the bind runs
+// in the background (on a dup of netnsFD), beside the table's install, and
+// Start waits for it, so it is bound before the workload's first packet
+// (only the cgroup's processes make Denied, and they run after Start).
 func (m *Monitor) OpenReader(netnsFD int, plan *netpolicy.Plan, shared bool) {
-	tries := 1
+	m.rdOpened = make(chan struct{})
 	if shared {
-		tries = 16
+		defer close(m.rdOpened)
 		plan.LogGroup = sharedLogGroup(m.cfg.OperationID)
+		m.rd = m.openReader(netnsFD, plan, 16)
+		return
 	}
+	fd, err := unix.FcntlInt(uintptr(netnsFD), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		defer close(m.rdOpened)
+		m.cfg.Logger.WithError(err).Warn("NFLOG unavailable (dup netns fd): denied attempts will be counted, not listed")
+		return
+	}
+	group := *plan
+	go func() {
+		defer close(m.rdOpened)
+		defer unix.Close(fd)
+		m.rd = m.openReader(fd, &group, 1)
+	}()
+}
+
+func (m *Monitor) openReader(netnsFD int, plan *netpolicy.Plan, tries int) *nflog.Reader {
 	var err error
 	for i := 0; i < tries; i++ {
-		if m.rd, err = nflog.Open(netnsFD, plan.LogGroup); err == nil {
-			return
+		var rd *nflog.Reader
+		if rd, err = nflog.Open(netnsFD, plan.LogGroup); err == nil {
+			return rd
 		}
 		plan.LogGroup++
 	}
-	m.rd = nil
 	m.cfg.Logger.WithError(err).Warn("NFLOG unavailable: denied attempts will be counted, not listed")
+	return nil
+}
+
+// reader is the NFLOG reader once its open attempt ended (nil: none).
+func (m *Monitor) reader() *nflog.Reader {
+	if m.rdOpened != nil {
+		<-m.rdOpened
+	}
+	return m.rd
 }
 
 // sharedLogGroup spreads operations over groups 10000..59999.
@@ -134,7 +170,7 @@ func sharedLogGroup(opID string) uint16 {
 func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	if m.rd != nil {
+	if m.reader() != nil {
 		ch := make(chan nflog.Attempt, 256)
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); m.rd.Run(ctx, ch); close(ch) }()
@@ -252,11 +288,14 @@ func (m *Monitor) Note(ev spec.Event) {
 
 func (m *Monitor) record(ev spec.Event) {
 	ev = events.Sanitize(ev)
-	if err := m.log.Append(ev); err != nil {
+	// Published while its line is fsynced (the event is already in the
+	// log for a reader): both are done when record returns.
+	if err := m.log.AppendThen(ev, func() {
+		if err := events.Publish(m.cfg.Ctx, m.cfg.Pub, ev); err != nil {
+			m.cfg.Logger.WithError(err).Warn("publish event")
+		}
+	}); err != nil {
 		m.cfg.Logger.WithError(err).Warn("append event")
-	}
-	if err := events.Publish(m.cfg.Ctx, m.cfg.Pub, ev); err != nil {
-		m.cfg.Logger.WithError(err).Warn("publish event")
 	}
 	m.cfg.Logger.WithField("kind", ev.Kind).WithField("target", ev.Target).Debug(ev.Detail)
 }
@@ -276,7 +315,7 @@ func (m *Monitor) StopSensors() {
 // manifest. complete is true only when every denied packet was heard and
 // listed and no event was dropped.
 func (m *Monitor) Finish(denied uint64, counted bool) spec.DeniedAttempts {
-	if m.rd != nil {
+	if m.reader() != nil {
 		// Wait for the reader to catch up with the counter, but only while
 		// it makes progress: a rate-limited log never catches up.
 		deadline := time.Now().Add(300 * time.Millisecond)
@@ -312,7 +351,7 @@ func (m *Monitor) Finish(denied uint64, counted bool) spec.DeniedAttempts {
 func (m *Monitor) Close() {
 	m.closeOnce.Do(func() {
 		m.StopSensors()
-		if m.rd != nil {
+		if m.reader() != nil {
 			m.rd.Close()
 		}
 		m.log.Close()
