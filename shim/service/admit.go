@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/v2/core/mount"
@@ -78,6 +79,8 @@ type admitted struct {
 	obsDigest   string
 	catalog     *trust.Loaded
 	facts       admission.Facts
+	// How long the catalog's load and the observation took (Create's log).
+	catalogTook, observeTook time.Duration
 }
 
 // facts are the trusted facts about the caller of this Create.
@@ -92,6 +95,7 @@ func facts(namespace string, s *specs.Spec) admission.Facts {
 // admit decides which single contract governs the container, or refuses.
 // It runs before anything is mounted for the task or created by runc.
 func (s *service) admit(ctx context.Context, cfg config.Config, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (*admitted, error) {
+	t0 := time.Now()
 	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
 	if err != nil {
 		return nil, refuse("trust_anchor", "%v", err)
@@ -100,7 +104,9 @@ func (s *service) admit(ctx context.Context, cfg config.Config, namespace string
 	if err != nil {
 		return nil, refuse("catalog", "%v", err)
 	}
+	t1 := time.Now()
 	obs, err := s.observe(ctx, r, oci)
+	t2 := time.Now()
 	var re *refusedError
 	if errors.As(err, &re) {
 		return nil, re
@@ -125,7 +131,7 @@ func (s *service) admit(ctx context.Context, cfg config.Config, namespace string
 	if err != nil {
 		return nil, fmt.Errorf("digest observation: %w", err)
 	}
-	return &admitted{decision: d, observation: obs, obsDigest: digest, catalog: cat, facts: f}, nil
+	return &admitted{decision: d, observation: obs, obsDigest: digest, catalog: cat, facts: f, catalogTook: t1.Sub(t0), observeTook: t2.Sub(t1)}, nil
 }
 
 // observe re-derives the observation from the tree runc will run: the
