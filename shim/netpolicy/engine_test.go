@@ -29,7 +29,7 @@ func (f *fakeKernel) install(rs *ruleset) error {
 	return nil
 }
 
-func (f *fakeKernel) dump(table string) (*ruleset, error) {
+func (f *fakeKernel) dump(table string, _ dumpScope) (*ruleset, error) {
 	if f.installed == nil || f.installed.table.Name != table {
 		return nil, errNoTable
 	}

@@ -21,8 +21,9 @@ type kernel interface {
 	// install sends the whole table in one netlink batch; the kernel
 	// applies all of it or none. It fails if the table already exists.
 	install(rs *ruleset) error
-	// dump reads the table back, or returns errNoTable.
-	dump(table string) (*ruleset, error)
+	// dump reads the table back (what says how much of it), or returns
+	// errNoTable.
+	dump(table string, what dumpScope) (*ruleset, error)
 	// remove deletes the table; an absent table is not an error.
 	remove(table string) error
 }
@@ -174,7 +175,28 @@ func (k *netlinkKernel) tables() ([]string, error) {
 	return names, nil
 }
 
-func (k *netlinkKernel) dump(table string) (*ruleset, error) {
+// dumpScope is how much of a table dump reads.
+type dumpScope struct {
+	// countersOnly: only the counter objects and the elements of
+	// countedSets (ReadCounters, on the exit path), not the table, its
+	// chains, rules and other sets a read-back compares.
+	countersOnly bool
+	countedSets  []setHint
+}
+
+// setHint names a set and how many elements it was planned with.
+type setHint struct {
+	name  string
+	elems int
+}
+
+// dumpAll reads everything: the read-back.
+var dumpAll = dumpScope{}
+
+func (k *netlinkKernel) dump(table string, what dumpScope) (*ruleset, error) {
+	if what.countersOnly {
+		return k.dumpCounters(table, what.countedSets)
+	}
 	c, err := k.dial(0)
 	if err != nil {
 		return nil, err
@@ -236,6 +258,48 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 			return nil, fmt.Errorf("unexpected stateful object %T in table %s", o, table)
 		}
 		rs.counters = append(rs.counters, co)
+	}
+	return rs, nil
+}
+
+// dumpCounters reads the table's counter objects (one NFT_MSG_GETOBJ dump)
+// and the elements of sets (their per-element counters), nothing else.
+func (k *netlinkKernel) dumpCounters(table string, sets []setHint) (*ruleset, error) {
+	c, err := k.dial(0)
+	if err != nil {
+		return nil, err
+	}
+	defer c.CloseLasting()
+	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: table}
+	objs, err := c.GetObjects(t)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, errNoTable
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list objects: %w", err)
+	}
+	rs := &ruleset{table: t}
+	for _, o := range objs {
+		co, ok := o.(*nftables.CounterObj)
+		if !ok {
+			return nil, fmt.Errorf("unexpected stateful object %T in table %s", o, table)
+		}
+		rs.counters = append(rs.counters, co)
+	}
+	if len(sets) == 0 {
+		return rs, nil
+	}
+	nl, err := k.rawConn()
+	if err != nil {
+		return nil, err
+	}
+	defer nl.Close()
+	for _, s := range sets {
+		elems, err := dumpElems(nl, table, s.name, s.elems)
+		if err != nil {
+			return nil, err
+		}
+		rs.sets = append(rs.sets, &setElems{set: &nftables.Set{Table: t, Name: s.name}, elems: elems})
 	}
 	return rs, nil
 }
