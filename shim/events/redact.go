@@ -3,6 +3,7 @@ package events
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/gensee/gensee/spec"
@@ -49,7 +50,11 @@ func redactions() []rule {
 	}
 }
 
-var rules = redactions() // read-only after init
+// rules are compiled on first use, not at init: every shim process (the
+// start and delete actions too) would pay for ten regexps only the
+// long-lived shim uses, and its start-up warm-up compiles them off
+// Create's path. Read-only once built.
+var rules = sync.OnceValue(redactions)
 
 func keepDigest(m string) string {
 	if i := strings.IndexByte(m, ':'); i > 0 && strings.HasPrefix(strings.ToLower(m), "sha") {
@@ -85,7 +90,7 @@ func base64Secret(m string) string {
 // secret cannot survive by straddling the cut.
 func Redact(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	for _, r := range rules {
+	for _, r := range rules() {
 		if r.fn != nil {
 			s = r.re.ReplaceAllStringFunc(s, r.fn)
 		} else {
