@@ -17,8 +17,8 @@ import (
 // daemon's), every shim process writes a line of its resource usage (CPU
 // time, GC cycles, bytes allocated) and an allocation profile there when it
 // ends; with profileCPUEnv set too, a CPU profile (at that many Hz in the
-// long-lived shim); with profileHeapEnv (a duration), a heap profile that
-// long after the process started. A measuring aid for issue 13's bench work, off unless
+// long-lived shim); with profileHeapEnv (a duration), a heap profile and
+// the runtime's memory statistics that long after the process started. A measuring aid for issue 13's bench work, off unless
 // asked for: never set it on a production daemon.
 const (
 	profileEnv     = "GENSEE_PROFILE"
@@ -51,14 +51,23 @@ func startProfile() func() {
 		}
 	}
 	if d, err := time.ParseDuration(os.Getenv(profileHeapEnv)); err == nil {
-		// The resident heap of a settled shim (a sleeping task's): P5,
-		// sampled finely enough to see a shim's few MB.
-		runtime.MemProfileRate = 1024
+		// The resident heap of a settled shim (a sleeping task's): P5.
+		// A finer sample rate (GENSEE_PROFILE_MEMRATE=1024 sees a
+		// shim's few MB) costs memory itself: off by default.
+		if r, err := strconv.Atoi(os.Getenv("GENSEE_PROFILE_MEMRATE")); err == nil && r > 0 {
+			runtime.MemProfileRate = r
+		}
 		time.AfterFunc(d, func() {
 			if f, err := os.Create(base + ".heap.pprof"); err == nil {
 				pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()
 			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			line, _ := json.Marshal(map[string]any{"heap_inuse": ms.HeapInuse, "heap_idle": ms.HeapIdle,
+				"heap_released": ms.HeapReleased, "stack_inuse": ms.StackInuse, "sys": ms.Sys, "num_gc": ms.NumGC,
+				"mspan_inuse": ms.MSpanInuse, "gc_sys": ms.GCSys, "other_sys": ms.OtherSys, "goroutines": runtime.NumGoroutine()})
+			os.WriteFile(base+".heap.json", append(line, '\n'), 0o644)
 		})
 	}
 	return func() {
