@@ -79,7 +79,8 @@ type admitted struct {
 	obsDigest   string
 	catalog     *trust.Loaded
 	facts       admission.Facts
-	// How long the catalog's load and the observation took (Create's log).
+	// How long the catalog's load and the observation took (Create's
+	// log; they run side by side).
 	catalogTook, observeTook time.Duration
 }
 
@@ -95,18 +96,35 @@ func facts(namespace string, s *specs.Spec) admission.Facts {
 // admit decides which single contract governs the container, or refuses.
 // It runs before anything is mounted for the task or created by runc.
 func (s *service) admit(ctx context.Context, cfg config.Config, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (*admitted, error) {
+	// The observation (a read-only mount, the executable hashed) and the
+	// catalog's load and verification need nothing of each other: they run
+	// side by side. Every return waits for the observation, which unmounts
+	// what it mounted; a trust anchor or catalog refusal still comes first.
+	type observed struct {
+		obs  spec.Observation
+		err  error
+		took time.Duration
+	}
+	oc := make(chan observed, 1)
+	go func() {
+		t := time.Now()
+		obs, err := s.observe(ctx, r, oci)
+		oc <- observed{obs, err, time.Since(t)}
+	}()
 	t0 := time.Now()
 	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
 	if err != nil {
+		<-oc
 		return nil, refuse("trust_anchor", "%v", err)
 	}
 	cat, err := trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), s.now())
 	if err != nil {
+		<-oc
 		return nil, refuse("catalog", "%v", err)
 	}
-	t1 := time.Now()
-	obs, err := s.observe(ctx, r, oci)
-	t2 := time.Now()
+	catalogTook := time.Since(t0)
+	o := <-oc
+	obs, err := o.obs, o.err
 	var re *refusedError
 	if errors.As(err, &re) {
 		return nil, re
@@ -131,7 +149,7 @@ func (s *service) admit(ctx context.Context, cfg config.Config, namespace string
 	if err != nil {
 		return nil, fmt.Errorf("digest observation: %w", err)
 	}
-	return &admitted{decision: d, observation: obs, obsDigest: digest, catalog: cat, facts: f, catalogTook: t1.Sub(t0), observeTook: t2.Sub(t1)}, nil
+	return &admitted{decision: d, observation: obs, obsDigest: digest, catalog: cat, facts: f, catalogTook: catalogTook, observeTook: o.took}, nil
 }
 
 // observe re-derives the observation from the tree runc will run: the
