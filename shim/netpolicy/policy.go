@@ -169,13 +169,8 @@ func (e engine) install(ctx context.Context, p *Plan) error {
 }
 
 func (e engine) installRS(ctx context.Context, p *Plan, rs *ruleset) (retErr error) {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("install table %s: %w", p.Table, err)
-	}
-	if err := e.k.install(rs); err != nil {
-		// The batch is atomic: nothing of ours is in the kernel. The
-		// table may be someone else's (EEXIST), so never delete here.
-		return fmt.Errorf("install table %s: %w", p.Table, err)
+	if err := e.installTable(ctx, p, rs); err != nil {
+		return err
 	}
 	defer func() {
 		if retErr != nil {
@@ -184,10 +179,30 @@ func (e engine) installRS(ctx context.Context, p *Plan, rs *ruleset) (retErr err
 			}
 		}
 	}()
-	if e.flushCT != nil {
-		if err := e.flushCT(); err != nil {
-			return fmt.Errorf("install table %s: %w", p.Table, err)
-		}
+	return e.flush(p)
+}
+
+// installTable sends the table's batch.
+func (e engine) installTable(ctx context.Context, p *Plan, rs *ruleset) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("install table %s: %w", p.Table, err)
+	}
+	if err := e.k.install(rs); err != nil {
+		// The batch is atomic: nothing of ours is in the kernel. The
+		// table may be someone else's (EEXIST), so never delete here.
+		return fmt.Errorf("install table %s: %w", p.Table, err)
+	}
+	return nil
+}
+
+// flush ends the namespace's conntrack entries once the table is in: a
+// flow from before it gets no reply-direction pass.
+func (e engine) flush(p *Plan) error {
+	if e.flushCT == nil {
+		return nil
+	}
+	if err := e.flushCT(); err != nil {
+		return fmt.Errorf("install table %s: %w", p.Table, err)
 	}
 	return nil
 }
@@ -225,12 +240,21 @@ func (e engine) apply(ctx context.Context, p *Plan) error {
 	// kernel works through the batch.
 	prepared := make(chan struct{})
 	go func() { rs.prepare(); close(prepared) }()
-	err := e.installRS(ctx, p, rs)
+	err := e.installTable(ctx, p, rs)
 	<-prepared
 	if err != nil {
 		return err
 	}
-	if err := e.readBackRS(ctx, p, rs); err != nil {
+	// The conntrack flush (after the install, as Install does it) and the
+	// read-back touch different netlink subsystems: side by side. Either
+	// failing removes the table.
+	flushed := make(chan error, 1)
+	go func() { flushed <- e.flush(p) }()
+	err = e.readBackRS(ctx, p, rs)
+	if ferr := <-flushed; ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil {
 		if rerr := e.k.remove(p.Table); rerr != nil {
 			return errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
 		}
