@@ -19,12 +19,13 @@ package gcburst
 
 import (
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
 
-// Limit bounds the shim's Go memory during a hold: past it the collector
-// runs as if no hold were set.
+// Limit is how much the shim's Go memory may grow during a hold: past it
+// the collector runs as if no hold were set.
 const Limit = 64 << 20
 
 // Settle is how long a hold lasts: a task's Create, Start and the first
@@ -38,17 +39,29 @@ var (
 	prevLimit int64
 )
 
-// Hold turns the percentage collector off (bounded by Limit) until d has
-// passed; holds nest, the last release restores the settings.
+// Hold turns the percentage collector off until d has passed, bounded by
+// a memory limit Limit above what the runtime holds now (a shim with a
+// large heap does not collect continuously); holds nest, the last release
+// restores the settings.
 func Hold(d time.Duration) {
 	mu.Lock()
 	if held == 0 {
 		prevGC = debug.SetGCPercent(-1)
-		prevLimit = debug.SetMemoryLimit(Limit)
+		prevLimit = debug.SetMemoryLimit(inUse() + Limit)
 	}
 	held++
 	mu.Unlock()
 	time.AfterFunc(d, release)
+}
+
+// inUse is the Go runtime's total memory now (what a memory limit counts).
+func inUse() int64 {
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(m[0].Value.Uint64())
 }
 
 func release() {
