@@ -18,9 +18,6 @@ func main() {
 		os.Exit(gate.HelperMain(os.Stdin, os.Stdout, os.Stderr))
 	}
 	stop := startProfile()
-	if longLived() {
-		go warm()
-	}
 	service.Register()
 	shim.RunShim(context.Background(), service.NewManager(service.RuntimeName))
 	stop()

@@ -51,9 +51,9 @@ func redactions() []rule {
 }
 
 // rules are compiled on first use, not at init: every shim process (the
-// start and delete actions too) would pay for ten regexps only the
-// long-lived shim uses, and its start-up warm-up compiles them off
-// Create's path. Read-only once built.
+// start and delete actions too, both on a container's start and delete
+// path) would pay for ten regexps only the long-lived shim uses. Read-only
+// once built.
 var rules = sync.OnceValue(redactions)
 
 func keepDigest(m string) string {
