@@ -92,12 +92,14 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 		p.network.note(ev)
 	}
 	p.finalizeNetwork(ctx, &x)
+	t3 := time.Now()
 	m := p.manifest(x)
 	if err := p.store.writeManifest(m); err != nil {
 		p.log.WithError(err).Error("write manifest")
 	}
 	p.log.WithField("drain_ms", ms(t1.Sub(t0))).WithField("gate_ms", ms(t2.Sub(t1))).
-		WithField("finalize_ms", ms(time.Since(t2))).WithField("verdict", m.Gate.Verdict).Info("exit path done")
+		WithField("network_ms", ms(t3.Sub(t2))).WithField("manifest_ms", ms(time.Since(t3))).
+		WithField("verdict", m.Gate.Verdict).Info("exit path done")
 	var override *uint32
 	if m.Gate.Verdict != spec.VerdictPass {
 		p.log.WithField("verdict", m.Gate.Verdict).WithField("violations", len(m.Gate.Violations)).Warn("product gate did not pass")
@@ -124,7 +126,9 @@ func (p *exitPipeline) neverStarted(ctx context.Context) *spec.Manifest {
 // finalizeNetwork stops the sensors, reads the counters, collects the
 // denied attempts and removes the table, recording all of it in x.
 func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts) {
+	t0 := time.Now()
 	p.network.stopSensors()
+	t1 := time.Now()
 	var denied uint64
 	var read bool
 	if c, ok, err := p.network.counters(ctx); ok {
@@ -132,9 +136,13 @@ func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts) {
 			p.log.WithError(err).Error("read network counters")
 		}
 	}
+	t2 := time.Now()
 	x.Attempts = p.network.finish(denied, read)
+	t3 := time.Now()
 	x.Removed = p.network.remove(ctx)
 	p.network.closeMonitor()
+	p.log.WithField("sensors_ms", ms(t1.Sub(t0))).WithField("counters_ms", ms(t2.Sub(t1))).
+		WithField("attempts_ms", ms(t3.Sub(t2))).WithField("remove_ms", ms(time.Since(t3))).Debug("network finalized")
 }
 
 // The real steps.
