@@ -102,28 +102,7 @@ func seal(path string, f *os.File) (int64, error) {
 
 // Append sanitizes e, checks it, and writes it, or counts it as dropped if
 // the log is full. A dropped event is not an error.
-func (l *Log) Append(e spec.Event) error { return l.AppendThen(e, nil) }
-
-// AppendThen is Append that also runs also (when not nil; exactly once,
-// whatever Append does) and returns when both are done. also starts once
-// e's line is written, so a reader of the log already sees the event, and
-// runs while the line is fsynced: the shim publishes the event there, and
-// the fsync's journal commit and the publish's round trip to containerd
-// overlap instead of adding up on Create's and the exit's path.
-func (l *Log) AppendThen(e spec.Event, also func()) error {
-	var alsoDone chan struct{}
-	runAlso := func() {
-		if also != nil && alsoDone == nil {
-			alsoDone = make(chan struct{})
-			go func() { defer close(alsoDone); also() }()
-		}
-	}
-	defer func() {
-		runAlso() // not yet if the line was never written
-		if alsoDone != nil {
-			<-alsoDone
-		}
-	}()
+func (l *Log) Append(e spec.Event) error {
 	e = Sanitize(e)
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("append event: %w", err)
@@ -149,7 +128,6 @@ func (l *Log) AppendThen(e spec.Event, also func()) error {
 	if err != nil {
 		return fmt.Errorf("append event to %s: %w", l.path, err)
 	}
-	runAlso()
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("sync event log %s: %w", l.path, err)
 	}

@@ -204,30 +204,3 @@ func TestFollowStopsOnCallbackError(t *testing.T) {
 		t.Fatalf("Follow = %v after %d events", err, n)
 	}
 }
-
-// TestLogAppendThen: also runs once per append — after the line is in the
-// log, before AppendThen returns — and for a refused event too.
-func TestLogAppendThen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.jsonl")
-	l := openT(t, path, 0)
-	var seen []int
-	also := func() {
-		c, err := Read(path)
-		if err != nil {
-			t.Error(err)
-		}
-		seen = append(seen, len(c.Events))
-	}
-	if err := l.AppendThen(denied(0), also); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.AppendThen(denied(1), also); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.AppendThen(spec.Event{Kind: "nope", Control: "x", At: t0}, also); err == nil {
-		t.Fatal("unknown kind appended")
-	}
-	if len(seen) != 3 || seen[0] != 1 || seen[1] != 2 || seen[2] != 2 {
-		t.Fatalf("also saw %v events, want [1 2 2] (after each line, once each)", seen)
-	}
-}

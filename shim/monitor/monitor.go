@@ -288,14 +288,11 @@ func (m *Monitor) Note(ev spec.Event) {
 
 func (m *Monitor) record(ev spec.Event) {
 	ev = events.Sanitize(ev)
-	// Published while its line is fsynced (the event is already in the
-	// log for a reader): both are done when record returns.
-	if err := m.log.AppendThen(ev, func() {
-		if err := events.Publish(m.cfg.Ctx, m.cfg.Pub, ev); err != nil {
-			m.cfg.Logger.WithError(err).Warn("publish event")
-		}
-	}); err != nil {
+	if err := m.log.Append(ev); err != nil {
 		m.cfg.Logger.WithError(err).Warn("append event")
+	}
+	if err := events.Publish(m.cfg.Ctx, m.cfg.Pub, ev); err != nil {
+		m.cfg.Logger.WithError(err).Warn("publish event")
 	}
 	m.cfg.Logger.WithField("kind", ev.Kind).WithField("target", ev.Target).Debug(ev.Detail)
 }
