@@ -13,7 +13,12 @@
 # it before this script; gensee_daemon_start passes it on) makes every gensee
 # shim process write DIR/<time>-<pid>.usage.json (utime, stime, GC cycles,
 # bytes allocated) and an allocation profile when it ends;
-# GENSEE_PROFILE_CPU_HZ=N adds a CPU profile (go tool pprof). Off by default.
+# GENSEE_PROFILE_CPU_HZ=N adds a CPU profile (go tool pprof);
+# GENSEE_PROFILE_HEAP_AFTER=3s a heap profile and the runtime's memory
+# statistics of the settled shim (P5). The shim's log carries per-phase
+# wall times (checks_ms, catalog_ms, observe_ms, admission_ms,
+# runc_create_ms, boundary_ms; drain_ms, gate_ms, network_ms, manifest_ms).
+# Off by default.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (make bench)" >&2; exit 1; }
