@@ -11,7 +11,9 @@
 //     Create returns, the init is blocked in `runc init`; the network table
 //     is installed and read back then, before Create is answered. Any failure
 //     kills and deletes the inner task.
-//  2. Start (init): the lifecycle moves created -> starting before the
+//  2. Start (init): it waits for the admission record bind made durable
+//     off Create's path (subject, table, capability_removed event), and
+//     refuses when that failed; the lifecycle moves created -> starting before the
 //     inner Start and the TaskExit hold is armed, so an instant exit cannot
 //     slip past it; a failed inner Start moves back to created. Execs are
 //     admitted (exec.go), then join the container's cgroup and are bound by

@@ -21,6 +21,9 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	if r.ExecID != "" || op == nil {
 		return s.TTRPCTaskService.Start(ctx, r)
 	}
+	if err := op.waitRecorded(); err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s: the admission record was not written (%v); the init was not started: delete the task and create it again", r.ID, err)
+	}
 	if err := op.life.move("start", opStarting); err != nil {
 		return nil, errgrpc.ToGRPC(fmt.Errorf("gensee: task %s: %w", r.ID, err))
 	}
@@ -133,6 +136,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		}
 		op.held.waitPublished(ctx)
 	}
+	op.waitRecorded() // its writes land before the records are finalized
 	was := op.life.current()
 	if err := op.life.move("delete", opDeleting); err != nil {
 		return nil, errgrpc.ToGRPC(fmt.Errorf("gensee: task %s: %w", r.ID, err))

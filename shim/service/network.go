@@ -72,16 +72,31 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	if err := op.writeMarker(); err != nil {
 		return fmt.Errorf("write bundle marker: %w", err)
 	}
-	// admission.json and the events log are separate files: their fsyncs
-	// run side by side and share the journal commit.
-	written := make(chan error, 1)
-	go func() { written <- op.store.WriteJSON(op.id, record.AdmissionFile, op.admission) }()
-	if len(op.admission.CapabilitiesRemoved) > 0 {
-		op.net.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
-			Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
-			Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
-	}
-	return <-written
+	op.recorded = op.recordBound()
+	return nil
+}
+
+// recordBound makes admission.json (now naming the subject and the table)
+// and the capability_removed event durable off Create's path; it returns
+// the wait for them, which Start calls before the inner Start: both are on
+// disk before any image code runs, and a failure refuses the Start.
+// admission.json and the events log are separate files: their fsyncs run
+// side by side and share the journal commit.
+func (op *operation) recordBound() func() error {
+	done := make(chan struct{})
+	var err error // written before done is closed
+	go func() {
+		defer close(done)
+		written := make(chan error, 1)
+		go func() { written <- op.store.WriteJSON(op.id, record.AdmissionFile, op.admission) }()
+		if len(op.admission.CapabilitiesRemoved) > 0 {
+			op.net.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
+				Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
+				Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
+		}
+		err = <-written
+	}()
+	return func() error { <-done; return err }
 }
 
 // checkNetns verifies the netns the init is really in: the one admission

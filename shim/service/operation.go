@@ -136,6 +136,10 @@ type operation struct {
 	diff        diffSource // where the gate reads the task's changes
 	mounts      []string   // mount destinations of config.json (runc stubs them in the upperdir)
 
+	// recorded waits for the bound admission record (recordBound); nil
+	// before bind.
+	recorded func() error
+
 	life lifecycle
 	net  *netBoundary // never nil; empty until bind
 	exit *exitPipeline
@@ -148,6 +152,14 @@ type operation struct {
 	// override replaces the init's exit status when the gate failed and the
 	// operator mapped that to a status; written before done is closed.
 	override *uint32
+}
+
+// waitRecorded waits for the admission record bind wrote.
+func (op *operation) waitRecorded() error {
+	if op.recorded == nil {
+		return nil
+	}
+	return op.recorded()
 }
 
 func (op *operation) logger(ctx context.Context) *log.Entry {

@@ -614,3 +614,27 @@ func TestHoldingPublisherNeverBlocks(t *testing.T) {
 		t.Fatalf("disarmed exit not published at once: %v", got)
 	}
 }
+
+// Start waits for the admission record bind wrote off Create's path, and
+// refuses (nothing started) when it failed.
+func TestStartWaitsForAdmissionRecord(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.op.recorded = func() error { f.c.add("recorded"); return errors.New("no space left on device") }
+	_, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
+	if !errdefs.IsUnavailable(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "admission record was not written") {
+		t.Fatalf("start: %v", err)
+	}
+	if slices.Contains(f.c.get(), "inner.start ") || f.op.life.current() != opCreated {
+		t.Fatalf("the init started without its record: %v, state %s", f.c.get(), f.op.life.current())
+	}
+	f.op.recorded = func() error { f.c.add("recorded"); return nil }
+	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.c.before(t, "recorded", "inner.start ")
+	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
+	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+}
