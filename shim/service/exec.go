@@ -46,6 +46,12 @@ func (s *service) decodeForOperation(id, verb, what string, a *anypb.Any, v any)
 // as at Create, and no_new_privs is forced. The process joins the
 // container's cgroup (runc exec) and is drained at exit with the rest.
 func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emptypb.Empty, error) {
+	if r.ExecID == r.ID {
+		// A process's TaskExit names it by its id: an exec named as the
+		// container would be taken for the init's exit, held and reported
+		// in its place.
+		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: exec refused: exec id %q is the container's id; give the exec an id of its own", r.ExecID)
+	}
 	var p specs.Process
 	op, err := s.decodeForOperation(r.ID, "exec", "the exec process spec", r.Spec, &p)
 	if err != nil {

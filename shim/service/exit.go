@@ -126,20 +126,14 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	if r.ExecID != "" || op == nil {
 		return s.TTRPCTaskService.Delete(ctx, r)
 	}
-	if ran, err := op.life.settled(ctx); err != nil {
-		return nil, errgrpc.ToGRPC(err)
-	} else if ran {
-		select {
-		case <-op.done:
-		case <-ctx.Done():
-			return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s is still finalizing its exit; retry the delete", r.ID)
-		}
-		op.held.waitPublished(ctx)
-	}
 	op.waitRecorded() // its writes land before the records are finalized
-	was := op.life.current()
-	if err := op.life.move("delete", opDeleting); err != nil {
-		return nil, errgrpc.ToGRPC(fmt.Errorf("gensee: task %s: %w", r.ID, err))
+	was, err := s.claimDelete(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	if was == opExited {
+		// The held TaskExit goes out before the TaskDelete can.
+		op.held.waitPublished(ctx)
 	}
 	resp, err := s.TTRPCTaskService.Delete(ctx, r)
 	if err != nil {
@@ -165,4 +159,30 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	// Records retention, off the start path: a bounded background run.
 	retention.Background(ctx, op.store, retention.FromConfig(op.cfg.Retention))
 	return resp, nil
+}
+
+// claimDelete claims op for Delete (lifecycle.claimDelete), waiting for a
+// Start in flight to settle and for a started init's exit pipeline to
+// release, bounded by ctx.
+func (s *service) claimDelete(ctx context.Context, op *operation) (opState, error) {
+	for {
+		was, wait, err := op.life.claimDelete(op.done)
+		if err != nil {
+			return was, errgrpc.ToGRPC(fmt.Errorf("gensee: task %s: %w", op.containerID, err))
+		}
+		if !wait {
+			return was, nil
+		}
+		if was == opStarting {
+			if _, err := op.life.settled(ctx); err != nil {
+				return was, errgrpc.ToGRPC(err)
+			}
+			continue
+		}
+		select {
+		case <-op.done:
+		case <-ctx.Done():
+			return was, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s is still finalizing its exit; retry the delete", op.containerID)
+		}
+	}
 }

@@ -95,6 +95,31 @@ func (l *lifecycle) current() opState {
 	return l.state
 }
 
+// claimDelete moves to deleting in one step and says from where: from
+// created (the init never ran), or from exited once done is closed (the
+// exit pipeline released). wait is true when the caller must wait for done
+// (or for a Start in flight to settle) and claim again; any other state is
+// refused.
+func (l *lifecycle) claimDelete(done <-chan struct{}) (from opState, wait bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case opCreated:
+	case opExited:
+		select {
+		case <-done:
+		default:
+			return l.state, true, nil
+		}
+	case opStarting, opRunning:
+		return l.state, true, nil
+	default:
+		return l.state, false, fmt.Errorf("cannot delete a task in %s state: %w", l.state, errdefs.ErrFailedPrecondition)
+	}
+	from, l.state = l.state, opDeleting
+	return from, false, nil
+}
+
 // settled waits while a Start is in flight and reports whether the init
 // ran (its exit pipeline will release done), or ctx's error.
 func (l *lifecycle) settled(ctx context.Context) (ran bool, err error) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -636,5 +637,58 @@ func TestStartWaitsForAdmissionRecord(t *testing.T) {
 	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Delete claims in one step: a Delete that found the task created, and a
+// Start and an instant exit that come before its claim, leave it waiting for
+// the exit pipeline, never deleting under it or writing a second manifest.
+func TestDeleteClaimWaitsForPipeline(t *testing.T) {
+	f := newFixture(t, 86)
+	f.gate.out = gateOutcome{err: errors.New("gate failed")}
+	ctx := context.Background()
+	hang := make(chan struct{})
+	f.op.exit.gate = blockingGate{c: f.c, until: hang}
+	f.inner.onStart = func() {
+		close(f.inner.exit)
+		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
+	}
+	// The Start lands while Delete waits for the admission record.
+	var first atomic.Bool
+	f.op.recorded = func() error {
+		if first.CompareAndSwap(false, true) {
+			if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
+				t.Error(err)
+			}
+			f.c.wait(t, "gate.run")
+			go func() { time.Sleep(50 * time.Millisecond); close(hang) }()
+		}
+		return nil
+	}
+	dr, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c.before(t, "store.manifest "+spec.VerdictPass, "inner.delete ")
+	f.c.before(t, "publish exit c1 0", "inner.delete ")
+	n := 0
+	for _, c := range f.c.get() {
+		if strings.HasPrefix(c, "store.manifest") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d manifests written: %v", n, f.c.get())
+	}
+	_ = dr
+}
+
+// An exec may not take the container's id: its exit would pass for the
+// init's.
+func TestExecIDOfContainerRefused(t *testing.T) {
+	f := newFixture(t, 0)
+	_, err := f.s.Exec(context.Background(), &taskAPI.ExecProcessRequest{ID: "c1", ExecID: "c1"})
+	if !errdefs.IsInvalidArgument(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "exec id \"c1\" is the container's id") {
+		t.Fatalf("exec with the container's id: %v", err)
 	}
 }
