@@ -83,5 +83,10 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 			Target: r.ExecID,
 			Hint:   "the exec'd process cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 	}
+	// An exec may come before Start (runc execs into a created
+	// container): the bound admission record is durable before it runs.
+	if err := op.waitRecorded(); err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: exec refused: the admission record was not written (%v): delete the task and create it again", err)
+	}
 	return s.TTRPCTaskService.Exec(ctx, r)
 }
