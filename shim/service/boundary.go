@@ -132,9 +132,7 @@ func (b *netBoundary) remove(ctx context.Context) string {
 // close stops the monitor and removes the table; for rollback and shim
 // shutdown, where nothing is recorded.
 func (b *netBoundary) close(ctx context.Context) {
-	if m := b.monitor(); m != nil {
-		m.Close()
-	}
+	b.closeMonitor()
 	b.remove(ctx)
 }
 
