@@ -23,7 +23,8 @@ import (
 //	created -> deleting   (never started: never finalized)
 //	deleting -> created|exited (the inner Delete failed: as before it)
 //
-// Every move goes through lifecycle.move; nothing sets the state directly.
+// Every move goes through the transition table (lifecycle.move, and
+// claimDelete for Delete's claim); nothing sets the state directly.
 type opState int
 
 const (
@@ -73,6 +74,11 @@ type lifecycle struct {
 func (l *lifecycle) move(verb string, t opState) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.moveLocked(verb, t)
+}
+
+// moveLocked is move with l.mu held.
+func (l *lifecycle) moveLocked(verb string, t opState) error {
 	if !l.state.next(t) {
 		return fmt.Errorf("cannot %s a task in %s state: %w", verb, l.state, errdefs.ErrFailedPrecondition)
 	}
@@ -103,21 +109,18 @@ func (l *lifecycle) current() opState {
 func (l *lifecycle) claimDelete(done <-chan struct{}) (from opState, wait bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch l.state {
-	case opCreated:
+	from = l.state
+	switch from {
 	case opExited:
 		select {
 		case <-done:
 		default:
-			return l.state, true, nil
+			return from, true, nil
 		}
 	case opStarting, opRunning:
-		return l.state, true, nil
-	default:
-		return l.state, false, fmt.Errorf("cannot delete a task in %s state: %w", l.state, errdefs.ErrFailedPrecondition)
+		return from, true, nil
 	}
-	from, l.state = l.state, opDeleting
-	return from, false, nil
+	return from, false, l.moveLocked("delete", opDeleting)
 }
 
 // settled waits while a Start is in flight and reports whether the init
