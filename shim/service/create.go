@@ -231,13 +231,22 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 // operation's directory) and rolls the task back if they failed.
 func (op *operation) persist() func() error {
 	rec := *op.admission
+	return inBackground(func() error {
+		if _, err := op.store.CreateOperation(op.id, op.namespace, op.containerID); err != nil {
+			return err
+		}
+		return op.store.WriteJSON(op.id, record.AdmissionFile, &rec)
+	})
+}
+
+// inBackground runs fn in its own goroutine and returns the wait for its
+// result (safe to call more than once, from any goroutine).
+func inBackground(fn func() error) (wait func() error) {
 	done := make(chan struct{})
 	var err error // written before done is closed
 	go func() {
 		defer close(done)
-		if _, err = op.store.CreateOperation(op.id, op.namespace, op.containerID); err == nil {
-			err = op.store.WriteJSON(op.id, record.AdmissionFile, &rec)
-		}
+		err = fn()
 	}()
 	return func() error { <-done; return err }
 }

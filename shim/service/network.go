@@ -83,10 +83,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 // admission.json and the events log are separate files: their fsyncs run
 // side by side and share the journal commit.
 func (op *operation) recordBound() func() error {
-	done := make(chan struct{})
-	var err error // written before done is closed
-	go func() {
-		defer close(done)
+	return inBackground(func() error {
 		written := make(chan error, 1)
 		go func() { written <- op.store.WriteJSON(op.id, record.AdmissionFile, op.admission) }()
 		if len(op.admission.CapabilitiesRemoved) > 0 {
@@ -94,9 +91,8 @@ func (op *operation) recordBound() func() error {
 				Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
 				Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 		}
-		err = <-written
-	}()
-	return func() error { <-done; return err }
+		return <-written
+	})
 }
 
 // checkNetns verifies the netns the init is really in: the one admission
