@@ -252,12 +252,8 @@ func (k *netlinkKernel) dump(table string, what dumpScope) (*ruleset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
-	for _, o := range objs {
-		co, ok := o.(*nftables.CounterObj)
-		if !ok {
-			return nil, fmt.Errorf("unexpected stateful object %T in table %s", o, table)
-		}
-		rs.counters = append(rs.counters, co)
+	if rs.counters, err = counterObjs(objs, table); err != nil {
+		return nil, err
 	}
 	return rs, nil
 }
@@ -279,12 +275,8 @@ func (k *netlinkKernel) dumpCounters(table string, sets []setHint) (*ruleset, er
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
 	rs := &ruleset{table: t}
-	for _, o := range objs {
-		co, ok := o.(*nftables.CounterObj)
-		if !ok {
-			return nil, fmt.Errorf("unexpected stateful object %T in table %s", o, table)
-		}
-		rs.counters = append(rs.counters, co)
+	if rs.counters, err = counterObjs(objs, table); err != nil {
+		return nil, err
 	}
 	if len(sets) == 0 {
 		return rs, nil
@@ -302,6 +294,20 @@ func (k *netlinkKernel) dumpCounters(table string, sets []setHint) (*ruleset, er
 		rs.sets = append(rs.sets, &setElems{set: &nftables.Set{Table: t, Name: s.name}, elems: elems})
 	}
 	return rs, nil
+}
+
+// counterObjs are the stateful objects of table as counters: a gensee
+// table holds no other kind.
+func counterObjs(objs []nftables.Obj, table string) ([]*nftables.CounterObj, error) {
+	var out []*nftables.CounterObj
+	for _, o := range objs {
+		co, ok := o.(*nftables.CounterObj)
+		if !ok {
+			return nil, fmt.Errorf("unexpected stateful object %T in table %s", o, table)
+		}
+		out = append(out, co)
+	}
+	return out, nil
 }
 
 // rawConn opens a plain nf_tables netlink socket in the namespace, for the
