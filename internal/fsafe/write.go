@@ -32,9 +32,7 @@ const (
 // resolved as given); the temp file and the rename are relative to its fd.
 func WriteFile(path string, r io.Reader, perm os.FileMode, d Durability) error {
 	dir := filepath.Dir(path)
-	dfd, err := RetryEINTR(func() (int, error) {
-		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	})
+	dfd, err := openTrustedDir(dir)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "open", Path: dir, Err: err})
 	}
