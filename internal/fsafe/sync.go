@@ -2,7 +2,6 @@ package fsafe
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -53,12 +52,11 @@ const maxDepth = 1024
 // syncDirFD fsyncs what is below the directory open as fd, then fd; it
 // closes fd.
 func syncDirFD(fd int, path string, depth int) error {
-	d := os.NewFile(uintptr(fd), path)
-	defer d.Close()
+	defer unix.Close(fd)
 	if depth > maxDepth {
 		return fmt.Errorf("sync %s: nested deeper than %d directories", path, maxDepth)
 	}
-	names, err := d.Readdirnames(-1)
+	names, _, err := ReadNames(fd, -1)
 	if err != nil {
 		return fmt.Errorf("sync %s: list: %w", path, err)
 	}
