@@ -169,7 +169,7 @@ const maxAdmissionBytes = 4 << 20
 func admittedContainer(dir string) string {
 	var a spec.Admission
 	raw, err := readRecord(dir, record.AdmissionFile, maxAdmissionBytes)
-	if err != nil || len(raw) > maxAdmissionBytes || json.Unmarshal(raw, &a) != nil || a.ContainerID == "" {
+	if err != nil || json.Unmarshal(raw, &a) != nil || a.ContainerID == "" {
 		return ""
 	}
 	return a.Namespace + "/" + a.ContainerID
