@@ -140,9 +140,9 @@ func pruneReport(r config.Retention, rep retention.Report, dry bool) PruneReport
 }
 
 func renderPrune(w io.Writer, r PruneReport) error {
-	verb, did := "removed", "removed"
+	verb := "removed"
 	if r.DryRun {
-		verb, did = "would remove", "would remove"
+		verb = "would remove"
 	}
 	if len(r.Removed) > 0 {
 		tw := table(w)
@@ -167,8 +167,8 @@ func renderPrune(w io.Writer, r PruneReport) error {
 		keptText = "; kept whatever the limits: " + strings.Join(kept, ", ")
 	}
 	_, err := fmt.Fprintf(w, "%s %s (%s)%s\nrefusals.jsonl: %s %s, %d kept\nlimits: max_age %s, max_count %d, max_bytes %s (0 lifts a limit)\n",
-		did, plural(len(r.Removed), "operation record"), config.ByteSize(r.FreedBytes), keptText,
-		did, plural(int(r.Refusals.DroppedLines), "line"), r.Refusals.KeptLines,
+		verb, plural(len(r.Removed), "operation record"), config.ByteSize(r.FreedBytes), keptText,
+		verb, plural(int(r.Refusals.DroppedLines), "line"), r.Refusals.KeptLines,
 		r.Limits.MaxAge, r.Limits.MaxCount, r.Limits.MaxBytes)
 	return err
 }
