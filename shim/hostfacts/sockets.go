@@ -46,7 +46,9 @@ func scan(dir string, dev uint64, n *int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	names, _, err := fsafe.ReadNames(fd, -1)
+	// Listed only to what is left of the budget: a name past it ends the
+	// scan anyway, so a huge directory is not read whole to be refused.
+	names, cut, err := fsafe.ReadNames(fd, int64(MaxSocketScan-*n))
 	unix.Close(fd)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", dir, err)
@@ -71,6 +73,9 @@ func scan(dir string, dev uint64, n *int) (string, error) {
 				return found, err
 			}
 		}
+	}
+	if cut {
+		return "", errTooLarge
 	}
 	return "", nil
 }
