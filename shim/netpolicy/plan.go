@@ -190,11 +190,12 @@ func NewPlanScoped(opID string, n spec.Network, cg CgroupRef, scope Scope) (*Pla
 		return nil, err
 	}
 	p.Serve = serve
-	switch {
-	case p.HasIPv6():
-		p.Implicit = append(p.Implicit, "icmpv6 neighbor discovery (router solicit, neighbor solicit/advert, and neighbor solicit from :: for duplicate address detection) from the cgroup, because the contract allows IPv6 destinations")
-	case len(p.Serve) > 0:
-		p.Implicit = append(p.Implicit, "icmpv6 neighbor discovery (router solicit, neighbor solicit/advert, and neighbor solicit from :: for duplicate address detection) from the cgroup, because the contract serves ports and IPv6 peers must reach them")
+	if p.needsND() {
+		why := "the contract allows IPv6 destinations"
+		if !p.HasIPv6() {
+			why = "the contract serves ports and IPv6 peers must reach them"
+		}
+		p.Implicit = append(p.Implicit, "icmpv6 neighbor discovery (router solicit, neighbor solicit/advert, and neighbor solicit from :: for duplicate address detection) from the cgroup, because "+why)
 	}
 	if p.hasPorts() {
 		p.Implicit = append(p.Implicit, "replies (conntrack reply direction) from an allowed address and port back to the peer, for flows the cgroup serves on an allowed tuple")
