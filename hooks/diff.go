@@ -3,6 +3,7 @@ package hooks
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gensee/gensee/shim/gate"
@@ -42,7 +43,7 @@ func diffOf(root string) diffSource {
 			found = &diffSource{Problem: err.Error()}
 		case d.Upper == "":
 			found = &diffSource{Problem: "the overlay at root.path has no upperdir (read-only)"}
-		case hasOpt(opts, "metacopy=on"):
+		case slices.Contains(opts, "metacopy=on"):
 			found = &diffSource{Problem: "the overlay at root.path is mounted with metacopy=on: an upper file may hold no data, so the upperdir does not say what the container wrote"}
 		default:
 			found = &diffSource{Upper: d.Upper, Lowers: d.Lowers, UserXattr: d.UserXattr}
@@ -92,13 +93,4 @@ func absLowers(opts []string) []string {
 		out[i] = "lowerdir=" + strings.Join(parts, ":")
 	}
 	return out
-}
-
-func hasOpt(opts []string, o string) bool {
-	for _, x := range opts {
-		if x == o {
-			return true
-		}
-	}
-	return false
 }
