@@ -241,9 +241,7 @@ func (op *operation) undo(ctx context.Context) {
 	if op.netns != nil {
 		op.netns.Close()
 	}
-	if op.pidfd >= 0 {
-		unix.Close(op.pidfd)
-	}
+	closeFD(op.pidfd)
 	if removed {
 		removeMarker(op.store.Dir, op.req.OperationID)
 	}
