@@ -58,12 +58,7 @@ func cutRefusals(r io.Reader, p Policy, now time.Time) (RefusalTrim, error) {
 		head   = true
 	)
 	for {
-		line, err := br.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) { // a line longer than the buffer
-			var more []byte
-			more, err = br.ReadSlice('\n')
-			line = append(append([]byte{}, line...), more...)
-		}
+		line, err := br.ReadBytes('\n') // whole, however long
 		if len(line) > 0 {
 			starts = append(starts, size)
 			size += int64(len(line))

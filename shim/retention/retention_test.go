@@ -365,6 +365,21 @@ func TestTrimRefusals(t *testing.T) {
 	}
 }
 
+// A refusal line longer than the reader's 64 KiB buffer is judged by its
+// own time like any other: a new one stays under MaxAge.
+func TestTrimRefusalsLongLine(t *testing.T) {
+	f := newFixture(t)
+	long := refusalLine(now, strings.Repeat("x", 100<<10))
+	f.write(f.st.RefusalsPath(), refusalLine(now.Add(-48*time.Hour), "old")+long+long)
+	tr, err := TrimRefusals(f.st, Policy{MaxAge: 24 * time.Hour}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Lines != 1 || tr.Kept != 2 {
+		t.Fatalf("%+v, want the old line dropped and both long new ones kept", tr)
+	}
+}
+
 // Appends racing with trims: every line appended after the old ones is
 // still there at the end.
 func TestTrimRefusalsLosesNoAppend(t *testing.T) {
