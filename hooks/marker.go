@@ -27,10 +27,6 @@ type marker struct {
 	Monitor     owner  `json:"monitor"`
 }
 
-func markerPath(stateDir, opID string) string {
-	return filepath.Join(stateDir, markersDir, opID+".json")
-}
-
 // socketPath is where operation opID's monitor listens for poststop.
 func socketPath(stateDir, opID string) string {
 	return filepath.Join(stateDir, markersDir, opID+".sock")
@@ -42,7 +38,7 @@ func writeMarker(stateDir string, m marker) error {
 
 func removeMarker(stateDir, opID string) {
 	os.Remove(socketPath(stateDir, opID))
-	os.Remove(markerPath(stateDir, opID))
+	record.Store{Dir: stateDir}.RemoveMarker(markersDir, opID)
 }
 
 func (m marker) Operation() string { return m.OperationID }

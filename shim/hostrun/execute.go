@@ -73,7 +73,7 @@ func (r *run) undo(ctx context.Context, h *held) {
 		}
 	}
 	if h.marked && h.cg == nil && h.plan == nil {
-		os.Remove(markerPath(r.store.Dir, r.id))
+		r.store.RemoveMarker(runsDir, r.id)
 		h.marked = false
 	}
 }

@@ -2,9 +2,7 @@ package hostrun
 
 import (
 	"context"
-	"errors"
 	"os"
-	"path/filepath"
 
 	"github.com/containerd/log"
 
@@ -24,10 +22,6 @@ type marker struct {
 	Cgroup      string `json:"cgroup"`
 	OwnerPID    int    `json:"owner_pid"`
 	OwnerStart  uint64 `json:"owner_start"`
-}
-
-func markerPath(stateDir, opID string) string {
-	return filepath.Join(stateDir, runsDir, opID+".json")
 }
 
 func writeMarker(stateDir string, m marker) error {
@@ -72,10 +66,7 @@ func removeLeftovers(ctx context.Context, stateDir string, m marker) error {
 		}
 	}
 	_ = record.Store{Dir: stateDir}.MarkCleaned(m.OperationID, "by a later gensee boundary run") // losing it only keeps the record longer
-	if err := os.Remove(markerPath(stateDir, m.OperationID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return record.Store{Dir: stateDir}.RemoveMarker(runsDir, m.OperationID)
 }
 
 // removeTable deletes table name from the host netns if it is there.

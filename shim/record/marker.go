@@ -26,7 +26,7 @@ type Marker interface {
 // never removed: WriteMarker renames a marker into place, so none is ever
 // half-written, and what cannot be read is left for a later scan. No
 // directory means no markers. clean owns the marker file: it removes it
-// once what the marker names is gone.
+// (RemoveMarker) once what the marker names is gone.
 func CleanOrphans[M Marker](s Store, sub string, clean func(M) error) ([]string, error) {
 	dir := filepath.Join(s.Dir, sub)
 	ents, err := os.ReadDir(dir)
@@ -57,6 +57,15 @@ func CleanOrphans[M Marker](s Store, sub string, clean func(M) error) ([]string,
 		cleaned = append(cleaned, m.Operation())
 	}
 	return cleaned, errors.Join(errs...)
+}
+
+// RemoveMarker removes the marker WriteMarker wrote as <state>/<sub>/<id>.json;
+// one already gone is no error.
+func (s Store) RemoveMarker(sub, id string) error {
+	if err := os.Remove(filepath.Join(s.Dir, sub, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // MarkCleaned writes operation id's cleaned marker (what retention reads as

@@ -70,3 +70,19 @@ func TestMarkCleaned(t *testing.T) {
 		t.Error("malformed id accepted")
 	}
 }
+
+func TestRemoveMarker(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	if err := s.WriteMarker("runs", opA, testMarker{OperationID: opA}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveMarker("runs", opA); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "runs", opA+".json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("marker left: %v", err)
+	}
+	if err := s.RemoveMarker("runs", opA); err != nil {
+		t.Errorf("a marker already gone: %v", err)
+	}
+}
