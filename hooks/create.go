@@ -75,8 +75,8 @@ func CreateRuntime(ctx context.Context, o Options, s State) error {
 		return err
 	}
 	if err := startMonitor(o, id, dir, s.Pid); err != nil {
-		os.RemoveAll(dir)
-		os.Remove(filepath.Join(st.Dir, "index", Namespace, s.ID))
+		st.Unindex(Namespace, s.ID, id)
+		st.RemoveOperation(id)
 		return refused(ctx, st, s, refuse(ReasonNetwork, "check that nftables with the socket cgroupv2 expression is available and the container's cgroup is on cgroup2 ("+filepath.Join(dir, MonitorLog)+" was removed with the operation)",
 			"network boundary not installed, container refused: %v", err))
 	}

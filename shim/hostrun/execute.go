@@ -82,9 +82,9 @@ func (r *run) undo(ctx context.Context, h *held) {
 // of it is left, its refusal is logged.
 func (r *run) abandon(ctx context.Context, h *held, rf *Refusal) *Refusal {
 	r.undo(ctx, h)
-	if dir, err := r.store.OperationDir(r.id); err == nil && !h.marked {
-		os.RemoveAll(dir)
-		os.Remove(filepath.Join(r.store.Dir, "index", Namespace, r.id))
+	if !h.marked {
+		r.store.Unindex(Namespace, r.id, r.id)
+		r.store.RemoveOperation(r.id)
 	}
 	return refused(ctx, r.store, r.cmd.User, rf)
 }
