@@ -22,7 +22,14 @@ import (
 
 func netnsPlanT(t *testing.T, tp *topology, prefix string, n spec.Network) *Plan {
 	t.Helper()
-	p, err := NewPlanScoped(prefix+kerneltest.RandHex(4), n, tp.cgroupRef(t), ScopeNetns)
+	return scopedPlanT(t, tp, prefix, n, ScopeNetns)
+}
+
+// scopedPlanT plans n in scope for the topology's cgroup and applies it in
+// the client namespace (the container's).
+func scopedPlanT(t *testing.T, tp *topology, prefix string, n spec.Network, scope Scope) *Plan {
+	t.Helper()
+	p, err := NewPlanScoped(prefix+kerneltest.RandHex(4), n, tp.cgroupRef(t), scope)
 	if err != nil {
 		t.Fatal(err)
 	}

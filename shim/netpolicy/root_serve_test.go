@@ -72,12 +72,7 @@ func TestRootServe(t *testing.T) {
 func testServe(t *testing.T, scope Scope, kernelInCtr bool) {
 	tp := newTopologyOpt(t, kernelInCtr)
 	n := spec.Network{Mode: spec.NetworkDenyAll, Serve: []spec.ServeRule{{Proto: "udp", Port: 8080}, {Proto: "tcp", Port: 8080}}}
-	p, err := NewPlanScoped("op-serve-"+kerneltest.RandHex(4), n, tp.cgroupRef(t), scope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyT(t, tp.client, p)
-	t.Log(tp.client.Nft(t, "list", "table", "inet", p.Table))
+	p := scopedPlanT(t, tp, "op-serve-", n, scope)
 
 	// Before any server binds them: a served local port opens nothing
 	// outbound, the peer's echo servers get nothing.

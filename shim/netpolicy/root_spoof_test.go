@@ -180,12 +180,7 @@ func testSpoofTupleReplies(t *testing.T, scope Scope, kernelInCtr bool) {
 		{IP: spoofA6, Proto: "udp", Port: 53}, {IP: spoofA4, Proto: "udp", Port: 53},
 		{IP: spoofA6, Proto: "udp", Port: 8080}, {IP: spoofA4, Proto: "udp", Port: 8080},
 	}}
-	p, err := NewPlanScoped("op-spoofa-"+kerneltest.RandHex(4), n, tp.cgroupRef(t), scope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyT(t, tp.client, p)
-	t.Log(tp.client.Nft(t, "list", "table", "inet", p.Table))
+	p := scopedPlanT(t, tp, "op-spoofa-", n, scope)
 	attack := "[" + spoofR6 + "]:7777>[" + spoofA6 + "]:53,[" + spoofA6 + "]:53>[" + spoofR6 + "]:7777," +
 		spoofR4 + ":7777>" + spoofA4 + ":53," + spoofA4 + ":53>" + spoofR4 + ":7777"
 
@@ -320,12 +315,7 @@ func testSpoofServed(t *testing.T, scope Scope, kernelInCtr bool) {
 	n := spec.Network{Mode: spec.NetworkDenyAll, Loopback: spec.LoopbackAllow, Serve: []spec.ServeRule{
 		{Proto: "udp", Port: 8082}, {Proto: "udp", Port: 8080}, {Proto: "tcp", Port: 8080},
 	}}
-	p, err := NewPlanScoped("op-spoofb-"+kerneltest.RandHex(4), n, tp.cgroupRef(t), scope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyT(t, tp.client, p)
-	t.Log(tp.client.Nft(t, "list", "table", "inet", p.Table))
+	p := scopedPlanT(t, tp, "op-spoofb-", n, scope)
 	attack := "[" + spoofR6 + "]:7777>[2001:db8::1]:8082,[2001:db8::1]:8082>[" + spoofR6 + "]:7777," +
 		spoofR4 + ":7777>192.0.2.1:8082,192.0.2.1:8082>" + spoofR4 + ":7777"
 
