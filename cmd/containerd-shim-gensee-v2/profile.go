@@ -58,16 +58,12 @@ func startProfile() func() {
 			runtime.MemProfileRate = r
 		}
 		time.AfterFunc(d, func() {
-			if f, err := os.Create(base + ".heap.pprof"); err == nil {
-				pprof.Lookup("heap").WriteTo(f, 0)
-				f.Close()
-			}
+			writeProfile(base+".heap.pprof", "heap")
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			line, _ := json.Marshal(map[string]any{"heap_inuse": ms.HeapInuse, "heap_idle": ms.HeapIdle,
+			writeLine(base+".heap.json", map[string]any{"heap_inuse": ms.HeapInuse, "heap_idle": ms.HeapIdle,
 				"heap_released": ms.HeapReleased, "stack_inuse": ms.StackInuse, "sys": ms.Sys, "num_gc": ms.NumGC,
 				"mspan_inuse": ms.MSpanInuse, "gc_sys": ms.GCSys, "other_sys": ms.OtherSys, "goroutines": runtime.NumGoroutine()})
-			os.WriteFile(base+".heap.json", append(line, '\n'), 0o644)
 		})
 	}
 	return func() {
@@ -75,19 +71,30 @@ func startProfile() func() {
 			pprof.StopCPUProfile()
 			cpu.Close()
 		}
-		if f, err := os.Create(base + ".allocs.pprof"); err == nil {
-			pprof.Lookup("allocs").WriteTo(f, 0)
-			f.Close()
-		}
+		writeProfile(base+".allocs.pprof", "allocs")
 		var ru unix.Rusage
 		unix.Getrusage(unix.RUSAGE_SELF, &ru)
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		line, _ := json.Marshal(map[string]any{
+		writeLine(base+".usage.json", map[string]any{
 			"args": os.Args[1:], "wall_ms": time.Since(t0).Milliseconds(),
 			"utime_ms": float64(ru.Utime.Nano()) / 1e6, "stime_ms": float64(ru.Stime.Nano()) / 1e6,
 			"maxrss_kib": ru.Maxrss, "num_gc": ms.NumGC, "total_alloc": ms.TotalAlloc, "heap_sys": ms.HeapSys,
 		})
-		os.WriteFile(base+".usage.json", append(line, '\n'), 0o644)
 	}
+}
+
+// writeProfile writes the runtime profile name to file path, if it can:
+// a measuring aid fails quietly.
+func writeProfile(path, name string) {
+	if f, err := os.Create(path); err == nil {
+		pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
+	}
+}
+
+// writeLine writes v to file path as one line of JSON.
+func writeLine(path string, v map[string]any) {
+	line, _ := json.Marshal(v)
+	os.WriteFile(path, append(line, '\n'), 0o644)
 }
