@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,30 +63,21 @@ func startCRI(t *testing.T, cat spec.Catalog) *criEnv {
 	t.Cleanup(e.removeCgroupParent)
 	e.key = newKey(t)
 	e.anKey = newKey(t)
-	etc := filepath.Join(dir, "etc")
-	must(t, os.MkdirAll(etc, 0o700))
-	anchor := filepath.Join(etc, "catalog-root-public-key.hex")
-	must(t, os.WriteFile(anchor, []byte(spec.FormatPublicKeyHex(e.key.Public().(ed25519.PublicKey))), 0o400))
 
 	e.runcRoot = filepath.Join(dir, "runc")
 	e.runcCalls = filepath.Join(dir, "runc-calls.log")
 	wrapper := filepath.Join(dir, "runc-wrapper")
 	must(t, os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%s\nexec %s \"$@\"\n",
 		e.runcCalls, filepath.Join(bin, "runc"))), 0o700))
-	e.cfgPath = filepath.Join(etc, "config.toml")
-	must(t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf(`catalog = %q
-trust_anchor = %q
-state_dir = %q
-# CRI binds each pod's hosts, hostname and resolv.conf from its own root.
+	e.writeOperatorConfig(fmt.Sprintf(`# CRI binds each pod's hosts, hostname and resolv.conf from its own root.
 writable_bind_roots = [%q, %q]
 
 [runc]
   SystemdCgroup = false
   BinaryName = %q
   Root = %q
-`, filepath.Join(etc, "catalog.signed.json"), anchor, e.state,
-		filepath.Join(dir, "root", "io.containerd.grpc.v1.cri", "sandboxes"), filepath.Join(dir, "state", "io.containerd.grpc.v1.cri", "sandboxes"),
-		wrapper, e.runcRoot)), 0o600))
+`, filepath.Join(dir, "root", "io.containerd.grpc.v1.cri", "sandboxes"), filepath.Join(dir, "state", "io.containerd.grpc.v1.cri", "sandboxes"),
+		wrapper, e.runcRoot))
 	e.publish(cat)
 
 	e.logDir = filepath.Join(dir, "pod-logs")

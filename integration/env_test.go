@@ -69,16 +69,25 @@ func startEnv(t *testing.T, cat spec.Catalog) *env {
 	t.Cleanup(e.stop)
 	e.key = newKey(t)
 	e.anKey = newKey(t)
-	must(t, os.MkdirAll(filepath.Join(dir, "etc"), 0o700))
-	anchor := filepath.Join(dir, "etc", "catalog-root-public-key.hex")
-	must(t, os.WriteFile(anchor, []byte(spec.FormatPublicKeyHex(e.key.Public().(ed25519.PublicKey))), 0o400))
-	e.cfgPath = filepath.Join(dir, "etc", "config.toml")
-	must(t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf("catalog = %q\ntrust_anchor = %q\nstate_dir = %q\n",
-		filepath.Join(dir, "etc", "catalog.signed.json"), anchor, e.state)), 0o600))
+	e.writeOperatorConfig("")
 	e.publish(cat)
 	e.startDaemon()
 	e.importImage()
 	return e
+}
+
+// writeOperatorConfig writes the trust anchor (e.key's public half) in
+// <dir>/etc and the operator config e.cfgPath naming it, the catalog
+// publish signs and e.state; extra (more keys, then tables) is appended
+// to the config.
+func (e *env) writeOperatorConfig(extra string) {
+	etc := filepath.Join(e.dir, "etc")
+	must(e.t, os.MkdirAll(etc, 0o700))
+	anchor := filepath.Join(etc, "catalog-root-public-key.hex")
+	must(e.t, os.WriteFile(anchor, []byte(spec.FormatPublicKeyHex(e.key.Public().(ed25519.PublicKey))), 0o400))
+	e.cfgPath = filepath.Join(etc, "config.toml")
+	must(e.t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf("catalog = %q\ntrust_anchor = %q\nstate_dir = %q\n",
+		filepath.Join(etc, "catalog.signed.json"), anchor, e.state)+extra), 0o600))
 }
 
 func newKey(t *testing.T) ed25519.PrivateKey {

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,16 +57,11 @@ func startPodman(t *testing.T, c spec.Contract) *podmanEnv {
 	p := &podmanEnv{e: e, cgroupParent: "/" + filepath.Base(dir)}
 	t.Cleanup(p.stop)
 	e.key, e.anKey = newKey(t), newKey(t)
-	must(t, os.MkdirAll(filepath.Join(dir, "etc"), 0o700))
-	anchor := filepath.Join(dir, "etc", "catalog-root-public-key.hex")
-	must(t, os.WriteFile(anchor, []byte(spec.FormatPublicKeyHex(e.key.Public().(ed25519.PublicKey))), 0o400))
-	e.cfgPath = filepath.Join(dir, "etc", "config.toml")
 	// podman binds the container's hosts, resolv.conf, hostname,
 	// .containerenv and shm from its own storage: writable binds the
 	// operator vouches for.
-	must(t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf("catalog = %q\ntrust_anchor = %q\nstate_dir = %q\nwritable_bind_roots = [%q, %q]\n",
-		filepath.Join(dir, "etc", "catalog.signed.json"), anchor, e.state,
-		filepath.Join(dir, "storage", "overlay-containers"), filepath.Join(dir, "run", "overlay-containers"))), 0o600))
+	e.writeOperatorConfig(fmt.Sprintf("writable_bind_roots = [%q, %q]\n",
+		filepath.Join(dir, "storage", "overlay-containers"), filepath.Join(dir, "run", "overlay-containers")))
 	p.publish(c)
 
 	prof, err := exec.Command(filepath.Join(bin, "gensee-oci-hook"), "seccomp-profile").Output()

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -47,12 +46,7 @@ func startRunEnv(t *testing.T, contract spec.Contract) *runEnv {
 	e := &env{t: t, dir: dir, bin: bin, state: filepath.Join(dir, "state")}
 	t.Cleanup(func() { hostLeakCheck(t, dir); os.RemoveAll(dir) })
 	e.key, e.anKey = newKey(t), newKey(t)
-	must(t, os.MkdirAll(filepath.Join(dir, "etc"), 0o700))
-	anchor := filepath.Join(dir, "etc", "catalog-root-public-key.hex")
-	must(t, os.WriteFile(anchor, []byte(spec.FormatPublicKeyHex(e.key.Public().(ed25519.PublicKey))), 0o400))
-	e.cfgPath = filepath.Join(dir, "etc", "config.toml")
-	must(t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf("catalog = %q\ntrust_anchor = %q\nstate_dir = %q\n",
-		filepath.Join(dir, "etc", "catalog.signed.json"), anchor, e.state)), 0o600))
+	e.writeOperatorConfig("")
 	contract.ID, contract.Version = "host-contract", 1
 	if contract.Deadline == "" {
 		contract.Deadline = "2m"
