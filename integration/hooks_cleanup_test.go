@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,12 +33,10 @@ func (p *podmanEnv) stop() {
 		t.Errorf("leak: monitor process %d left", pid)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err == nil {
-		for _, l := range strings.Split(string(out), "\n") {
-			if strings.Contains(l, "gensee_") && p.ownsTable(strings.Fields(l)[len(strings.Fields(l))-1]) {
-				t.Errorf("leak: table %s left in the host netns", l)
-				exec.Command("nft", "delete", "table", "inet", strings.Fields(l)[len(strings.Fields(l))-1]).Run()
-			}
+	for _, l := range hostTables() {
+		if f := strings.Fields(l); p.ownsTable(f[len(f)-1]) {
+			t.Errorf("leak: table %s left in the host netns", l)
+			exec.Command("nft", "delete", "table", "inet", f[len(f)-1]).Run()
 		}
 	}
 	for _, mnt := range cgroupMounts() {
@@ -89,11 +88,9 @@ func (p *podmanEnv) monitors() []int {
 		}
 		cmd := string(b)
 		if strings.Contains(cmd, "gensee-oci-hook\x00monitor") && strings.Contains(cmd, p.e.cfgPath) {
-			var pid int
-			for _, c := range en.Name() {
-				pid = pid*10 + int(c-'0')
+			if pid, err := strconv.Atoi(en.Name()); err == nil {
+				out = append(out, pid)
 			}
-			out = append(out, pid)
 		}
 	}
 	return out
