@@ -284,13 +284,17 @@ func (v *verifier) extras() error {
 		v.problem(record.StagedDir, MismatchType, "dir", o.String())
 		return nil
 	}
-	return v.d.walkTree(record.StagedDir, func(rel string, o stagedObj) (bool, error) {
+	return v.d.walkTree(record.StagedDir, func(rel string, inspect func() (stagedObj, error)) (bool, error) {
 		v.slot = strings.TrimPrefix(rel, record.StagedDir+"/")
 		switch {
 		case v.expected[rel] || v.ancestors[rel]:
-			return true, nil
+			return true, nil // read and compared already: not hashed again
 		case v.reported[rel]:
 			return false, nil
+		}
+		o, err := inspect()
+		if err != nil {
+			return false, err
 		}
 		v.problem(rel, MismatchExtra, "nothing (not in the manifest)", o.String())
 		return true, nil

@@ -97,12 +97,9 @@ func (d *opDirFD) inspect(rel string) (stagedObj, error) {
 }
 
 func inspectAt(dfd int, name, rel string) (stagedObj, error) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return stagedObj{}, fmt.Errorf("%s: %w", rel, errAbsent)
-		}
-		return stagedObj{}, fmt.Errorf("stat %s: %w", rel, err)
+	st, err := statAt(dfd, name, rel)
+	if err != nil {
+		return stagedObj{}, err
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -119,6 +116,18 @@ func inspectAt(dfd int, name, rel string) (stagedObj, error) {
 		return hashAt(dfd, name, rel, st)
 	}
 	return stagedObj{kind: fsafe.Kind(st.Mode)}, nil
+}
+
+// statAt is fstatat of name below dfd without following it.
+func statAt(dfd int, name, rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return st, fmt.Errorf("%s: %w", rel, errAbsent)
+		}
+		return st, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	return st, nil
 }
 
 func hashAt(dfd int, name, rel string, lst unix.Stat_t) (stagedObj, error) {
@@ -138,9 +147,14 @@ func hashAt(dfd int, name, rel string, lst unix.Stat_t) (stagedObj, error) {
 	return stagedObj{kind: "file", size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
+// visitFunc is called for each object of a walkTree at rel; inspect reads
+// it as opDirFD.inspect would (hashing a file), for fn to call only when it
+// needs the object. It returns whether to descend into a directory.
+type visitFunc func(rel string, inspect func() (stagedObj, error)) (bool, error)
+
 // walkTree calls fn for every object below rel (a directory), depth first,
-// names sorted; fn returns whether to descend into a directory.
-func (d *opDirFD) walkTree(rel string, fn func(rel string, o stagedObj) (bool, error)) error {
+// names sorted.
+func (d *opDirFD) walkTree(rel string, fn visitFunc) error {
 	dfd, name, err := d.parent(rel)
 	if err != nil {
 		return err
@@ -158,7 +172,7 @@ func (d *opDirFD) walkTree(rel string, fn func(rel string, o stagedObj) (bool, e
 }
 
 // walkFD owns fd and closes it.
-func walkFD(fd int, rel string, depth int, count *int, fn func(string, stagedObj) (bool, error)) error {
+func walkFD(fd int, rel string, depth int, count *int, fn visitFunc) error {
 	defer unix.Close(fd)
 	if depth > maxStagedDepth {
 		return fmt.Errorf("%s is nested deeper than %d directories; stopped", rel, maxStagedDepth)
@@ -173,15 +187,15 @@ func walkFD(fd int, rel string, depth int, count *int, fn func(string, stagedObj
 			return fmt.Errorf("more than %d entries below the staging directory; stopped", maxStagedEntries)
 		}
 		child := rel + "/" + n
-		o, err := inspectAt(fd, n, child)
+		st, err := statAt(fd, n, child)
 		if err != nil {
 			return err
 		}
-		descend, err := fn(child, o)
-		if err != nil || !descend || o.kind != "dir" {
-			if err != nil {
-				return err
-			}
+		descend, err := fn(child, func() (stagedObj, error) { return inspectAt(fd, n, child) })
+		if err != nil {
+			return err
+		}
+		if !descend || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			continue
 		}
 		cfd, err := fsafe.OpenDirAt(fd, n)
