@@ -41,6 +41,14 @@ func (o Options) grace() time.Duration {
 	return 30 * time.Second
 }
 
+// gateTimeout bounds the gate at the exit path (0 in the config: 2m).
+func (o Options) gateTimeout() time.Duration {
+	if t := o.Config.GateTimeout.Duration; t > 0 {
+		return t
+	}
+	return 2 * time.Minute
+}
+
 // MonitorLog is the monitor process's log in the operation directory.
 const MonitorLog = "hook.log"
 

@@ -76,11 +76,7 @@ func (op *operation) runGate(ctx context.Context) (res *gate.Result, ran bool, e
 	if err != nil {
 		return nil, true, err
 	}
-	timeout := op.req.Config.GateTimeout.Duration
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
-	gctx, cancel := context.WithTimeout(ctx, timeout)
+	gctx, cancel := context.WithTimeout(ctx, op.req.gateTimeout())
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

@@ -32,10 +32,6 @@ func Poststop(ctx context.Context, o Options, s State) error {
 			return nil // already finished (a second poststop, or after Grace)
 		}
 	}
-	timeout := o.Config.GateTimeout.Duration
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
 	c, err := net.DialTimeout("unix", socketPath(st.Dir, id), 5*time.Second)
 	if err != nil {
 		cleaned, cerr := CleanOrphans(ctx, st.Dir)
@@ -47,7 +43,7 @@ func Poststop(ctx context.Context, o Options, s State) error {
 		return fmt.Errorf("reach the monitor of operation %s: %w", id, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(timeout + 30*time.Second))
+	c.SetDeadline(time.Now().Add(o.gateTimeout() + 30*time.Second))
 	if _, err := c.Write([]byte("poststop\n")); err != nil {
 		return fmt.Errorf("ask the monitor to finish: %w", err)
 	}
