@@ -238,10 +238,7 @@ func TestBuildWithoutServeUnchanged(t *testing.T) {
 }
 
 func TestDiffServeDrift(t *testing.T) {
-	p, err := NewPlanScoped("op1", serveNetwork(spec.NetworkDenyAll, spec.ServeRule{Proto: "tcp", Port: 8080}), testCG, ScopeNetns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := netnsPlan(t, serveNetwork(spec.NetworkDenyAll, spec.ServeRule{Proto: "tcp", Port: 8080}))
 	for _, tc := range []struct {
 		name   string
 		tamper func(rs *ruleset)
@@ -276,10 +273,7 @@ func TestDiffServeDrift(t *testing.T) {
 }
 
 func TestCountersOfServe(t *testing.T) {
-	p, err := NewPlanScoped("op1", serveNetwork(spec.NetworkAllowExact, spec.ServeRule{Proto: "udp", Port: 53}, spec.ServeRule{Proto: "tcp", Port: 8080}), testCG, ScopeNetns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := netnsPlan(t, serveNetwork(spec.NetworkAllowExact, spec.ServeRule{Proto: "udp", Port: 53}, spec.ServeRule{Proto: "tcp", Port: 8080}))
 	got := asDumped(build(p))
 	got.counters = nil
 	for _, name := range []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside"} {
