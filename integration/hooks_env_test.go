@@ -190,7 +190,7 @@ func (p *podmanEnv) runBase(name string, base, flags []string, args ...string) (
 	return p.podmanCode(append(all, args...)...)
 }
 
-// manifestOf reads the manifest of container name's newest operation.
+// manifestOf reads the manifest of container id's newest operation.
 func (p *podmanEnv) manifestOf(id string) *spec.Manifest {
 	p.e.t.Helper()
 	st := record.Store{Dir: p.e.state}
@@ -205,7 +205,8 @@ func (p *podmanEnv) manifestOf(id string) *spec.Manifest {
 	return &m
 }
 
-// containerID resolves a name podman printed in a run.
+// lastOperation is the container whose index entry was written last, and
+// its manifest.
 func (p *podmanEnv) lastOperation(t *testing.T) (string, *spec.Manifest) {
 	t.Helper()
 	ents, err := os.ReadDir(filepath.Join(p.e.state, "index", hooks.Namespace))
