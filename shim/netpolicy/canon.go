@@ -1,7 +1,6 @@
 package netpolicy
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"reflect"
@@ -113,10 +112,10 @@ func decodeExpr(name string, data []byte) string {
 func decodeByteorder(data []byte) (*expr.Byteorder, error) {
 	b := &expr.Byteorder{}
 	for a := range attrsOf(data) {
-		if len(a.data) != 4 {
-			return nil, fmt.Errorf("attribute %d has %d bytes", a.typ, len(a.data))
+		v, err := a.u32()
+		if err != nil {
+			return nil, err
 		}
-		v := binary.BigEndian.Uint32(a.data)
 		switch a.typ {
 		case unix.NFTA_BYTEORDER_SREG:
 			b.SourceRegister = v
@@ -149,10 +148,10 @@ func decodeBitwise(data []byte) (*expr.Bitwise, error) {
 	for a := range attrsOf(data) {
 		switch a.typ {
 		case unix.NFTA_BITWISE_SREG, unix.NFTA_BITWISE_DREG, unix.NFTA_BITWISE_LEN, nftaBitwiseOp:
-			if len(a.data) != 4 {
-				return nil, fmt.Errorf("attribute %d has %d bytes", a.typ, len(a.data))
+			v, err := a.u32()
+			if err != nil {
+				return nil, err
 			}
-			v := binary.BigEndian.Uint32(a.data)
 			switch a.typ {
 			case unix.NFTA_BITWISE_SREG:
 				b.SourceRegister = v
@@ -182,10 +181,10 @@ func decodeBitwise(data []byte) (*expr.Bitwise, error) {
 func decodeFib(data []byte) (*expr.Fib, error) {
 	f := &expr.Fib{}
 	for a := range attrsOf(data) {
-		if len(a.data) != 4 {
-			return nil, fmt.Errorf("attribute %d has %d bytes", a.typ, len(a.data))
+		v, err := a.u32()
+		if err != nil {
+			return nil, err
 		}
-		v := binary.BigEndian.Uint32(a.data)
 		switch a.typ {
 		case unix.NFTA_FIB_DREG:
 			f.Register = v

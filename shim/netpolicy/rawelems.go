@@ -166,6 +166,15 @@ type attr struct {
 	data []byte
 }
 
+// u32 is a's value as the big-endian 32-bit number nf_tables sends for a
+// register, length, operation or flags; any other size is an error.
+func (a attr) u32() (uint32, error) {
+	if len(a.data) != 4 {
+		return 0, fmt.Errorf("attribute %d has %d bytes", a.typ, len(a.data))
+	}
+	return binary.BigEndian.Uint32(a.data), nil
+}
+
 // attrsOf iterates netlink attributes in b without copying; it stops at the
 // first malformed header.
 func attrsOf(b []byte) func(func(attr) bool) {
