@@ -1,8 +1,6 @@
 package hooks
 
 import (
-	"fmt"
-
 	"github.com/gensee/gensee/shim/effect"
 	"github.com/gensee/gensee/spec"
 )
@@ -36,11 +34,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		},
 	}
 	if s := a.Subject; s != nil {
-		m.Subject = *s
-		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), %s netns", s.CgroupPath, s.CgroupID, a.Netns)
-		if a.Netns == netnsPrivate {
-			m.Enforcement.Network.Scope = fmt.Sprintf("netns (private: everything it sends; denials of cgroupv2 %s (id %d) counted apart)", s.CgroupPath, s.CgroupID)
-		}
+		effect.Bound(m, *s, a.Netns, a.Netns == netnsPrivate)
 	}
 	if a.Netns == netnsPrivate {
 		m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNetns

@@ -1,6 +1,8 @@
 package effect
 
 import (
+	"fmt"
+
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
@@ -62,4 +64,16 @@ func Exited(m *spec.Manifest, x Exit, sharedNetns bool) {
 		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
 	}
 	Gate(m, x.GateRan, x.GateRes, x.GateErr, x.DrainErr)
+}
+
+// Bound fills m with the subject the table was bound to and the table's
+// scope: the subject's cgroup in netns (a shared one: host, pod, a path),
+// or, when private, the netns the subject has to itself, whose table drops
+// whatever it sends (denials of the cgroup counted apart).
+func Bound(m *spec.Manifest, s spec.Subject, netns string, private bool) {
+	m.Subject = s
+	m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), %s netns", s.CgroupPath, s.CgroupID, netns)
+	if private {
+		m.Enforcement.Network.Scope = fmt.Sprintf("netns (private: everything it sends; denials of cgroupv2 %s (id %d) counted apart)", s.CgroupPath, s.CgroupID)
+	}
 }

@@ -65,3 +65,16 @@ func TestNotEnforcedAbstractUnix(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestBound(t *testing.T) {
+	s := spec.Subject{InitPID: 7, StartTime: 9, CgroupPath: "/k8s.io/c1", CgroupID: 42}
+	var m spec.Manifest
+	Bound(&m, s, "pod", false)
+	if m.Subject != s || m.Enforcement.Network.Scope != "cgroupv2 /k8s.io/c1 (id 42), pod netns" {
+		t.Fatalf("shared: subject %+v scope %q", m.Subject, m.Enforcement.Network.Scope)
+	}
+	Bound(&m, s, "private", true)
+	if m.Enforcement.Network.Scope != "netns (private: everything it sends; denials of cgroupv2 /k8s.io/c1 (id 42) counted apart)" {
+		t.Fatalf("private: scope %q", m.Enforcement.Network.Scope)
+	}
+}

@@ -1,7 +1,6 @@
 package hostrun
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
@@ -45,8 +44,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 		ExitStatus: x.status,
 	}
 	if s := a.Subject; s != nil {
-		m.Subject = *s
-		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), host netns", s.CgroupPath, s.CgroupID)
+		effect.Bound(m, *s, "host", false)
 	}
 	effect.Admission(m, a.AdmissionDecision, x.started)
 	// The host netns is shared: the rules match the run's cgroup only.

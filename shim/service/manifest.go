@@ -1,7 +1,6 @@
 package service
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
@@ -35,11 +34,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		}},
 	}
 	if s := a.Subject; s != nil {
-		m.Subject = spec.Subject{InitPID: s.InitPID, StartTime: s.StartTime, CgroupPath: s.CgroupPath, CgroupID: s.CgroupID}
-		m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), %s netns", s.CgroupPath, s.CgroupID, a.Netns)
-		if netnsKind(a.Netns) == netnsPrivate {
-			m.Enforcement.Network.Scope = fmt.Sprintf("netns (private: everything it sends; denials of cgroupv2 %s (id %d) counted apart)", s.CgroupPath, s.CgroupID)
-		}
+		effect.Bound(m, *s, a.Netns, netnsKind(a.Netns) == netnsPrivate)
 	}
 	// Abstract AF_UNIX sockets live in the netns and no nftables hook
 	// sees them: isolated only when the netns is the container's own.
