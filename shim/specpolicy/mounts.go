@@ -234,14 +234,16 @@ func privateBinds(ms []specs.Mount) {
 // operator's writable and readable roots and allowed runtime files are
 // vouched for.
 func checkSockets(src, fs, field string, recursive bool, subs []string, op Operator) error {
-	if op.SocketFinder != nil && fs == "" && recursive && len(subs) > 0 && !underAny(src, op.WritableBindRoots) && !underAny(src, op.ReadableBindRoots) {
+	if op.SocketFinder == nil || fs != "" || underAny(src, op.WritableBindRoots) || underAny(src, op.ReadableBindRoots) {
+		return nil
+	}
+	if recursive && len(subs) > 0 {
 		// The scan stays on the source's own filesystem; what an rbind
 		// carries from other mounts (a tmpfs holding a socket) it cannot see.
 		return refuse(RuleBindSocket, field,
 			"the spec binds %s recursively, carrying %d other mount(s) the runtime does not scan for unix sockets; bind it without rbind, bind each mount on its own, or have the operator list it in readable_bind_roots", src, len(subs))
 	}
-	if op.SocketFinder == nil || fs != "" || isCRISandboxFile(src, op.SandboxID) ||
-		slices.Contains(op.AllowedRuntimeFiles, src) || underAny(src, op.WritableBindRoots) || underAny(src, op.ReadableBindRoots) {
+	if isCRISandboxFile(src, op.SandboxID) || slices.Contains(op.AllowedRuntimeFiles, src) {
 		return nil
 	}
 	found, err := op.SocketFinder(src)
