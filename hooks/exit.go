@@ -67,7 +67,7 @@ func (op *operation) runGate(ctx context.Context) (res *gate.Result, ran bool, e
 	src := op.adm.Diff
 	c := op.adm.Contract
 	if src.Problem != "" {
-		if len(c.Products) == 0 {
+		if len(c.Products) == 0 && !c.FailUnclaimed() {
 			return nil, false, nil
 		}
 		return nil, true, fmt.Errorf("no diff to gate: %s", src.Problem)
@@ -88,7 +88,7 @@ func (op *operation) runGate(ctx context.Context) (res *gate.Result, ran bool, e
 		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr,
 		Workspace: c.WorkspaceOrDefault(), Products: c.Products,
 		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: op.ready,
-		ExcludeMounts: op.adm.Mounts,
+		ExcludeMounts: op.adm.Mounts, FailUnclaimed: c.FailUnclaimed(),
 	}
 	if res, err = gate.Run(gctx, in); err == nil {
 		// Durable before finish writes the manifest that names them.

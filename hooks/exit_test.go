@@ -1,0 +1,48 @@
+package hooks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/containerd/log"
+
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+// A contract's unclaimed "fail" holds under OCI hooks as under the shim:
+// a change outside every product fails the gate, and without a diff to
+// read the gate fails rather than not running.
+func TestRunGateFailUnclaimed(t *testing.T) {
+	st := record.Store{Dir: t.TempDir()}
+	id := "0123456789abcdef0123456789abcdef"
+	if _, err := st.CreateOperation(id, Namespace, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	upper, lower := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(upper, "stray"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	adm := &admissionRecord{Diff: diffSource{Upper: upper, Lowers: []string{lower}}}
+	adm.Contract = spec.Contract{ID: "c", Unclaimed: spec.UnclaimedFail}
+	op := &operation{req: MonitorRequest{OperationID: id}, store: st, adm: adm, log: log.L, ready: time.Now().Add(-time.Minute)}
+	res, ran, err := op.runGate(context.Background())
+	if err != nil || !ran || res == nil || res.Verdict != gate.Fail {
+		t.Fatalf("gate: ran %v err %v result %+v", ran, err, res)
+	}
+	found := false
+	for _, a := range res.Anomalies {
+		found = found || a.Rule == gate.RuleUnclaimedChange
+	}
+	if !found {
+		t.Fatalf("no %s anomaly: %+v", gate.RuleUnclaimedChange, res.Anomalies)
+	}
+	adm.Diff = diffSource{Problem: "no overlay"}
+	if _, ran, err := op.runGate(context.Background()); !ran || err == nil {
+		t.Fatalf("no diff under unclaimed fail: ran %v err %v, want a failed gate", ran, err)
+	}
+}
