@@ -198,13 +198,20 @@ func mergeSeccomp(old *specs.LinuxSeccomp) (*specs.LinuxSeccomp, Seccomp, error)
 	return &merged, rec, nil
 }
 
+// allowsSocket: a rule allows some socket(2) call (a default action alone is
+// not mapped onto socketcall: the refusing rules are, arguments dropped).
 func allowsSocket(rules []specs.LinuxSyscall) bool {
 	for _, r := range rules {
-		if slices.Contains(r.Names, "socket") && slices.Contains([]specs.LinuxSeccompAction{specs.ActAllow, specs.ActLog, specs.ActTrace}, r.Action) {
+		if slices.Contains(r.Names, "socket") && allowing(r.Action) {
 			return true
 		}
 	}
 	return false
+}
+
+// allowing: the actions that let the call run.
+func allowing(a specs.LinuxSeccompAction) bool {
+	return a == specs.ActAllow || a == specs.ActLog || a == specs.ActTrace
 }
 
 func socketRule(a action, af uint64, proto *uint64) specs.LinuxSyscall {

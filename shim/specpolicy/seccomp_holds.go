@@ -48,7 +48,7 @@ func SeccompHolds(p *specs.LinuxSeccomp, fix string) error {
 			return refuse(RuleSeccompWeaker, field, "the seccomp profile does not refuse %s: %s; %s", name, why, fix)
 		}
 	}
-	if slices.Contains(p.Architectures, specs.ArchX86) && mayAllowAnySocket(p) {
+	if slices.Contains(p.Architectures, specs.ArchX86) && allowsSocket(p.Syscalls) {
 		return refuse(RuleSeccompWeaker, field, "the seccomp profile lists SCMP_ARCH_X86 and allows socket(2), which libseccomp maps onto socketcall(2) without its arguments there; %s", fix)
 	}
 	return nil
@@ -103,21 +103,6 @@ func refusesCall(p *specs.LinuxSeccomp, def action, name string, args map[uint]u
 		return true, ""
 	}
 	return false, fmt.Sprintf("no rule refuses it and the default action is %s", p.DefaultAction)
-}
-
-// mayAllowAnySocket: a rule allows some socket(2) call (as for the merge, a default
-// action alone is not mapped onto socketcall: the refusing rules are, arguments dropped).
-func mayAllowAnySocket(p *specs.LinuxSeccomp) bool {
-	for _, sc := range p.Syscalls {
-		if slices.Contains(sc.Names, "socket") && allowing(sc.Action) {
-			return true
-		}
-	}
-	return false
-}
-
-func allowing(a specs.LinuxSeccompAction) bool {
-	return a == specs.ActAllow || a == specs.ActLog || a == specs.ActTrace
 }
 
 var knownOps = []specs.LinuxSeccompOperator{specs.OpEqualTo, specs.OpNotEqual, specs.OpLessThan,
