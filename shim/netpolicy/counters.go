@@ -93,7 +93,7 @@ func (e engine) counters(ctx context.Context, p *Plan) (Counters, error) {
 	want := build(p)
 	what := dumpScope{countersOnly: true}
 	for _, s := range want.sets {
-		if len(s.tuples) > 0 || len(s.ports) > 0 {
+		if s.counted() {
 			what.countedSets = append(what.countedSets, setHint{name: s.set.Name, elems: len(s.elems)})
 		}
 	}
@@ -131,7 +131,7 @@ func countersOf(want, got *ruleset) (Counters, error) {
 	}
 	c.ServedConnections = conn.Packets
 	for _, w := range want.sets {
-		if len(w.tuples) == 0 && len(w.ports) == 0 {
+		if !w.counted() {
 			continue
 		}
 		byKey := map[string]Count{}

@@ -80,6 +80,10 @@ type setElems struct {
 	index map[string]int32
 }
 
+// counted reports whether the set's element counters are read (allow,
+// icmp and serve sets): the counters dump and countersOf agree on it.
+func (s *setElems) counted() bool { return len(s.tuples) > 0 || len(s.ports) > 0 }
+
 // indexKeys builds the key index read-back compares against. Keys are
 // substrings of one string: no allocation per key.
 func (s *setElems) indexKeys() map[string]int32 {
