@@ -79,7 +79,7 @@ func admitSpec(cfg config.Config, s State, oci *specs.Spec, self string, now tim
 	adm.Netns, adm.NetnsPath, adm.NetnsID = kind, nsPath, nsID
 	adm.Notes = res.Notes
 	adm.Seccomp = &spec.SeccompEnforcement{SocketFamiliesRefused: res.Seccomp.FamiliesRefused, SyscallsRefused: res.Seccomp.SyscallsRefused}
-	adm.Mounts = mountDestinations(oci)
+	adm.Mounts = specpolicy.MountDestinations(oci)
 	return adm, nil
 }
 
@@ -304,12 +304,4 @@ func specRefusal(err error) *Refusal {
 		return &Refusal{Rule: rf.Rule, Message: rf.Field + ": " + rf.Msg}
 	}
 	return refuse(ReasonSpecNarrowed, "", "%v", err)
-}
-
-func mountDestinations(s *specs.Spec) []string {
-	var out []string
-	for _, m := range s.Mounts {
-		out = append(out, m.Destination)
-	}
-	return out
 }

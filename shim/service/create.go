@@ -156,7 +156,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, errgrpc.ToGRPC(err)
 	}
 	hardenRootfs(r)
-	op.diff, op.mounts = diffSourceOf(r), mountDestinations(oci)
+	op.diff, op.mounts = diffSourceOf(r), specpolicy.MountDestinations(oci)
 	if root, own := rootPath(r, oci); len(r.Rootfs) > 0 && !own {
 		op.diff = diffSource{Problem: fmt.Sprintf("root.path %s is not the task's snapshot: the snapshot's diff says nothing about what the container wrote", root)}
 	}

@@ -9,7 +9,6 @@ import (
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/moby/sys/mountinfo"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
@@ -96,14 +95,6 @@ func bindDiffSource(source string, table []*mountinfo.Info) diffSource {
 		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is an overlay without lowerdirs", src)}
 	}
 	return diffSource{Upper: d.Upper, Lowers: d.Lowers, UserXattr: d.UserXattr, BindOf: src}
-}
-
-func mountDestinations(s *specs.Spec) []string {
-	var out []string
-	for _, m := range s.Mounts {
-		out = append(out, m.Destination)
-	}
-	return out
 }
 
 // gateOutcome is the gate's result or why it could not give one.

@@ -331,3 +331,13 @@ func CheckRootPath(resolved string, readonly bool, op Operator) error {
 func under(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
+
+// MountDestinations lists the spec's mount destinations: runc stubs each in
+// the container's upperdir, so the gate excludes them from the diff.
+func MountDestinations(s *specs.Spec) []string {
+	var out []string
+	for _, m := range s.Mounts {
+		out = append(out, m.Destination)
+	}
+	return out
+}
