@@ -113,8 +113,11 @@ func KillTrees(ctx context.Context, procs []Proc) []Killed {
 // still is process p (and, for a descendant, still a child of parent). A
 // pidfd names one process forever: if the pid was reused before the open,
 // the re-read start time differs and nothing is signalled.
-func openVerified(p Proc, parent int) (int, error) {
-	fd, err := unix.PidfdOpen(p.PID, 0)
+func openVerified(p Proc, parent int) (int, error) { return openVerifiedFlags(p, parent, 0) }
+
+// openVerifiedFlags is openVerified with pidfd_open flags.
+func openVerifiedFlags(p Proc, parent, flags int) (int, error) {
+	fd, err := unix.PidfdOpen(p.PID, flags)
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) {
 			return -1, fmt.Errorf("open %s: %w", p, ErrGone)

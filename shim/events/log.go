@@ -31,9 +31,10 @@ type DroppedCount struct {
 }
 
 // Log appends events to one operation's events.jsonl. Each event is one
-// line written with one write(2) and fsynced before Append returns. Once the
-// file would exceed its limit, events are counted in the sidecar instead of
-// written. Safe for concurrent use.
+// line written with one write(2) and fsynced before Append returns
+// (AppendDeferred: before the next Append, Sync or Close returns). Once
+// the file would exceed its limit, events are counted in the sidecar
+// instead of written. Safe for concurrent use.
 type Log struct {
 	path  string
 	limit int64
@@ -41,6 +42,7 @@ type Log struct {
 	mu      sync.Mutex // guards everything below
 	f       *os.File
 	size    int64
+	dirty   bool // written since the last fsync
 	dropped DroppedCount
 }
 
@@ -102,7 +104,14 @@ func seal(path string, f *os.File) (int64, error) {
 
 // Append sanitizes e, checks it, and writes it, or counts it as dropped if
 // the log is full. A dropped event is not an error.
-func (l *Log) Append(e spec.Event) error {
+func (l *Log) Append(e spec.Event) error { return l.append(e, true) }
+
+// AppendDeferred is Append without the fsync: the event is durable once the
+// next Append, Sync or Close returns. The exit path appends its last events
+// so, and syncs them beside the manifest's own fsync.
+func (l *Log) AppendDeferred(e spec.Event) error { return l.append(e, false) }
+
+func (l *Log) append(e spec.Event, durable bool) error {
 	e = Sanitize(e)
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("append event: %w", err)
@@ -125,12 +134,34 @@ func (l *Log) Append(e spec.Event) error {
 	}
 	n, err := l.f.Write(line)
 	l.size += int64(n)
+	l.dirty = true
 	if err != nil {
 		return fmt.Errorf("append event to %s: %w", l.path, err)
+	}
+	if !durable {
+		return nil
+	}
+	return l.syncLocked()
+}
+
+// Sync makes every event appended so far durable.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.syncLocked()
+}
+
+func (l *Log) syncLocked() error {
+	if !l.dirty {
+		return nil
 	}
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("sync event log %s: %w", l.path, err)
 	}
+	l.dirty = false
 	return nil
 }
 
@@ -141,19 +172,21 @@ func (l *Log) Dropped() uint64 {
 	return l.dropped.Dropped
 }
 
-// Close closes the log. Appends after Close fail.
+// Close makes what was appended durable and closes the log. Appends after
+// Close fail.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
+	serr := l.syncLocked()
 	err := l.f.Close()
 	l.f = nil
 	if err != nil {
 		return fmt.Errorf("close event log %s: %w", l.path, err)
 	}
-	return nil
+	return serr
 }
 
 // writeDropped persists the count atomically. Called with mu held.

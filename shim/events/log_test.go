@@ -204,3 +204,46 @@ func TestFollowStopsOnCallbackError(t *testing.T) {
 		t.Fatalf("Follow = %v after %d events", err, n)
 	}
 }
+
+// AppendDeferred writes the line at once (readers see it) and leaves the
+// fsync to the next Append, Sync or Close; Sync after Close is a no-op.
+func TestLogAppendDeferred(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, err := OpenLog(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AppendDeferred(denied(0)); err != nil {
+		t.Fatal(err)
+	}
+	if !l.dirty {
+		t.Fatal("a deferred append left the log clean")
+	}
+	if c, err := Read(path); err != nil || len(c.Events) != 1 {
+		t.Fatalf("Read after a deferred append = %+v, %v", c, err)
+	}
+	if err := l.Sync(); err != nil || l.dirty {
+		t.Fatalf("Sync = %v, dirty %v", err, l.dirty)
+	}
+	if err := l.AppendDeferred(denied(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(denied(2)); err != nil || l.dirty {
+		t.Fatalf("Append after a deferred one = %v, dirty %v", err, l.dirty)
+	}
+	if err := l.AppendDeferred(denied(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatalf("Sync after Close = %v", err)
+	}
+	if err := l.AppendDeferred(denied(4)); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("AppendDeferred after Close = %v, want ErrClosed", err)
+	}
+	if c, err := Read(path); err != nil || len(c.Events) != 4 {
+		t.Fatalf("Read = %+v, %v; want 4 events", c, err)
+	}
+}

@@ -37,10 +37,7 @@ func Run(ctx context.Context, in Input) (res *Result, retErr error) {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
 	defer tree.Close()
-	st, err := openStager(g.stagingDir)
-	if err != nil {
-		return nil, fmt.Errorf("gate: %w", err)
-	}
+	st := newStager(g.stagingDir)
 	defer st.close()
 	g.env = &runEnv{ctx: ctx, tree: tree, stage: st, buf: make([]byte, 64<<10)}
 	defer func() {

@@ -14,24 +14,37 @@ import (
 // stager writes into the runtime-owned staging directory. The directory is
 // not container-controlled, but every write still goes through dirfds with
 // O_EXCL|O_NOFOLLOW so a stale or unexpected entry is an error, never
-// overwritten or followed.
+// overwritten or followed. It is created with the first product staged: a
+// gate that stages nothing leaves no directory to make durable.
 type stager struct {
 	dir string
-	fd  int
+	fd  int // -1 until the first product is staged
 }
 
-func openStager(dir string) (*stager, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create staging directory: %w", err)
+func newStager(dir string) *stager { return &stager{dir: dir, fd: -1} }
+
+// open creates (0700) and opens the staging directory, once.
+func (s *stager) open() error {
+	if s.fd >= 0 {
+		return nil
 	}
-	fd, err := fsafe.OpenDirAt(unix.AT_FDCWD, dir)
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("create staging directory: %w", err)
+	}
+	fd, err := fsafe.OpenDirAt(unix.AT_FDCWD, s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("open staging directory: %w", err)
+		return fmt.Errorf("open staging directory: %w", err)
 	}
-	return &stager{dir: dir, fd: fd}, nil
+	s.fd = fd
+	return nil
 }
 
-func (s *stager) close() { unix.Close(s.fd) }
+func (s *stager) close() {
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+}
 
 // path is the staged location of a slot.
 func (s *stager) path(slot string) string { return filepath.Join(s.dir, filepath.FromSlash(slot)) }
@@ -39,6 +52,9 @@ func (s *stager) path(slot string) string { return filepath.Join(s.dir, filepath
 // parentOf creates the parent directories of slot (existing ones are fine:
 // two slots may share them) and returns an fd for the innermost one.
 func (s *stager) parentOf(slot string) (int, error) {
+	if err := s.open(); err != nil {
+		return -1, fmt.Errorf("stage %s: %w", slot, err)
+	}
 	w := fsafe.Walker{Flags: unix.O_RDONLY | unix.O_DIRECTORY, Mkdir: 0o755}
 	fd, err := w.Open(s.fd, path.Dir(slot)) // "." (a top-level slot): a dup of the staging dir
 	if err != nil {

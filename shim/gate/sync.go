@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/gensee/gensee/internal/fsafe"
@@ -31,12 +33,18 @@ var realSyncer = syncer{tree: fsafe.SyncTree, fs: fsafe.SyncFS}
 // entry count picks fsync of each object (at most SyncFileLimit) or one
 // syncfs of the staging file system. On failure the staged copies are not
 // durable: SyncStaged removes dir, as Run removes what it staged when it
-// fails, and the caller records the gate as failed with the error.
+// fails, and the caller records the gate as failed with the error. When
+// nothing was staged and Run made no directory, there is nothing to sync;
+// a directory a failed product was removed from is synced as ever.
 func SyncStaged(dir string, res *Result) error { return syncStaged(dir, res, realSyncer) }
 
 func syncStaged(dir string, res *Result, s syncer) error {
+	n := stagedObjects(res)
+	if _, err := os.Lstat(dir); n == 0 && errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing staged and no directory made (stager)
+	}
 	sync := s.tree
-	if stagedObjects(res) > SyncFileLimit {
+	if n > SyncFileLimit {
 		sync = s.fs
 	}
 	if err := sync(dir); err != nil {

@@ -111,3 +111,44 @@ func TestSyncStagedTmpfs(t *testing.T) {
 		}
 	}
 }
+
+// A gate that stages nothing makes no staging directory and syncs nothing;
+// one whose failed product was staged and removed syncs the directory it
+// made, so the removal is durable too.
+func TestHelperNothingStaged(t *testing.T) {
+	root, start := t.TempDir(), time.Now().Add(-time.Minute)
+	in := bindInput(t, root, start, spec.Product{Class: spec.ClassBlob, Slot: "out/app.bin"})
+	raw, _ := json.Marshal(in)
+	var f fakeSyncer
+	var stdout, stderr bytes.Buffer
+	if code := helperMain(bytes.NewReader(raw), &stdout, &stderr, f.syncer()); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Verdict != Fail {
+		t.Fatalf("result %s: %v (want a failed verdict: the product is missing)", stdout.Bytes(), err)
+	}
+	if len(f.calls) != 0 {
+		t.Fatalf("syncs %v, want none", f.calls)
+	}
+	if _, err := os.Lstat(in.StagingDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("staging dir made with nothing staged: %v", err)
+	}
+
+	root, start = t.TempDir(), time.Now().Add(-time.Minute)
+	writeFile(t, root, "ws/out/app.bin", "too big for its bound", 0o644)
+	in = bindInput(t, root, start, spec.Product{Class: spec.ClassBlob, Slot: "out/app.bin", MaxBytes: 4})
+	raw, _ = json.Marshal(in)
+	f = fakeSyncer{}
+	stdout.Reset()
+	if code := helperMain(bytes.NewReader(raw), &stdout, &stderr, f.syncer()); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Lstat(in.StagingDir); err == nil {
+		if want := []string{"tree " + in.StagingDir}; fmt.Sprint(f.calls) != fmt.Sprint(want) {
+			t.Fatalf("syncs %v, want %v (the directory a failed product left)", f.calls, want)
+		}
+	} else if len(f.calls) != 0 {
+		t.Fatalf("syncs %v with no staging directory", f.calls)
+	}
+}

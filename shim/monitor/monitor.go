@@ -277,18 +277,31 @@ func (m *Monitor) emit(r watchdog.Result) {
 
 // Note records an event from a source outside the watchdog's sensors and
 // folds it into the trail.
-func (m *Monitor) Note(ev spec.Event) {
+func (m *Monitor) Note(ev spec.Event) { m.note(ev, true) }
+
+// NoteDeferred is Note with the event's fsync left to Close (or the next
+// fsynced append): the exit path's last events, made durable beside the
+// manifest's own fsync.
+func (m *Monitor) NoteDeferred(ev spec.Event) { m.note(ev, false) }
+
+func (m *Monitor) note(ev spec.Event, durable bool) {
 	if ev.At.IsZero() {
 		ev.At = time.Now().UTC()
 	}
 	ev.OperationID = m.cfg.OperationID
-	m.record(ev)
+	m.recordAs(ev, durable)
 	m.emit(m.wd.Note(ev, time.Now()))
 }
 
-func (m *Monitor) record(ev spec.Event) {
+func (m *Monitor) record(ev spec.Event) { m.recordAs(ev, true) }
+
+func (m *Monitor) recordAs(ev spec.Event, durable bool) {
 	ev = events.Sanitize(ev)
-	if err := m.log.Append(ev); err != nil {
+	appendEv := m.log.Append
+	if !durable {
+		appendEv = m.log.AppendDeferred
+	}
+	if err := appendEv(ev); err != nil {
 		m.cfg.Logger.WithError(err).Warn("append event")
 	}
 	if err := events.Publish(m.cfg.Ctx, m.cfg.Pub, ev); err != nil {
@@ -351,6 +364,8 @@ func (m *Monitor) Close() {
 		if m.reader() != nil {
 			m.rd.Close()
 		}
-		m.log.Close()
+		if err := m.log.Close(); err != nil {
+			m.cfg.Logger.WithError(err).Warn("close events log")
+		}
 	})
 }

@@ -62,6 +62,13 @@ func (b *netBoundary) note(ev spec.Event) {
 	}
 }
 
+// noteDeferred is note with the event's fsync left to closeMonitor.
+func (b *netBoundary) noteDeferred(ev spec.Event) {
+	if m := b.monitor(); m != nil {
+		m.NoteDeferred(ev)
+	}
+}
+
 // startSensors starts the watchdog and binding sensor for the init.
 func (b *netBoundary) startSensors(init cgroup.Proc) {
 	b.mu.Lock()
@@ -136,7 +143,8 @@ func (b *netBoundary) close(ctx context.Context) {
 	b.remove(ctx)
 }
 
-// closeMonitor closes the monitor after the exit path read it.
+// closeMonitor closes the monitor after the exit path read it; the events
+// log is fsynced first.
 func (b *netBoundary) closeMonitor() {
 	if m := b.monitor(); m != nil {
 		m.Close()

@@ -29,8 +29,16 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	}
 	op.held = s.pub.arm(r.ID, op.done)
 	op.startedAt = s.now()
+	// The init's exit, watched from before it can happen (it is blocked in
+	// runc init, so its pid cannot be reused yet): the gate helper starts
+	// on it, ahead of the inner service's exit handling.
+	exited, stopWatch := (<-chan struct{})(nil), func() {}
+	if sub := op.admission.Subject; sub != nil {
+		exited, stopWatch = cgroup.Exited(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
+	}
 	resp, err := s.TTRPCTaskService.Start(ctx, r)
 	if err != nil {
+		stopWatch()
 		// The init never ran: nothing to finalize, nothing to hold (an
 		// exit the inner service already forwarded goes out now).
 		s.pub.release(r.ID, op.held)
@@ -38,6 +46,9 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		return nil, err
 	}
 	op.life.move("start", opRunning)
+	if exited != nil {
+		op.exit.gate.early(exited, stopWatch)
+	}
 	if sub := op.admission.Subject; sub != nil {
 		op.net.startSensors(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}

@@ -38,10 +38,11 @@ const maxGateResultBytes = 64 << 20
 // while the task runs (a sleeping container costs the shim alone). It waits
 // on stdin for its input; closing stdin without input makes it exit.
 type gateHelper struct {
-	cmd            *exec.Cmd
-	ec             chan runc.Exit
-	stdin          io.WriteCloser
-	stdout, stderr bytes.Buffer
+	cmd    *exec.Cmd
+	ec     chan runc.Exit
+	stdin  io.WriteCloser
+	out    chan []byte // stdout, read to EOF (at most maxGateResultBytes+1 bytes)
+	stderr bytes.Buffer
 }
 
 // helperCommand is the dedicated helper binary when it sits next to the
@@ -71,16 +72,33 @@ func spawnGateHelper() (*gateHelper, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &gateHelper{cmd: cmd}
+	h := &gateHelper{cmd: cmd, out: make(chan []byte, 1)}
 	h.cmd.Env = []string{"GOMAXPROCS=2", "GOGC=40"}
-	h.cmd.Stdout = &limitedBuffer{&h.stdout, maxGateResultBytes}
 	h.cmd.Stderr = &limitedBuffer{&h.stderr, 64 << 10}
 	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("gate helper stdin: %w", err)
 	}
-	if h.ec, err = reaper.Default.Start(h.cmd); err != nil {
+	// stdout is a pipe of our own, not exec's: its read end is never
+	// closed by the Wait that reaps the helper, so the result can be read
+	// to EOF without waiting for the reaper.
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		h.stdin.Close()
+		return nil, fmt.Errorf("gate helper stdout: %w", err)
+	}
+	h.cmd.Stdout = wr
+	h.ec, err = reaper.Default.Start(h.cmd)
+	wr.Close()
+	if err != nil {
+		rd.Close()
+		h.stdin.Close()
 		return nil, fmt.Errorf("start gate helper: %w", err)
 	}
+	go func() {
+		defer rd.Close()
+		b, _ := io.ReadAll(io.LimitReader(rd, maxGateResultBytes+1))
+		h.out <- b
+	}()
 	return h, nil
 }
 
@@ -95,15 +113,45 @@ func (h *gateHelper) run(in gate.Input, timeout time.Duration) (*gate.Result, er
 	// The pipe may be full only if the helper is not reading; the timeout
 	// below then kills it, which unblocks the write.
 	go func() { h.stdin.Write(input); h.stdin.Close() }()
-	status, err := reaper.Default.WaitTimeout(h.cmd, h.ec, timeout)
-	if err != nil {
-		return nil, fmt.Errorf("gate helper: %w (limit %s)", err, timeout)
+	type exit struct {
+		status int
+		err    error
 	}
-	if status != 0 {
-		return nil, fmt.Errorf("gate helper exited %d: %s", status, bytes.TrimSpace(h.stderr.Bytes()))
+	exited := make(chan exit, 1)
+	go func() {
+		status, err := reaper.Default.WaitTimeout(h.cmd, h.ec, timeout)
+		exited <- exit{status, err}
+	}()
+	// The helper writes its result last, once, after the staged copies
+	// are durable, and exits 0 (gate.HelperMain): a whole result read to
+	// EOF is its answer, taken without waiting for the reaper to report
+	// the exit (which it still collects). Anything else waits for the
+	// exit status, which says what went wrong.
+	var out []byte
+	select {
+	case out = <-h.out:
+		var res gate.Result
+		if len(out) <= maxGateResultBytes && json.Unmarshal(out, &res) == nil {
+			return &res, nil
+		}
+	case x := <-exited:
+		exited <- x
+	}
+	x := <-exited
+	if x.err != nil {
+		return nil, fmt.Errorf("gate helper: %w (limit %s)", x.err, timeout)
+	}
+	if x.status != 0 {
+		return nil, fmt.Errorf("gate helper exited %d: %s", x.status, bytes.TrimSpace(h.stderr.Bytes()))
+	}
+	if out == nil {
+		out = <-h.out // EOF came with the exit
 	}
 	var res gate.Result
-	if err := json.Unmarshal(h.stdout.Bytes(), &res); err != nil {
+	if len(out) > maxGateResultBytes {
+		return nil, fmt.Errorf("decode gate result: more than %d bytes", maxGateResultBytes)
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("decode gate result: %w", err)
 	}
 	return &res, nil

@@ -1,10 +1,13 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/sys/reaper"
 
 	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -77,5 +81,100 @@ func TestManifestNotRun(t *testing.T) {
 	}
 	if m.Promoted || m.SemanticallyVerified {
 		t.Fatal("manifest claims promotion or semantic verification")
+	}
+}
+
+// The gate helper starts on the init's exit when that comes first, and
+// prepare then uses it; when prepare comes first it starts the one helper
+// and a later exit starts none. Exactly one helper either way.
+func TestHelperGateEarly(t *testing.T) {
+	reapChildren(t)
+	var mu sync.Mutex
+	spawned := 0
+	saved := gateHelperCommand
+	t.Cleanup(func() { gateHelperCommand = saved })
+	gateHelperCommand = func() (*exec.Cmd, error) {
+		mu.Lock()
+		spawned++
+		mu.Unlock()
+		return exec.Command("/bin/sh", "-c", "cat >/dev/null"), nil
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return spawned }
+	ctx := context.Background()
+	op := &operation{id: "0123456789abcdef0123456789abcdef", admission: &spec.Admission{}}
+
+	g := &helperGate{op: op}
+	exited := make(chan struct{})
+	stopped := make(chan struct{})
+	g.early(exited, func() { close(stopped) })
+	close(exited)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g.mu.Lock()
+		h := g.h
+		g.mu.Unlock()
+		if h != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no helper started on the init's exit")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.prepare(ctx)
+	<-stopped
+	if n := count(); n != 1 {
+		t.Fatalf("%d helpers started, want 1 (prepare reuses the early one)", n)
+	}
+	g.h.abandon()
+
+	g = &helperGate{op: op}
+	exited = make(chan struct{})
+	stopped = make(chan struct{})
+	g.early(exited, func() { close(stopped) })
+	g.prepare(ctx)
+	<-stopped // the watch ends with prepare
+	close(exited)
+	time.Sleep(50 * time.Millisecond)
+	if n := count(); n != 2 {
+		t.Fatalf("%d helpers started in all, want 2 (one by prepare, none by a later exit)", n)
+	}
+	g.h.abandon()
+}
+
+// A whole result read to EOF is the helper's answer, without waiting for
+// the reaper; a partial one waits for the exit status, which names the
+// failure.
+func TestGateHelperResultAtEOF(t *testing.T) {
+	reapChildren(t)
+	saved := gateHelperCommand
+	t.Cleanup(func() { gateHelperCommand = saved })
+	run := func(script string) (*gate.Result, error, time.Duration) {
+		gateHelperCommand = func() (*exec.Cmd, error) { return exec.Command("/bin/sh", "-c", script), nil }
+		h, err := spawnGateHelper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		res, err := h.run(gate.Input{}, 10*time.Second)
+		return res, err, time.Since(start)
+	}
+	// stdout closed, then the exit comes late: the result is taken at EOF.
+	res, err, took := run(`cat >/dev/null; echo '{"verdict":"pass"}'; exec >&-; sleep 1`)
+	if err != nil || res == nil || res.Verdict != gate.Pass {
+		t.Fatalf("result %+v, err %v", res, err)
+	}
+	if took > 900*time.Millisecond {
+		t.Fatalf("took %s: waited for the exit, not the result", took)
+	}
+	// A torn result: the exit status and stderr say why.
+	res, err, _ = run(`cat >/dev/null; printf '{"verdict":'; echo boom >&2; exit 1`)
+	if res != nil || err == nil || !strings.Contains(err.Error(), "exited 1: boom") {
+		t.Fatalf("torn result: %+v, %v", res, err)
+	}
+	// Exit 0 with garbage: a decode error.
+	res, err, _ = run(`cat >/dev/null; echo nope`)
+	if res != nil || err == nil || !strings.Contains(err.Error(), "decode gate result") {
+		t.Fatalf("garbage result: %+v, %v", res, err)
 	}
 }

@@ -17,9 +17,12 @@ import (
 // The exit pipeline's steps, each small and injected: the shim wires the
 // real ones (exitPipelineFor), tests wire fakes and check the order.
 type (
-	// gateStep gates the task's diff into staging. prepare runs ahead of
-	// the drain (the helper's start-up overlaps it); run after it.
+	// gateStep gates the task's diff into staging. early, called by
+	// Start, may get ready as soon as exited closes (the init's exit);
+	// prepare runs ahead of the drain (the helper's start-up overlaps it);
+	// run after it.
 	gateStep interface {
+		early(exited <-chan struct{}, stop func())
 		prepare(ctx context.Context)
 		run(ctx context.Context, started time.Time) gateOutcome
 	}
@@ -30,6 +33,7 @@ type (
 	// networkStep is the network boundary as the exit path uses it.
 	networkStep interface {
 		note(ev spec.Event)
+		noteDeferred(ev spec.Event) // fsynced by closeMonitor
 		stopSensors()
 		counters(ctx context.Context) (netpolicy.Counters, bool, error)
 		finish(denied uint64, counted bool) spec.DeniedAttempts
@@ -49,16 +53,21 @@ type (
 
 // exitPipeline is the exit path of a started task, in this order:
 //
-//  1. the gate helper is started (prepare), overlapping
+//  1. the gate helper is started (prepare; or early, on the init's exit),
+//     overlapping
 //  2. the drain of the cgroup and of every escaped process;
-//  3. the gate, on a diff nothing writes any more, and its events;
-//  4. the sensors stopped, the table's counters read, the denied attempts
-//     collected against them, the table removed;
-//  5. the manifest, naming all of the above, written and fsynced;
+//  3. the gate, on a diff nothing writes any more, beside the sensors'
+//     stop and the table's counters' read (nothing of the container is
+//     left to move them);
+//  4. the gate's events, the denied attempts collected against the
+//     counters, the table removed;
+//  5. the manifest, naming all of the above, written and fsynced, beside
+//     the events log's fsync (closeMonitor);
 //  6. release: Wait, Delete and the held TaskExit go, with the operator's
 //     gate-failed status when the gate did not pass.
 //
-// A task that never started runs 4 and 5 only (neverStarted).
+// A task that never started runs the network's part of 3, then 4 and 5
+// (neverStarted).
 type exitPipeline struct {
 	gate     gateStep
 	drain    drainStep
@@ -85,18 +94,18 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 		p.log.WithError(x.DrainErr).Error("drain cgroup")
 	}
 	t1 := time.Now()
-	g := p.gate.run(ctx, x.started)
+	gated := make(chan gateOutcome, 1)
+	go func() { gated <- p.gate.run(ctx, x.started) }()
+	read := p.quiesceNetwork(ctx)
+	g := <-gated
 	x.GateRan, x.GateRes, x.GateErr = true, g.res, g.err
 	t2 := time.Now()
 	for _, ev := range effect.GateEvents(g.res, g.err) {
-		p.network.note(ev)
+		p.network.noteDeferred(ev)
 	}
-	p.finalizeNetwork(ctx, &x)
+	p.finalizeNetwork(ctx, &x, read)
 	t3 := time.Now()
-	m := p.manifest(x)
-	if err := p.store.writeManifest(m); err != nil {
-		p.log.WithError(err).Error("write manifest")
-	}
+	m := p.writeManifest(x)
 	p.log.WithField("drain_ms", ms(t1.Sub(t0))).WithField("gate_ms", ms(t2.Sub(t1))).
 		WithField("network_ms", ms(t3.Sub(t2))).WithField("manifest_ms", ms(time.Since(t3))).
 		WithField("verdict", m.Gate.Verdict).Info("exit path done")
@@ -115,34 +124,58 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 // nothing is gated, and the manifest says so.
 func (p *exitPipeline) neverStarted(ctx context.Context) *spec.Manifest {
 	x := exitFacts{}
-	p.finalizeNetwork(ctx, &x)
+	p.finalizeNetwork(ctx, &x, p.quiesceNetwork(ctx))
+	return p.writeManifest(x)
+}
+
+// networkRead is the table's counters as read once the sensors stopped.
+type networkRead struct {
+	c   netpolicy.Counters
+	ok  bool // there was a table to read
+	err error
+}
+
+// quiesceNetwork stops the sensors (the table may now be read and removed
+// without it looking like tampering) and reads the counters.
+func (p *exitPipeline) quiesceNetwork(ctx context.Context) networkRead {
+	t0 := time.Now()
+	p.network.stopSensors()
+	t1 := time.Now()
+	var r networkRead
+	r.c, r.ok, r.err = p.network.counters(ctx)
+	p.log.WithField("sensors_ms", ms(t1.Sub(t0))).WithField("counters_ms", ms(time.Since(t1))).Debug("network sensors stopped, counters read")
+	return r
+}
+
+// finalizeNetwork collects the denied attempts against the counters read
+// and removes the table, recording both in x. The monitor stays open for
+// writeManifest to close.
+func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts, r networkRead) {
+	t0 := time.Now()
+	var denied uint64
+	var counted bool
+	if r.ok {
+		if denied, counted = x.Counted(r.c, r.err); !counted {
+			p.log.WithError(r.err).Error("read network counters")
+		}
+	}
+	x.Attempts = p.network.finish(denied, counted)
+	t1 := time.Now()
+	x.Removed = p.network.remove(ctx)
+	p.log.WithField("attempts_ms", ms(t1.Sub(t0))).WithField("remove_ms", ms(time.Since(t1))).Debug("network finalized")
+}
+
+// writeManifest builds the manifest of x and makes it durable, beside the
+// monitor's close (the events log's last fsync): both are on disk when it
+// returns.
+func (p *exitPipeline) writeManifest(x exitFacts) *spec.Manifest {
+	closed := inBackground(func() error { p.network.closeMonitor(); return nil })
 	m := p.manifest(x)
 	if err := p.store.writeManifest(m); err != nil {
 		p.log.WithError(err).Error("write manifest")
 	}
+	closed()
 	return m
-}
-
-// finalizeNetwork stops the sensors, reads the counters, collects the
-// denied attempts and removes the table, recording all of it in x.
-func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts) {
-	t0 := time.Now()
-	p.network.stopSensors()
-	t1 := time.Now()
-	var denied uint64
-	var read bool
-	if c, ok, err := p.network.counters(ctx); ok {
-		if denied, read = x.Counted(c, err); !read {
-			p.log.WithError(err).Error("read network counters")
-		}
-	}
-	t2 := time.Now()
-	x.Attempts = p.network.finish(denied, read)
-	t3 := time.Now()
-	x.Removed = p.network.remove(ctx)
-	p.network.closeMonitor()
-	p.log.WithField("sensors_ms", ms(t1.Sub(t0))).WithField("counters_ms", ms(t2.Sub(t1))).
-		WithField("attempts_ms", ms(t3.Sub(t2))).WithField("remove_ms", ms(time.Since(t3))).Debug("network finalized")
 }
 
 // The real steps.

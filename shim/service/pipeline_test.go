@@ -103,7 +103,8 @@ type fakeGate struct {
 	out gateOutcome
 }
 
-func (g *fakeGate) prepare(context.Context) { g.c.add("gate.prepare") }
+func (g *fakeGate) early(_ <-chan struct{}, stop func()) { stop() }
+func (g *fakeGate) prepare(context.Context)              { g.c.add("gate.prepare") }
 func (g *fakeGate) run(context.Context, time.Time) gateOutcome {
 	g.c.add("gate.run")
 	return g.out
@@ -118,8 +119,9 @@ func (d fakeDrain) drain(context.Context) drain.Result {
 
 type fakeNetwork struct{ c *calls }
 
-func (n fakeNetwork) note(ev spec.Event) { n.c.add("note " + ev.Kind) }
-func (n fakeNetwork) stopSensors()       { n.c.add("net.stopSensors") }
+func (n fakeNetwork) note(ev spec.Event)         { n.c.add("note " + ev.Kind) }
+func (n fakeNetwork) noteDeferred(ev spec.Event) { n.c.add("noteDeferred " + ev.Kind) }
+func (n fakeNetwork) stopSensors()               { n.c.add("net.stopSensors") }
 func (n fakeNetwork) counters(context.Context) (netpolicy.Counters, bool, error) {
 	n.c.add("net.counters")
 	return netpolicy.Counters{Denied: netpolicy.Count{Packets: 2}}, true, nil
@@ -249,17 +251,41 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 	return f
 }
 
-// The exit pipeline runs its steps in their order, and releases last.
+// The exit pipeline runs its steps in their order, and releases last:
+// the gate beside the sensors' stop and the counters' read, the manifest
+// beside the monitor's close; everything else in sequence.
 func TestExitPipelineOrder(t *testing.T) {
 	f := newFixture(t, 0)
 	f.gate.out = gateOutcome{err: errors.New("boom")}
 	st := uint32(3)
 	f.op.exit.run(context.Background(), exitFacts{status: &st})
-	want := []string{"gate.prepare", "drain", "gate.run", "note " + spec.EventGateRejected, "net.stopSensors", "net.counters",
-		"net.finish 2 true", "net.remove", "net.closeMonitor", "store.manifest " + spec.VerdictFail}
-	if got := f.c.get(); !slices.Equal(got, want) {
-		t.Fatalf("steps\n got %v\nwant %v", got, want)
+	got := f.c.get()
+	// Each group runs after the one before it; within a group, in any
+	// order unless listed in sequence below.
+	groups := [][]string{
+		{"gate.prepare"},
+		{"drain"},
+		{"gate.run", "net.stopSensors", "net.counters"},
+		{"noteDeferred " + spec.EventGateRejected},
+		{"net.finish 2 true"},
+		{"net.remove"},
+		{"net.closeMonitor", "store.manifest " + spec.VerdictFail},
 	}
+	var flat []string
+	for _, g := range groups {
+		flat = append(flat, g...)
+	}
+	if len(got) != len(flat) {
+		t.Fatalf("steps\n got %v\nwant %v (in groups)", got, groups)
+	}
+	at := 0
+	for _, g := range groups {
+		if !sameSet(got[at:at+len(g)], g) {
+			t.Fatalf("steps\n got %v\nwant %v (in groups)", got, groups)
+		}
+		at += len(g)
+	}
+	f.c.before(t, "net.stopSensors", "net.counters")
 	select {
 	case <-f.op.done:
 	default:
@@ -272,6 +298,14 @@ func TestExitPipelineOrder(t *testing.T) {
 	if f.op.override != nil {
 		t.Fatal("override without gate_failed_exit_status")
 	}
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
 
 // Start arms the hold before the inner Start: an init that exits at once
@@ -394,9 +428,10 @@ func TestCreatedNeverStarted(t *testing.T) {
 		t.Fatal("Wait of a never-started task hangs across its Delete")
 	}
 	got := slices.DeleteFunc(f.c.get(), func(s string) bool { return s == "inner.wait" })
-	want := []string{"inner.delete ", "net.stopSensors", "net.counters", "net.finish 2 true", "net.remove", "net.closeMonitor", "store.manifest " + spec.VerdictNotRun}
-	if !slices.Equal(got, want) {
-		t.Fatalf("calls\n got %v\nwant %v", got, want)
+	want := []string{"inner.delete ", "net.stopSensors", "net.counters", "net.finish 2 true", "net.remove"}
+	last := []string{"net.closeMonitor", "store.manifest " + spec.VerdictNotRun} // side by side
+	if len(got) != len(want)+len(last) || !slices.Equal(got[:len(want)], want) || !sameSet(got[len(want):], last) {
+		t.Fatalf("calls\n got %v\nwant %v then %v in any order", got, want, last)
 	}
 	if f.op.life.current() != opDeleted {
 		t.Fatalf("state %s", f.op.life.current())
@@ -536,7 +571,8 @@ type blockingGate struct {
 	until chan struct{}
 }
 
-func (g blockingGate) prepare(context.Context) {}
+func (g blockingGate) early(_ <-chan struct{}, stop func()) { stop() }
+func (g blockingGate) prepare(context.Context)              {}
 func (g blockingGate) run(context.Context, time.Time) gateOutcome {
 	g.c.add("gate.run")
 	<-g.until
