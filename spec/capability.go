@@ -3,6 +3,7 @@ package spec
 import (
 	"regexp"
 	"slices"
+	"sync"
 )
 
 // NeverGranted lists the capabilities no contract can grant: each one lets
@@ -28,7 +29,7 @@ var NeverGranted = []string{
 }
 
 // capName is the canonical spelling of a Linux capability.
-var capName = regexp.MustCompile(`^CAP_[A-Z_]{2,32}$`)
+var capName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^CAP_[A-Z_]{2,32}$`) })
 
 // knownCaps are the capabilities the kernel defines (capability(7), 6.x).
 var knownCaps = []string{
@@ -45,7 +46,7 @@ var knownCaps = []string{
 // KnownCapability reports whether c is a capability the kernel defines,
 // spelled canonically ("CAP_SYS_NICE").
 func KnownCapability(c string) bool {
-	return capName.MatchString(c) && slices.Contains(knownCaps, c)
+	return capName().MatchString(c) && slices.Contains(knownCaps, c)
 }
 
 // checkCapabilities validates a contract's capability grants: canonical,

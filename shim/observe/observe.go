@@ -82,40 +82,83 @@ func readConfig(path string) ([]byte, error) {
 // a host path to the container's root directory (trusted: it comes from
 // the runtime, not from the container).
 func FromRootfs(rootfs string, config *specs.Spec) (spec.Observation, error) {
+	pend, err := Prepare(rootfs, config)
+	if err != nil {
+		return spec.Observation{}, err
+	}
+	return pend.Hash()
+}
+
+// Pending is an observation whose executable is resolved and open but not
+// yet hashed: Hash completes it, so a caller may read the executable's
+// bytes while other work goes on. The bytes hashed are the open file's,
+// whatever the rootfs's names point at by then.
+type Pending struct {
+	rootfs string
+	obs    spec.Observation // all but ExecutableSHA256
+	exe    executable
+}
+
+// Prepare resolves config's process against rootfs and opens its
+// executable, as FromRootfs does, without hashing it. The caller must call
+// Hash or Close.
+func Prepare(rootfs string, config *specs.Spec) (*Pending, error) {
 	if config == nil || config.Process == nil {
-		return spec.Observation{}, fmt.Errorf("observe %s: config has no process: %w", rootfs, ErrInvalidBundle)
+		return nil, fmt.Errorf("observe %s: config has no process: %w", rootfs, ErrInvalidBundle)
 	}
 	p := config.Process
 	if len(p.Args) == 0 || p.Args[0] == "" {
-		return spec.Observation{}, fmt.Errorf("observe %s: process.args is empty: %w", rootfs, ErrInvalidBundle)
-	}
-	root, err := os.OpenFile(rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return spec.Observation{}, fmt.Errorf("open rootfs: %w: %w", err, ErrInvalidBundle)
-	}
-	defer root.Close()
-
-	exe, err := resolve(root, p.Args[0], cwdOf(p), pathOf(p.Env))
-	if err != nil {
-		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
-	}
-	defer exe.f.Close()
-	sum, err := hashExecutable(exe)
-	if err != nil {
-		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
+		return nil, fmt.Errorf("observe %s: process.args is empty: %w", rootfs, ErrInvalidBundle)
 	}
 	// command_digest covers process.args, env and cwd verbatim (order and
 	// duplicates kept, nothing resolved): spec.Command, shared with
 	// `gensee observe` (see CommandDigest).
 	cmd, err := CommandDigest(p.Args, p.Env, p.Cwd)
 	if err != nil {
-		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
+		return nil, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
 	}
-	return spec.Observation{
-		Schema:           spec.SchemaObservation,
-		UID:              p.User.UID,
-		GID:              p.User.GID,
-		ExecutableSHA256: sum,
-		CommandDigest:    cmd,
-	}, nil
+	root, err := os.OpenFile(rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open rootfs: %w: %w", err, ErrInvalidBundle)
+	}
+	defer root.Close()
+	exe, err := resolve(root, p.Args[0], cwdOf(p), pathOf(p.Env))
+	if err != nil {
+		return nil, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
+	}
+	if exe.size > MaxExecutableBytes {
+		exe.f.Close()
+		return nil, fmt.Errorf("observe rootfs %s: executable %s is %d bytes, limit %d: %w", rootfs, exe.path, exe.size, MaxExecutableBytes, ErrExecutableTooLarge)
+	}
+	return &Pending{rootfs: rootfs, exe: exe, obs: spec.Observation{
+		Schema:        spec.SchemaObservation,
+		UID:           p.User.UID,
+		GID:           p.User.GID,
+		CommandDigest: cmd,
+	}}, nil
+}
+
+// Partial is the observation without its executable_sha256: what a
+// decision may use that checks no inference or preflight observation.
+func (p *Pending) Partial() spec.Observation { return p.obs }
+
+// Hash reads and hashes the open executable, closes it, and returns the
+// whole observation.
+func (p *Pending) Hash() (spec.Observation, error) {
+	defer p.Close()
+	sum, err := hashExecutable(p.exe)
+	if err != nil {
+		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", p.rootfs, err)
+	}
+	obs := p.obs
+	obs.ExecutableSHA256 = sum
+	return obs, nil
+}
+
+// Close releases the executable; safe after Hash and more than once.
+func (p *Pending) Close() {
+	if p.exe.f != nil {
+		p.exe.f.Close()
+		p.exe.f = nil
+	}
 }

@@ -40,7 +40,7 @@ func (s Store) Index() ([]IndexEntry, error) {
 	}
 	var out []IndexEntry
 	for _, ns := range nss {
-		if !ns.IsDir() || !namePattern.MatchString(ns.Name()) {
+		if !ns.IsDir() || !namePattern().MatchString(ns.Name()) {
 			continue
 		}
 		ents, err := os.ReadDir(filepath.Join(root, ns.Name()))
@@ -48,7 +48,7 @@ func (s Store) Index() ([]IndexEntry, error) {
 			return nil, fmt.Errorf("read index: %w", err)
 		}
 		for _, e := range ents {
-			if !e.Type().IsRegular() || !namePattern.MatchString(e.Name()) {
+			if !e.Type().IsRegular() || !namePattern().MatchString(e.Name()) {
 				continue
 			}
 			id, err := s.Lookup(ns.Name(), e.Name())

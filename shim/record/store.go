@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // File names inside an operation directory.
@@ -26,9 +27,9 @@ const (
 type Store struct{ Dir string }
 
 var (
-	opIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	opIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 	// containerd's identifier rules: alphanumerics, '.', '_', '-', up to 76.
-	namePattern = regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-](?:[A-Za-z0-9]+))*$`)
+	namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-](?:[A-Za-z0-9]+))*$`) })
 )
 
 // NewOperationID returns a fresh operation id: 128 random bits in hex. Its
@@ -43,7 +44,7 @@ func NewOperationID() (string, error) {
 }
 
 // ValidOperationID reports whether id has the shape NewOperationID makes.
-func ValidOperationID(id string) bool { return opIDPattern.MatchString(id) }
+func ValidOperationID(id string) bool { return opIDPattern().MatchString(id) }
 
 // OperationDir is the directory of operation id.
 func (s Store) OperationDir(id string) (string, error) {
@@ -72,10 +73,10 @@ func (s Store) CreateOperation(id, namespace, container string) (string, error) 
 }
 
 func (s Store) indexPath(namespace, container string) (string, error) {
-	if !namePattern.MatchString(namespace) || len(namespace) > 76 {
+	if !namePattern().MatchString(namespace) || len(namespace) > 76 {
 		return "", fmt.Errorf("namespace %q is not a valid containerd identifier", namespace)
 	}
-	if !namePattern.MatchString(container) || len(container) > 76 {
+	if !namePattern().MatchString(container) || len(container) > 76 {
 		return "", fmt.Errorf("container id %q is not a valid containerd identifier", container)
 	}
 	return filepath.Join(s.Dir, "index", namespace, container), nil

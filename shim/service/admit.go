@@ -82,6 +82,56 @@ type admitted struct {
 	// How long the catalog's load and the observation took (Create's
 	// log; they run side by side).
 	catalogTook, observeTook time.Duration
+	// pending is the observation whose executable is still to be hashed
+	// (nil once complete): without an inference or a preflight
+	// observation to check, the decision does not depend on the hash, so
+	// complete takes it while runc creates the task (the init stays
+	// blocked in runc init until Start) and decides again with it.
+	pending *observe.Pending
+	input   admission.Input // the decision's input, for complete
+}
+
+// complete hashes a pending observation and decides again with it. The
+// decision must name the same contract on the same grounds as the one the
+// task was created under; anything else refuses the task (Create rolls it
+// back: no image code ran).
+func (a *admitted) complete() error {
+	p := a.pending
+	if p == nil {
+		return nil
+	}
+	a.pending = nil
+	t := time.Now()
+	obs, err := p.Hash()
+	a.observeTook += time.Since(t)
+	if err != nil {
+		return refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
+	}
+	in := a.input
+	in.Observation = obs
+	d := admission.Decide(in)
+	if !d.Admitted {
+		return &refusedError{Reason: string(d.Reason), Message: d.Message}
+	}
+	was := a.decision
+	if d.ContractID != was.ContractID || d.ContractDigest != was.ContractDigest || d.Selector != was.Selector ||
+		d.SafeDefault != was.SafeDefault || d.Reason != was.Reason || d.FallbackFrom != was.FallbackFrom || d.CatalogVersion != was.CatalogVersion {
+		return refuse("observation", "the decision with the executable's hash (contract %q, %s) differs from the one the task was created under (contract %q, %s); create the task again", d.ContractID, d.Reason, was.ContractID, was.Reason)
+	}
+	digest, err := obs.Digest()
+	if err != nil {
+		return fmt.Errorf("digest observation: %w", err)
+	}
+	a.decision, a.observation, a.obsDigest = d, obs, digest
+	return nil
+}
+
+// close releases a pending observation that will not be completed.
+func (a *admitted) close() {
+	if a.pending != nil {
+		a.pending.Close()
+		a.pending = nil
+	}
 }
 
 // facts are the trusted facts about the caller of this Create.
@@ -94,109 +144,163 @@ func facts(namespace string, s *specs.Spec) admission.Facts {
 }
 
 // admit decides which single contract governs the container, or refuses.
-// It runs before anything is mounted for the task or created by runc.
-func (s *service) admit(ctx context.Context, cfg config.Config, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (*admitted, error) {
-	// The observation (a read-only mount, the executable hashed) and the
-	// catalog's load and verification need nothing of each other: they run
-	// side by side. Every return waits for the observation, which unmounts
-	// what it mounted; a trust anchor or catalog refusal still comes first.
+// It runs before runc creates anything for the task. The task's snapshot
+// is mounted where runc runs it (mountRootfs): on a refusal admit unmounts
+// it; otherwise Create owns that mount.
+func (s *service) admit(ctx context.Context, cfg config.Config, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (_ *admitted, retErr error) {
+	inference := []byte(annotation(namespace, oci.Annotations, AnnotationInference))
+	preflight := []byte(annotation(namespace, oci.Annotations, AnnotationObservation))
+	// The observation (the rootfs mounted, the executable resolved and
+	// opened; hashed here only when an inference or a preflight needs the
+	// hash) and the catalog's load and verification need nothing of each
+	// other: they run side by side. Every return waits for the
+	// observation; a trust anchor or catalog refusal still comes first.
 	type observed struct {
+		p    *observe.Pending
 		obs  spec.Observation
 		err  error
 		took time.Duration
 	}
+	hashNow := len(inference) > 0 || len(preflight) > 0
 	oc := make(chan observed, 1)
 	go func() {
 		t := time.Now()
-		obs, err := s.observe(ctx, r, oci)
-		oc <- observed{obs, err, time.Since(t)}
+		p, err := s.observe(ctx, r, oci)
+		o := observed{p: p, err: err}
+		if err == nil && hashNow {
+			o.p = nil
+			o.obs, o.err = p.Hash()
+		} else if err == nil {
+			o.obs = p.Partial()
+		}
+		o.took = time.Since(t)
+		oc <- o
+	}()
+	var o observed
+	waitObserved := func() observed { o = <-oc; return o }
+	defer func() {
+		if retErr != nil {
+			if o.p != nil {
+				o.p.Close()
+			}
+			if _, own := rootPath(r, oci); len(r.Rootfs) > 0 && own {
+				unmountRootfs(ctx, r.Bundle, r.ID)
+			}
+		}
 	}()
 	t0 := time.Now()
 	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
 	if err != nil {
-		<-oc
+		waitObserved()
 		return nil, refuse("trust_anchor", "%v", err)
 	}
 	cat, err := trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), s.now())
 	if err != nil {
-		<-oc
+		waitObserved()
 		return nil, refuse("catalog", "%v", err)
 	}
 	catalogTook := time.Since(t0)
-	o := <-oc
-	obs, err := o.obs, o.err
+	waitObserved()
 	var re *refusedError
-	if errors.As(err, &re) {
+	if errors.As(o.err, &re) {
 		return nil, re
 	}
-	if err != nil {
-		return nil, refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
+	if o.err != nil {
+		return nil, refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", o.err)
 	}
 	f := facts(namespace, oci)
-	d := admission.Decide(admission.Input{
+	in := admission.Input{
 		Catalog:              cat.Catalog,
 		CatalogVersion:       cat.Version,
 		Facts:                f,
-		InferenceEnvelope:    []byte(annotation(namespace, oci.Annotations, AnnotationInference)),
-		PreflightObservation: []byte(annotation(namespace, oci.Annotations, AnnotationObservation)),
-		Observation:          obs,
+		InferenceEnvelope:    inference,
+		PreflightObservation: preflight,
+		Observation:          o.obs,
 		Now:                  s.now(),
-	})
-	if !d.Admitted {
-		return nil, &refusedError{Reason: string(d.Reason), Message: d.Message}
 	}
-	digest, err := obs.Digest()
-	if err != nil {
-		return nil, fmt.Errorf("digest observation: %w", err)
+	adm := &admitted{decision: admission.Decide(in), observation: o.obs, catalog: cat, facts: f,
+		catalogTook: catalogTook, observeTook: o.took, pending: o.p, input: in}
+	o.p = nil // adm holds it now
+	if !adm.decision.Admitted && adm.pending != nil {
+		// A refusal names the observation's digest in its fix: decide
+		// again with the hash.
+		if err := adm.complete(); err != nil {
+			return nil, err
+		}
 	}
-	return &admitted{decision: d, observation: obs, obsDigest: digest, catalog: cat, facts: f, catalogTook: catalogTook, observeTook: o.took}, nil
+	if !adm.decision.Admitted {
+		return nil, &refusedError{Reason: string(adm.decision.Reason), Message: adm.decision.Message}
+	}
+	if adm.pending == nil && adm.obsDigest == "" {
+		if adm.obsDigest, err = o.obs.Digest(); err != nil {
+			adm.close()
+			return nil, fmt.Errorf("digest observation: %w", err)
+		}
+	}
+	return adm, nil
 }
 
-// observe re-derives the observation from the tree runc will run: the
-// task's snapshot, mounted read-only in a private directory of the bundle
-// and unmounted before the inner Create mounts it for real, or the spec's
-// root.path when there is no snapshot or root.path names another tree
-// (runc runs root.path, not the snapshot). A spec mount that covers the
-// executable, a directory on the way to it, or a PATH entry searched
+// observe prepares the observation from the tree runc will run: the
+// task's snapshot, mounted where runc runs it (mountRootfs), or the
+// spec's root.path when there is no snapshot or root.path names another
+// tree (runc runs root.path, not the snapshot). A spec mount that covers
+// the executable, a directory on the way to it, or a PATH entry searched
 // before it is refused: runc would execute other bytes than those hashed.
-func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (_ spec.Observation, retErr error) {
-	if root, own := rootPath(r, oci); len(r.Rootfs) == 0 || !own {
-		return observeTree(root, oci)
+func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (*observe.Pending, error) {
+	root, own := rootPath(r, oci)
+	if len(r.Rootfs) > 0 && own {
+		if err := mountRootfs(r); err != nil {
+			return nil, err
+		}
 	}
-	dir, err := os.MkdirTemp(r.Bundle, ".gensee-observe-")
-	if err != nil {
-		return spec.Observation{}, fmt.Errorf("make observation mount point: %w", err)
+	return observeTree(root, oci)
+}
+
+// mountRootfs mounts the task's snapshot at the bundle's rootfs, as the
+// inner Create would (whose request then carries no rootfs mounts): the
+// observation reads the tree runc runs, on the same mount. Create (or
+// admit, on a refusal) unmounts it if the task is not created; Delete
+// after the inner Delete.
+func mountRootfs(r *taskAPI.CreateTaskRequest) error {
+	dir := filepath.Join(r.Bundle, "rootfs")
+	if err := os.Mkdir(dir, 0o711); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("make rootfs mount point: %w", err)
 	}
-	defer os.Remove(dir)
 	mounts := make([]mount.Mount, 0, len(r.Rootfs))
 	for _, m := range r.Rootfs {
-		mounts = append(mounts, mount.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: append(append([]string(nil), m.Options...), "ro")})
+		mounts = append(mounts, mount.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
 	}
 	if err := mount.All(mounts, dir); err != nil {
-		return spec.Observation{}, fmt.Errorf("mount rootfs read-only: %w", err)
+		return fmt.Errorf("mount rootfs: %w", err)
 	}
-	defer func() {
-		if err := mount.UnmountMounts(mounts, dir, 0); err != nil && retErr == nil {
-			retErr = fmt.Errorf("unmount observation rootfs: %w", err)
-		}
-	}()
-	return observeTree(dir, oci)
+	return nil
 }
 
-// observeTree observes oci's process in tree and checks no mount covers it.
-func observeTree(tree string, oci *specs.Spec) (spec.Observation, error) {
-	obs, err := observe.FromRootfs(tree, oci)
+// unmountRootfs unmounts what mountRootfs mounted (nothing when the task
+// has no snapshot of its own there); failures are logged, as the runc
+// shim does.
+func unmountRootfs(ctx context.Context, bundle, id string) {
+	if err := mount.UnmountRecursive(filepath.Join(bundle, "rootfs"), 0); err != nil {
+		loggerFor(ctx, id).WithError(err).Warn("unmount rootfs")
+	}
+}
+
+// observeTree prepares the observation of oci's process in tree and
+// checks no mount covers it.
+func observeTree(tree string, oci *specs.Spec) (*observe.Pending, error) {
+	p, err := observe.Prepare(tree, oci)
 	if err != nil {
-		return spec.Observation{}, err
+		return nil, err
 	}
 	if err := observe.CheckMountsCover(tree, oci); err != nil {
+		p.Close()
 		var ce *observe.CoveredError
 		if errors.As(err, &ce) {
-			return spec.Observation{}, refuse("entrypoint_mount", "%v; mount somewhere else, or bake the program into the image", ce)
+			return nil, refuse("entrypoint_mount", "%v; mount somewhere else, or bake the program into the image", ce)
 		}
-		return spec.Observation{}, err
+		return nil, err
 	}
-	return obs, nil
+	return p, nil
 }
 
 // checkRoot admits the spec's root.path: with a snapshot it must be the

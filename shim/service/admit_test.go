@@ -1,6 +1,21 @@
 package service
 
-import "testing"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/shim/admission"
+	"github.com/gensee/gensee/shim/observe"
+	"github.com/gensee/gensee/spec"
+)
 
 func TestAnnotationPerContainer(t *testing.T) {
 	a := map[string]string{
@@ -23,5 +38,65 @@ func TestAnnotationPerContainer(t *testing.T) {
 	delete(a, AnnotationContainerName) // the pause container has no container name
 	if got := annotation(CRINamespace, a, AnnotationInference); got != "pod-wide" {
 		t.Errorf("sandbox: %q", got)
+	}
+}
+
+// completeFixture is an admission whose observation is pending: a rootfs
+// with one executable, a catalog whose selector admits by safe_default.
+func completeFixture(t *testing.T) (*admitted, string) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "bin", "app"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	oci := &specs.Spec{Process: &specs.Process{Args: []string{"/bin/app"}, Cwd: "/"}}
+	p, err := observe.Prepare(root, oci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cat := &spec.Catalog{Schema: spec.SchemaCatalog, Version: 3, IssuedAt: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour),
+		Contracts: map[string]spec.Contract{
+			"offline": {ID: "offline", Version: 1, Network: spec.Network{Mode: spec.NetworkDenyAll}},
+			"other":   {ID: "other", Version: 1, Network: spec.Network{Mode: spec.NetworkDenyAll}},
+		},
+		Selectors: []spec.Selector{{ID: "builds", Match: spec.SelectorMatch{ContainerdNamespace: "builds"}, SafeDefault: "offline"}},
+	}
+	in := admission.Input{Catalog: cat, CatalogVersion: 3, Facts: admission.Facts{ContainerdNamespace: "builds", Runtime: RuntimeName},
+		Observation: p.Partial(), Now: now}
+	adm := &admitted{decision: admission.Decide(in), observation: p.Partial(), pending: p, input: in}
+	if !adm.decision.Admitted {
+		t.Fatalf("provisional decision: %+v", adm.decision)
+	}
+	return adm, filepath.Join(root, "bin", "app")
+}
+
+// complete hashes the pending observation and keeps the decision, now
+// naming the observation's digest; a decision that would differ with the
+// hash refuses the task.
+func TestAdmittedComplete(t *testing.T) {
+	adm, exe := completeFixture(t)
+	if err := adm.complete(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("#!/bin/sh\n"))
+	if adm.pending != nil || adm.observation.ExecutableSHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("observation %+v (pending %v), want %s's hash", adm.observation, adm.pending, exe)
+	}
+	if adm.obsDigest == "" || adm.decision.ObservationDigest != adm.obsDigest || adm.decision.ContractID != "offline" {
+		t.Fatalf("decision %+v, digest %q", adm.decision, adm.obsDigest)
+	}
+	if err := adm.complete(); err != nil {
+		t.Fatalf("second complete: %v", err)
+	}
+
+	adm, _ = completeFixture(t)
+	adm.decision.ContractID = "other" // created under another contract than the hash gives
+	var re *refusedError
+	if err := adm.complete(); !errors.As(err, &re) || re.Reason != "observation" || !strings.Contains(re.Message, "differs") {
+		t.Fatalf("complete of a differing decision = %v, want an observation refusal", err)
 	}
 }

@@ -103,6 +103,9 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err).(*refusedError))
 	}
 	t0 := time.Now()
+	// The overlay options that keep the upperdir honest, before anything
+	// mounts the snapshot.
+	hardenRootfs(r)
 	adm, err := s.admit(ctx, cfg, ns, r, oci)
 	if err != nil {
 		var re *refusedError
@@ -111,6 +114,20 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}
+	// The snapshot is mounted at the bundle's rootfs (admit) and stays so
+	// until Delete; until the inner Create has a task, it is ours to undo.
+	_, own := rootPath(r, oci)
+	ownRootfs, persisting := len(r.Rootfs) > 0 && own, false
+	defer func() {
+		if retErr != nil {
+			if !persisting {
+				adm.close()
+			}
+			if ownRootfs {
+				unmountRootfs(ctx, r.Bundle, r.ID)
+			}
+		}
+	}()
 	notes := []string{}
 	binds, err := resolveBindSources(oci)
 	if err != nil {
@@ -146,7 +163,9 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = wantNetns, uns.has, wantUserns, oci.Linux.UIDMappings
 	op.admission.UserNamespace = uns.has
-	recorded := op.persist()
+	op.ownRootfs = ownRootfs
+	recorded := op.persist(adm)
+	persisting = true
 	if err := writeSpec(r.Bundle, oci); err != nil {
 		recorded()
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
@@ -155,14 +174,20 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		recorded()
 		return nil, errgrpc.ToGRPC(err)
 	}
-	hardenRootfs(r)
 	op.diff, op.mounts = diffSourceOf(r), specpolicy.MountDestinations(oci)
 	if root, own := rootPath(r, oci); len(r.Rootfs) > 0 && !own {
 		op.diff = diffSource{Problem: fmt.Sprintf("root.path %s is not the task's snapshot: the snapshot's diff says nothing about what the container wrote", root)}
 	}
+	// The snapshot is mounted already (admit): the inner Create runs runc
+	// on it and mounts nothing; its TaskCreate still names the mounts.
+	forget := s.pub.createdOn(r.ID, r.Rootfs)
+	r.Rootfs = nil
 
 	t1 := time.Now()
 	resp, err := s.TTRPCTaskService.Create(ctx, r)
+	if err != nil {
+		forget()
+	}
 	recErr := recorded()
 	if err != nil {
 		return nil, err
@@ -173,6 +198,12 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		}
 	}()
 	if recErr != nil {
+		var re *refusedError
+		if errors.As(recErr, &re) {
+			// The hash taken while runc created the task refused it;
+			// the init never left runc init.
+			return nil, s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: re.Reason, Message: re.Message + "; task rolled back"})
+		}
 		op.logger(ctx).WithError(recErr).Error("record operation")
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: record operation: %v; task rolled back", recErr)
 	}
@@ -208,7 +239,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 	rec := &spec.Admission{
 		OperationID: id, Namespace: ns, ContainerID: r.ID, CreatedAt: s.now().UTC(),
 		Facts:               recordFacts(adm.facts),
-		AdmissionDecision:   admission.Record(d, adm.catalog.Version, adm.catalog.Digest, adm.catalog.Catalog.ExpiresAt, adm.observation, adm.obsDigest),
+		AdmissionDecision:   admissionRecord(adm),
 		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: string(kind), NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,
 	}
@@ -221,22 +252,37 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 	return op, nil
 }
 
-// persist creates the operation's directory, index and admission.json
-// (each fsynced) while the caller goes on to the inner Create, and returns
-// the wait for it (safe to call more than once). They are written from a
-// copy of the record as it is now, while runc works: the init stays blocked
-// in runc init until Start, so the records are durable before anything of
-// the image runs, and their journal commits leave Create's path. Create
-// waits before it binds the boundary (the monitor's log lives in the
-// operation's directory) and rolls the task back if they failed.
-func (op *operation) persist() func() error {
-	rec := *op.admission
+// persist completes the admission (a pending observation hashed and the
+// decision taken again with it: admitted.complete), then creates the
+// operation's directory, index and admission.json (each fsynced), while
+// the caller goes on to the inner Create; it returns the wait for it (safe
+// to call more than once). This runs while runc works: the init stays
+// blocked in runc init until Start, so the decision is final and the
+// records are durable before anything of the image runs, and the hash and
+// the journal commits leave Create's path. Create waits before it binds
+// the boundary (the monitor's log lives in the operation's directory) and
+// rolls the task back if they failed (a *refusedError when complete
+// refused it: nothing is written then). Until the wait returns, only
+// persist touches op.admission.
+func (op *operation) persist(adm *admitted) func() error {
 	return inBackground(func() error {
+		if adm.pending != nil {
+			if err := adm.complete(); err != nil {
+				return err
+			}
+			op.admission.AdmissionDecision = admissionRecord(adm)
+		}
+		rec := *op.admission
 		if _, err := op.store.CreateOperation(op.id, op.namespace, op.containerID); err != nil {
 			return err
 		}
 		return op.store.WriteJSON(op.id, record.AdmissionFile, &rec)
 	})
+}
+
+// admissionRecord is the decision as admission.json records it.
+func admissionRecord(adm *admitted) admission.Recorded {
+	return admission.Record(adm.decision, adm.catalog.Version, adm.catalog.Digest, adm.catalog.Catalog.ExpiresAt, adm.observation, adm.obsDigest)
 }
 
 // inBackground runs fn in its own goroutine and returns the wait for its

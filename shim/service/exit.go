@@ -151,6 +151,10 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		op.life.move("fail to delete", was)
 		return nil, err
 	}
+	if op.ownRootfs {
+		// The inner Delete unmounts no rootfs: the shim mounted it.
+		unmountRootfs(ctx, op.bundle, op.containerID)
+	}
 	if op.override != nil {
 		resp.ExitStatus = *op.override
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	eventstypes "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/containerd/v2/pkg/shim"
 	"github.com/containerd/log"
@@ -18,8 +19,9 @@ import (
 type holdingPublisher struct {
 	shim.Publisher
 
-	mu    sync.Mutex
-	holds map[string]*hold // by container id; guarded by mu
+	mu     sync.Mutex
+	holds  map[string]*hold          // by container id; guarded by mu
+	rootfs map[string][]*types.Mount // by container id, for its TaskCreate; guarded by mu
 }
 
 type hold struct {
@@ -31,7 +33,22 @@ type hold struct {
 }
 
 func newHoldingPublisher(p shim.Publisher) *holdingPublisher {
-	return &holdingPublisher{Publisher: p, holds: map[string]*hold{}}
+	return &holdingPublisher{Publisher: p, holds: map[string]*hold{}, rootfs: map[string][]*types.Mount{}}
+}
+
+// createdOn names the rootfs mounts of id's TaskCreate: the shim mounts
+// the snapshot itself and hands the inner Create none, whose event would
+// otherwise carry none. forget (once the inner Create returned) drops
+// what no event took.
+func (p *holdingPublisher) createdOn(id string, mounts []*types.Mount) (forget func()) {
+	p.mu.Lock()
+	p.rootfs[id] = mounts
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.rootfs, id)
+		p.mu.Unlock()
+	}
 }
 
 // arm makes the next init TaskExit of id wait for done.
@@ -60,6 +77,14 @@ func (p *holdingPublisher) release(id string, h *hold) {
 
 // Publish forwards events, holding the armed init TaskExit.
 func (p *holdingPublisher) Publish(ctx context.Context, topic string, event events.Event) error {
+	if e, ok := event.(*eventstypes.TaskCreate); ok && len(e.Rootfs) == 0 {
+		p.mu.Lock()
+		if m, ok := p.rootfs[e.ContainerID]; ok {
+			e.Rootfs = m
+			delete(p.rootfs, e.ContainerID)
+		}
+		p.mu.Unlock()
+	}
 	if e, ok := event.(*eventstypes.TaskExit); ok && e.ID == e.ContainerID {
 		p.mu.Lock()
 		h := p.holds[e.ContainerID]
