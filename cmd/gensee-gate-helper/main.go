@@ -11,4 +11,10 @@ import (
 	"github.com/gensee/gensee/shim/gate"
 )
 
-func main() { os.Exit(gate.HelperMain(os.Stdin, os.Stdout, os.Stderr)) }
+func main() {
+	code := gate.HelperMain(os.Stdin, os.Stdout, os.Stderr)
+	// The result is whole: the shim reads it at EOF, which closing stdout
+	// gives now rather than after the process's teardown.
+	os.Stdout.Close()
+	os.Exit(code)
+}

@@ -134,6 +134,40 @@ func (a *admitted) close() {
 	}
 }
 
+// catalogLoad is the catalog's load and verification against the trust
+// anchor, started as soon as Create has the operator config, beside the
+// spec's read and checks; admit waits for it.
+type catalogLoad struct {
+	done chan struct{}
+	cat  *trust.Loaded
+	err  error // a *refusedError
+	took time.Duration
+}
+
+func (s *service) loadCatalog(cfg config.Config) *catalogLoad {
+	l := &catalogLoad{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		t := time.Now()
+		defer func() { l.took = time.Since(t) }()
+		anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
+		if err != nil {
+			l.err = refuse("trust_anchor", "%v", err)
+			return
+		}
+		if l.cat, err = trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), s.now()); err != nil {
+			l.err = refuse("catalog", "%v", err)
+		}
+	}()
+	return l
+}
+
+// wait returns the loaded catalog or the refusal, and how long it took.
+func (l *catalogLoad) wait() (*trust.Loaded, time.Duration, error) {
+	<-l.done
+	return l.cat, l.took, l.err
+}
+
 // facts are the trusted facts about the caller of this Create.
 func facts(namespace string, s *specs.Spec) admission.Facts {
 	f := admission.Facts{ContainerdNamespace: namespace, Runtime: RuntimeName}
@@ -147,7 +181,7 @@ func facts(namespace string, s *specs.Spec) admission.Facts {
 // It runs before runc creates anything for the task. The task's snapshot
 // is mounted where runc runs it (mountRootfs): on a refusal admit unmounts
 // it; otherwise Create owns that mount.
-func (s *service) admit(ctx context.Context, cfg config.Config, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (_ *admitted, retErr error) {
+func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (_ *admitted, retErr error) {
 	inference := []byte(annotation(namespace, oci.Annotations, AnnotationInference))
 	preflight := []byte(annotation(namespace, oci.Annotations, AnnotationObservation))
 	// The observation (the rootfs mounted, the executable resolved and
@@ -188,18 +222,11 @@ func (s *service) admit(ctx context.Context, cfg config.Config, namespace string
 			}
 		}
 	}()
-	t0 := time.Now()
-	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
+	cat, catalogTook, err := load.wait()
 	if err != nil {
 		waitObserved()
-		return nil, refuse("trust_anchor", "%v", err)
+		return nil, err
 	}
-	cat, err := trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), s.now())
-	if err != nil {
-		waitObserved()
-		return nil, refuse("catalog", "%v", err)
-	}
-	catalogTook := time.Since(t0)
 	waitObserved()
 	var re *refusedError
 	if errors.As(o.err, &re) {

@@ -50,6 +50,9 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: admission refused: operator_config: %v", err)
 	}
+	// The catalog loads beside the spec's read and checks; only admit
+	// waits for it, so a spec refusal still comes first.
+	catalog := s.loadCatalog(cfg)
 	oci, err := observe.ReadSpec(r.Bundle)
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
@@ -106,7 +109,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	// The overlay options that keep the upperdir honest, before anything
 	// mounts the snapshot.
 	hardenRootfs(r)
-	adm, err := s.admit(ctx, cfg, ns, r, oci)
+	adm, err := s.admit(ctx, catalog, ns, r, oci)
 	if err != nil {
 		var re *refusedError
 		if errors.As(err, &re) {
@@ -245,7 +248,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 	}
 	op := &operation{
 		id: id, namespace: ns, containerID: r.ID, bundle: r.Bundle, cfg: cfg, store: st,
-		contract: *d.Contract, admission: rec, done: make(chan struct{}), ctx: s.ctx, pub: s.pub,
+		contract: *d.Contract, admission: rec, done: make(chan struct{}), innerExited: make(chan struct{}), ctx: s.ctx, pub: s.pub,
 	}
 	op.net = &netBoundary{private: kind == netnsPrivate, log: op.logger(s.ctx)}
 	op.exit = exitPipelineFor(op)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -105,59 +104,15 @@ type gateOutcome struct {
 }
 
 // helperGate runs the product gate in a helper process (gaterun.go): the
-// helper is started the moment the init exits (early) or else by prepare,
-// ahead of the drain, and handed its input by run once nothing writes to
-// the diff any more.
+// helper is started by prepare, ahead of the drain, and handed its input
+// by run once nothing writes to the diff any more.
 type helperGate struct {
 	op *operation
-
-	mu       sync.Mutex
-	h        *gateHelper   // started early or by prepare; used or abandoned by run; guarded by mu
-	prepared bool          // prepare ran: no helper is started early after it; guarded by mu
-	quit     chan struct{} // closed by prepare: the early start is over
-}
-
-// early starts the helper as soon as exited closes (the init's exit, seen
-// on its pidfd), before the inner service has handled that exit and the
-// pipeline has begun: the helper's exec and start-up overlap both. Not at
-// Start: it holds no memory while the task runs. stop releases the watch;
-// it is called once prepare ran. A watch that never fires costs nothing:
-// prepare starts the helper then.
-func (g *helperGate) early(exited <-chan struct{}, stop func()) {
-	g.mu.Lock()
-	if g.quit == nil {
-		g.quit = make(chan struct{})
-	}
-	quit := g.quit
-	g.mu.Unlock()
-	go func() {
-		defer stop()
-		select {
-		case <-exited:
-		case <-quit:
-			return
-		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.prepared || g.h != nil || g.op.diff.Problem != "" {
-			return
-		}
-		h, err := spawnGateHelper()
-		if err != nil {
-			return // prepare tries again and logs
-		}
-		g.h = h
-	}()
+	h  *gateHelper // started by prepare; used or abandoned by run
 }
 
 func (g *helperGate) prepare(ctx context.Context) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.prepared = true
-	if g.quit != nil {
-		close(g.quit)
-	}
-	if g.h != nil || g.op.diff.Problem != "" { // started early, or no diff to hand it
+	if g.op.diff.Problem != "" { // no diff to hand it
 		return
 	}
 	// Started now, not at Start: it holds no memory while the task runs,
@@ -170,10 +125,8 @@ func (g *helperGate) prepare(ctx context.Context) {
 }
 
 func (g *helperGate) run(ctx context.Context, started time.Time) gateOutcome {
-	g.mu.Lock()
 	op, h := g.op, g.h
 	g.h = nil
-	g.mu.Unlock()
 	defer func() {
 		if h != nil { // not handed to runGate: let it exit
 			h.abandon()

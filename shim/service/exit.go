@@ -30,15 +30,17 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	op.held = s.pub.arm(r.ID, op.done)
 	op.startedAt = s.now()
 	// The init's exit, watched from before it can happen (it is blocked in
-	// runc init, so its pid cannot be reused yet): the gate helper starts
-	// on it, ahead of the inner service's exit handling.
-	exited, stopWatch := (<-chan struct{})(nil), func() {}
+	// runc init, so its pid cannot be reused yet): the exit pipeline starts
+	// on it, beside the inner service's handling of that exit.
+	var watch *cgroup.ExitWatch
 	if sub := op.admission.Subject; sub != nil {
-		exited, stopWatch = cgroup.Exited(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
+		watch = cgroup.WatchExit(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 	resp, err := s.TTRPCTaskService.Start(ctx, r)
 	if err != nil {
-		stopWatch()
+		if watch != nil {
+			watch.Close()
+		}
 		// The init never ran: nothing to finalize, nothing to hold (an
 		// exit the inner service already forwarded goes out now).
 		s.pub.release(r.ID, op.held)
@@ -46,14 +48,11 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		return nil, err
 	}
 	op.life.move("start", opRunning)
-	if exited != nil {
-		op.exit.gate.early(exited, stopWatch)
-	}
 	if sub := op.admission.Subject; sub != nil {
 		op.net.startSensors(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 	s.startDeadline(op)
-	go s.watchExit(op)
+	go s.watchExit(op, watch)
 	return resp, nil
 }
 
@@ -74,24 +73,61 @@ func (s *service) startDeadline(op *operation) {
 	})
 }
 
-// watchExit waits for the init to exit (execs drained by the inner
-// service), then runs the exit pipeline, whose last step releases Wait,
-// Delete and the held TaskExit. The rootfs stays mounted and the cgroup
-// present until the inner Delete, which waits for that release.
-func (s *service) watchExit(op *operation) {
+// watchExit waits for the init to exit, then runs the exit pipeline,
+// whose last step releases Wait, Delete and the held TaskExit. The
+// pipeline starts as soon as the watch (the init's pidfd; nil: none) says
+// the init is gone, and with it every process of its pid namespace, or the
+// inner Wait answers, whichever comes first: the drain and the gate
+// overlap the inner service's own exit handling (its stdio drained, its
+// exit processed). The manifest's status is the one the pidfd gives
+// (waitid without reaping), else the inner Wait's. The rootfs stays
+// mounted and the cgroup present until the inner Delete, which waits for
+// the release and for the inner Wait's answer.
+func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 	ctx := s.ctx
 	// Whatever happens in the pipeline, Wait and Delete are released.
 	defer op.exit.release.release(nil)
-	resp, err := s.TTRPCTaskService.Wait(ctx, &taskAPI.WaitRequest{ID: op.containerID})
+	var exited <-chan struct{} // nil: never
+	if watch != nil {
+		defer watch.Close()
+		exited = watch.Done()
+	}
+	type answer struct {
+		resp *taskAPI.WaitResponse
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := s.TTRPCTaskService.Wait(ctx, &taskAPI.WaitRequest{ID: op.containerID})
+		answered <- answer{resp, err}
+		close(op.innerExited)
+	}()
+	var got *answer
+	select {
+	case <-exited:
+	case a := <-answered:
+		got = &a
+	}
 	x := exitFacts{started: op.startedAt}
 	x.Deadline = op.deadline.stop()
-	if err != nil {
-		op.logger(ctx).WithError(err).Error("wait for init exit")
-	} else {
-		st := resp.ExitStatus
-		x.status = &st
+	x.waitStatus = func() *uint32 {
+		defer op.life.move("exit", opExited)
+		if got == nil && watch != nil {
+			if st, ok := watch.Status(); ok {
+				return &st
+			}
+		}
+		if got == nil {
+			a := <-answered
+			got = &a
+		}
+		if got.err != nil {
+			op.logger(ctx).WithError(got.err).Error("wait for init exit")
+			return nil
+		}
+		st := got.resp.ExitStatus
+		return &st
 	}
-	op.life.move("exit", opExited)
 	op.exit.run(ctx, x)
 }
 
@@ -143,7 +179,15 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		return nil, err
 	}
 	if was == opExited {
-		// The held TaskExit goes out before the TaskDelete can.
+		// The inner service has handled the init's exit (the pipeline
+		// may release before it does), and the held TaskExit goes out
+		// before the TaskDelete can.
+		select {
+		case <-op.innerExited:
+		case <-ctx.Done():
+			op.life.move("fail to delete", was)
+			return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s is still finalizing its exit; retry the delete", op.containerID)
+		}
 		op.held.waitPublished(ctx)
 	}
 	resp, err := s.TTRPCTaskService.Delete(ctx, r)

@@ -1,13 +1,11 @@
 package service
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,64 +80,6 @@ func TestManifestNotRun(t *testing.T) {
 	if m.Promoted || m.SemanticallyVerified {
 		t.Fatal("manifest claims promotion or semantic verification")
 	}
-}
-
-// The gate helper starts on the init's exit when that comes first, and
-// prepare then uses it; when prepare comes first it starts the one helper
-// and a later exit starts none. Exactly one helper either way.
-func TestHelperGateEarly(t *testing.T) {
-	reapChildren(t)
-	var mu sync.Mutex
-	spawned := 0
-	saved := gateHelperCommand
-	t.Cleanup(func() { gateHelperCommand = saved })
-	gateHelperCommand = func() (*exec.Cmd, error) {
-		mu.Lock()
-		spawned++
-		mu.Unlock()
-		return exec.Command("/bin/sh", "-c", "cat >/dev/null"), nil
-	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return spawned }
-	ctx := context.Background()
-	op := &operation{id: "0123456789abcdef0123456789abcdef", admission: &spec.Admission{}}
-
-	g := &helperGate{op: op}
-	exited := make(chan struct{})
-	stopped := make(chan struct{})
-	g.early(exited, func() { close(stopped) })
-	close(exited)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g.mu.Lock()
-		h := g.h
-		g.mu.Unlock()
-		if h != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no helper started on the init's exit")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	g.prepare(ctx)
-	<-stopped
-	if n := count(); n != 1 {
-		t.Fatalf("%d helpers started, want 1 (prepare reuses the early one)", n)
-	}
-	g.h.abandon()
-
-	g = &helperGate{op: op}
-	exited = make(chan struct{})
-	stopped = make(chan struct{})
-	g.early(exited, func() { close(stopped) })
-	g.prepare(ctx)
-	<-stopped // the watch ends with prepare
-	close(exited)
-	time.Sleep(50 * time.Millisecond)
-	if n := count(); n != 2 {
-		t.Fatalf("%d helpers started in all, want 2 (one by prepare, none by a later exit)", n)
-	}
-	g.h.abandon()
 }
 
 // A whole result read to EOF is the helper's answer, without waiting for

@@ -11,8 +11,11 @@ import (
 // exitFacts is what the exit path learned: the init's status, when it
 // started, and the exit part every front door learns (effect.Exit).
 type exitFacts struct {
-	status  *uint32
-	started time.Time
+	status *uint32
+	// waitStatus, when set, waits for the inner service's answer for the
+	// init and gives status; the pipeline calls it before the manifest.
+	waitStatus func() *uint32
+	started    time.Time
 	effect.Exit
 }
 

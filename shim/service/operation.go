@@ -178,6 +178,9 @@ type operation struct {
 	deadline  deadline
 	held      *hold         // the armed TaskExit; set by Start before the exit path runs
 	done      chan struct{} // closed by the exit pipeline's release
+	// innerExited is closed once the inner Wait answered for the init
+	// (watchExit): the inner service has handled its exit.
+	innerExited chan struct{}
 	// override replaces the init's exit status when the gate failed and the
 	// operator mapped that to a status; written before done is closed.
 	override *uint32

@@ -17,12 +17,9 @@ import (
 // The exit pipeline's steps, each small and injected: the shim wires the
 // real ones (exitPipelineFor), tests wire fakes and check the order.
 type (
-	// gateStep gates the task's diff into staging. early, called by
-	// Start, may get ready as soon as exited closes (the init's exit);
-	// prepare runs ahead of the drain (the helper's start-up overlaps it);
-	// run after it.
+	// gateStep gates the task's diff into staging. prepare runs ahead of
+	// the drain (the helper's start-up overlaps it); run after it.
 	gateStep interface {
-		early(exited <-chan struct{}, stop func())
 		prepare(ctx context.Context)
 		run(ctx context.Context, started time.Time) gateOutcome
 	}
@@ -53,16 +50,17 @@ type (
 
 // exitPipeline is the exit path of a started task, in this order:
 //
-//  1. the gate helper is started (prepare; or early, on the init's exit),
-//     overlapping
+//  1. the gate helper is started (prepare), overlapping
 //  2. the drain of the cgroup and of every escaped process;
-//  3. the gate, on a diff nothing writes any more, beside the sensors'
-//     stop and the table's counters' read (nothing of the container is
-//     left to move them);
-//  4. the gate's events, the denied attempts collected against the
-//     counters, the table removed;
+//  3. the gate, on a diff nothing writes any more, beside the network's
+//     end (nothing of the container is left to move it): the sensors
+//     stopped, the table's counters read, the denied attempts collected
+//     against them, the table removed;
+//  4. the init's exit status (waitStatus: the pipeline starts on the
+//     init's exit as its pidfd tells it, beside the inner service's
+//     handling of that exit);
 //  5. the manifest, naming all of the above, written and fsynced, beside
-//     the events log's fsync (closeMonitor);
+//     the gate's events and the events log's fsync (closeMonitor);
 //  6. release: Wait, Delete and the held TaskExit go, with the operator's
 //     gate-failed status when the gate did not pass.
 //
@@ -96,18 +94,20 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 	t1 := time.Now()
 	gated := make(chan gateOutcome, 1)
 	go func() { gated <- p.gate.run(ctx, x.started) }()
-	read := p.quiesceNetwork(ctx)
+	p.finalizeNetwork(ctx, &x, p.quiesceNetwork(ctx))
 	g := <-gated
 	x.GateRan, x.GateRes, x.GateErr = true, g.res, g.err
 	t2 := time.Now()
-	for _, ev := range effect.GateEvents(g.res, g.err) {
-		p.network.noteDeferred(ev)
+	if x.waitStatus != nil {
+		x.status = x.waitStatus()
 	}
-	p.finalizeNetwork(ctx, &x, read)
 	t3 := time.Now()
-	m := p.writeManifest(x)
+	// The gate's events come after the watchdog's end (finish): they are
+	// trail only, never findings. They are noted, and the events log
+	// fsynced and closed, beside the manifest's write.
+	m := p.writeManifest(x, effect.GateEvents(g.res, g.err))
 	p.log.WithField("drain_ms", ms(t1.Sub(t0))).WithField("gate_ms", ms(t2.Sub(t1))).
-		WithField("network_ms", ms(t3.Sub(t2))).WithField("manifest_ms", ms(time.Since(t3))).
+		WithField("status_ms", ms(t3.Sub(t2))).WithField("manifest_ms", ms(time.Since(t3))).
 		WithField("verdict", m.Gate.Verdict).Info("exit path done")
 	var override *uint32
 	if m.Gate.Verdict != spec.VerdictPass {
@@ -125,7 +125,7 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 func (p *exitPipeline) neverStarted(ctx context.Context) *spec.Manifest {
 	x := exitFacts{}
 	p.finalizeNetwork(ctx, &x, p.quiesceNetwork(ctx))
-	return p.writeManifest(x)
+	return p.writeManifest(x, nil)
 }
 
 // networkRead is the table's counters as read once the sensors stopped.
@@ -166,10 +166,16 @@ func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts, r netw
 }
 
 // writeManifest builds the manifest of x and makes it durable, beside the
-// monitor's close (the events log's last fsync): both are on disk when it
-// returns.
-func (p *exitPipeline) writeManifest(x exitFacts) *spec.Manifest {
-	closed := inBackground(func() error { p.network.closeMonitor(); return nil })
+// last events' notes and the monitor's close (the events log's last
+// fsync): all of it is on disk when it returns.
+func (p *exitPipeline) writeManifest(x exitFacts, last []spec.Event) *spec.Manifest {
+	closed := inBackground(func() error {
+		for _, ev := range last {
+			p.network.noteDeferred(ev)
+		}
+		p.network.closeMonitor()
+		return nil
+	})
 	m := p.manifest(x)
 	if err := p.store.writeManifest(m); err != nil {
 		p.log.WithError(err).Error("write manifest")

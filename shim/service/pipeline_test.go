@@ -20,6 +20,7 @@ import (
 	"github.com/containerd/log"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/netpolicy"
@@ -241,7 +242,7 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 	s.loadConfig = func(string) (config.Config, error) { return config.Config{}, errors.New("not in this test") }
 	dir := t.TempDir()
 	op := &operation{id: "0123456789abcdef0123456789abcdef", namespace: "test", containerID: "c1", bundle: dir,
-		store: record.Store{Dir: dir}, admission: &spec.Admission{}, done: make(chan struct{}), ctx: ctx,
+		store: record.Store{Dir: dir}, admission: &spec.Admission{}, done: make(chan struct{}), innerExited: make(chan struct{}), ctx: ctx,
 		contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
 	op.net = &netBoundary{log: log.L}
 	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &fakeGate{c: c}, store: &fakeStore{c: c}}
@@ -252,8 +253,8 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 }
 
 // The exit pipeline runs its steps in their order, and releases last:
-// the gate beside the sensors' stop and the counters' read, the manifest
-// beside the monitor's close; everything else in sequence.
+// the gate beside the network's end, the manifest beside the monitor's
+// close; everything else in sequence.
 func TestExitPipelineOrder(t *testing.T) {
 	f := newFixture(t, 0)
 	f.gate.out = gateOutcome{err: errors.New("boom")}
@@ -265,11 +266,8 @@ func TestExitPipelineOrder(t *testing.T) {
 	groups := [][]string{
 		{"gate.prepare"},
 		{"drain"},
-		{"gate.run", "net.stopSensors", "net.counters"},
-		{"noteDeferred " + spec.EventGateRejected},
-		{"net.finish 2 true"},
-		{"net.remove"},
-		{"net.closeMonitor", "store.manifest " + spec.VerdictFail},
+		{"gate.run", "net.stopSensors", "net.counters", "net.finish 2 true", "net.remove"},
+		{"noteDeferred " + spec.EventGateRejected, "net.closeMonitor", "store.manifest " + spec.VerdictFail},
 	}
 	var flat []string
 	for _, g := range groups {
@@ -286,6 +284,9 @@ func TestExitPipelineOrder(t *testing.T) {
 		at += len(g)
 	}
 	f.c.before(t, "net.stopSensors", "net.counters")
+	f.c.before(t, "net.counters", "net.finish 2 true")
+	f.c.before(t, "net.finish 2 true", "net.remove")
+	f.c.before(t, "noteDeferred "+spec.EventGateRejected, "net.closeMonitor")
 	select {
 	case <-f.op.done:
 	default:
@@ -726,5 +727,70 @@ func TestExecIDOfContainerRefused(t *testing.T) {
 	_, err := f.s.Exec(context.Background(), &taskAPI.ExecProcessRequest{ID: "c1", ExecID: "c1"})
 	if !errdefs.IsInvalidArgument(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "exec id \"c1\" is the container's id") {
 		t.Fatalf("exec with the container's id: %v", err)
+	}
+}
+
+// The pipeline starts on the init's exit as its pidfd tells it and takes
+// the status from the pidfd, without waiting for the inner service: the
+// release may come first. Delete still waits for the inner Wait's answer.
+func TestExitPipelineStartsOnPidfd(t *testing.T) {
+	f := newFixture(t, 0)
+	f.inner.status = 9 // what the inner Wait would say; the pidfd's 5 is the manifest's
+	for _, st := range []opState{opStarting, opRunning} {
+		if err := f.op.life.move("start", st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("/bin/sh", "-c", "read x; exit 5")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	st, err := cgroup.ReadStat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go f.s.watchExit(f.op, cgroup.WatchExit(cgroup.Proc{PID: cmd.Process.Pid, Start: st.Start}))
+	f.c.wait(t, "inner.wait")
+	in.Close() // the "init" exits 5
+	select {
+	case <-f.op.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not released after the init's exit")
+	}
+	if m := f.store.m; m == nil || m.ExitStatus != 5 {
+		t.Fatalf("manifest %+v, want the pidfd's status 5", m)
+	}
+	if f.op.life.current() != opExited {
+		t.Fatalf("state %s, want exited", f.op.life.current())
+	}
+	f.c.before(t, "gate.run", "store.manifest "+spec.VerdictPass)
+	select {
+	case <-f.op.innerExited:
+		t.Fatal("inner exit seen before the inner Wait answered")
+	default:
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := f.s.Delete(context.Background(), &taskAPI.DeleteRequest{ID: "c1"})
+		deleted <- err
+	}()
+	select {
+	case err := <-deleted:
+		t.Fatalf("Delete before the inner Wait answered: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(f.inner.exit)
+	select {
+	case err := <-deleted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Delete hangs after the inner Wait answered")
 	}
 }
