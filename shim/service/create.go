@@ -186,13 +186,45 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	forget := s.pub.createdOn(r.ID, r.Rootfs)
 	r.Rootfs = nil
 
+	// What follows the inner Create: the records durable, the spec's bind
+	// sources checked in the init's mount namespace, the boundary bound.
+	// It runs as soon as runc has made the init (its pid file), beside the
+	// inner Create's own work after runc, or else after the inner Create.
+	var bindTook time.Duration
+	bindInit := func(pid int) error {
+		if recErr := recorded(); recErr != nil {
+			var re *refusedError
+			if errors.As(recErr, &re) {
+				// The hash taken while runc created the task refused it;
+				// the init never left runc init.
+				return s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: re.Reason, Message: re.Message + "; task rolled back"})
+			}
+			op.logger(ctx).WithError(recErr).Error("record operation")
+			return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: record operation: %v; task rolled back", recErr)
+		}
+		if err := verifyBinds(pid, oci, binds); err != nil {
+			op.logger(ctx).WithError(err).Error("verify bind mounts")
+			return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: admission refused: bind_source: %v; task rolled back", err)
+		}
+		t := time.Now()
+		defer func() { bindTook = time.Since(t) }()
+		if err := op.bind(ctx, pid); err != nil {
+			op.logger(ctx).WithError(err).Error("install network boundary")
+			return errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: network boundary not installed, task refused: %v", err)
+		}
+		return nil
+	}
+	early := watchInitPid(r.Bundle, bindInit)
+
 	t1 := time.Now()
 	resp, err := s.TTRPCTaskService.Create(ctx, r)
+	t2 := time.Now()
 	if err != nil {
 		forget()
-	}
-	recErr := recorded()
-	if err != nil {
+		if _, berr := early.stop(); berr != errNotEarly {
+			op.net.close(ctx) // bound (or tried to) an init the inner Create then failed
+		}
+		recorded()
 		return nil, err
 	}
 	defer func() {
@@ -200,29 +232,23 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 			s.rollback(ctx, op)
 		}
 	}()
-	if recErr != nil {
-		var re *refusedError
-		if errors.As(recErr, &re) {
-			// The hash taken while runc created the task refused it;
-			// the init never left runc init.
-			return nil, s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: re.Reason, Message: re.Message + "; task rolled back"})
-		}
-		op.logger(ctx).WithError(recErr).Error("record operation")
-		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: record operation: %v; task rolled back", recErr)
+	pid, err := early.stop()
+	bound := "early"
+	switch {
+	case err == errNotEarly:
+		bound = "after the inner create"
+		err = bindInit(int(resp.Pid))
+	case err == nil && pid != int(resp.Pid):
+		err = errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: the init's pid file named pid %d, the inner Create pid %d; task rolled back", pid, resp.Pid)
 	}
-	if err := verifyBinds(int(resp.Pid), oci, binds); err != nil {
-		op.logger(ctx).WithError(err).Error("verify bind mounts")
-		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: admission refused: bind_source: %v; task rolled back", err)
-	}
-	t2 := time.Now()
-	if err := op.bind(ctx, int(resp.Pid)); err != nil {
-		op.logger(ctx).WithError(err).Error("install network boundary")
-		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: network boundary not installed, task refused: %v", err)
+	if err != nil {
+		return nil, err
 	}
 	s.put(op)
 	op.logger(ctx).WithField("contract", op.contract.ID).
 		WithField("checks_ms", ms(t0.Sub(tc))).WithField("catalog_ms", ms(adm.catalogTook)).WithField("observe_ms", ms(adm.observeTook)).
-		WithField("admission_ms", ms(t1.Sub(t0))).WithField("runc_create_ms", ms(t2.Sub(t1))).WithField("boundary_ms", ms(time.Since(t2))).
+		WithField("admission_ms", ms(t1.Sub(t0))).WithField("runc_create_ms", ms(t2.Sub(t1))).WithField("boundary_ms", ms(bindTook)).
+		WithField("bound", bound).WithField("after_create_ms", ms(time.Since(t2))).
 		Info("admitted; network boundary installed and read back")
 	return resp, nil
 }
