@@ -104,29 +104,36 @@ type gateOutcome struct {
 }
 
 // helperGate runs the product gate in a helper process (gaterun.go): the
-// helper is started by prepare, ahead of the drain, and handed its input
-// by run once nothing writes to the diff any more.
+// helper is started by prepare, beside the drain, and handed its input by
+// run once nothing writes to the diff any more.
 type helperGate struct {
-	op *operation
-	h  *gateHelper // started by prepare; used or abandoned by run
+	op      *operation
+	spawned chan *gateHelper // prepare's helper (nil if it failed); run takes it
 }
 
 func (g *helperGate) prepare(ctx context.Context) {
 	if g.op.diff.Problem != "" { // no diff to hand it
 		return
 	}
-	// Started now, not at Start: it holds no memory while the task runs,
-	// and its start-up overlaps the drain.
-	h, err := spawnGateHelper()
-	if err != nil {
-		g.op.logger(ctx).WithError(err).Warn("start gate helper ahead of the drain; the gate starts one after it")
-	}
-	g.h = h
+	// Started now, not at Start: it holds no memory while the task runs.
+	// Its exec and start-up run beside the drain.
+	g.spawned = make(chan *gateHelper, 1)
+	go func() {
+		h, err := spawnGateHelper()
+		if err != nil {
+			g.op.logger(ctx).WithError(err).Warn("start gate helper beside the drain; the gate starts one after it")
+		}
+		g.spawned <- h
+	}()
 }
 
 func (g *helperGate) run(ctx context.Context, started time.Time) gateOutcome {
-	op, h := g.op, g.h
-	g.h = nil
+	op := g.op
+	var h *gateHelper
+	if g.spawned != nil {
+		h = <-g.spawned
+		g.spawned = nil
+	}
 	defer func() {
 		if h != nil { // not handed to runGate: let it exit
 			h.abandon()
