@@ -89,7 +89,7 @@ func TestGateHelperResultAtEOF(t *testing.T) {
 	reapChildren(t)
 	saved := gateHelperCommand
 	t.Cleanup(func() { gateHelperCommand = saved })
-	run := func(script string) (*gate.Result, error, time.Duration) {
+	run := func(script string) (*gate.Result, time.Duration, error) {
 		gateHelperCommand = func() (*exec.Cmd, error) { return exec.Command("/bin/sh", "-c", script), nil }
 		h, err := spawnGateHelper()
 		if err != nil {
@@ -97,10 +97,10 @@ func TestGateHelperResultAtEOF(t *testing.T) {
 		}
 		start := time.Now()
 		res, err := h.run(gate.Input{}, 10*time.Second)
-		return res, err, time.Since(start)
+		return res, time.Since(start), err
 	}
 	// stdout closed, then the exit comes late: the result is taken at EOF.
-	res, err, took := run(`cat >/dev/null; echo '{"verdict":"pass"}'; exec >&-; sleep 1`)
+	res, took, err := run(`cat >/dev/null; echo '{"verdict":"pass"}'; exec >&-; sleep 1`)
 	if err != nil || res == nil || res.Verdict != gate.Pass {
 		t.Fatalf("result %+v, err %v", res, err)
 	}
@@ -108,12 +108,12 @@ func TestGateHelperResultAtEOF(t *testing.T) {
 		t.Fatalf("took %s: waited for the exit, not the result", took)
 	}
 	// A torn result: the exit status and stderr say why.
-	res, err, _ = run(`cat >/dev/null; printf '{"verdict":'; echo boom >&2; exit 1`)
+	res, _, err = run(`cat >/dev/null; printf '{"verdict":'; echo boom >&2; exit 1`)
 	if res != nil || err == nil || !strings.Contains(err.Error(), "exited 1: boom") {
 		t.Fatalf("torn result: %+v, %v", res, err)
 	}
 	// Exit 0 with garbage: a decode error.
-	res, err, _ = run(`cat >/dev/null; echo nope`)
+	res, _, err = run(`cat >/dev/null; echo nope`)
 	if res != nil || err == nil || !strings.Contains(err.Error(), "decode gate result") {
 		t.Fatalf("garbage result: %+v, %v", res, err)
 	}

@@ -104,8 +104,7 @@ type fakeGate struct {
 	out gateOutcome
 }
 
-func (g *fakeGate) early(_ <-chan struct{}, stop func()) { stop() }
-func (g *fakeGate) prepare(context.Context)              { g.c.add("gate.prepare") }
+func (g *fakeGate) prepare(context.Context) { g.c.add("gate.prepare") }
 func (g *fakeGate) run(context.Context, time.Time) gateOutcome {
 	g.c.add("gate.run")
 	return g.out
@@ -572,8 +571,7 @@ type blockingGate struct {
 	until chan struct{}
 }
 
-func (g blockingGate) early(_ <-chan struct{}, stop func()) { stop() }
-func (g blockingGate) prepare(context.Context)              {}
+func (g blockingGate) prepare(context.Context) {}
 func (g blockingGate) run(context.Context, time.Time) gateOutcome {
 	g.c.add("gate.run")
 	<-g.until
