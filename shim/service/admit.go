@@ -195,7 +195,10 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		err  error
 		took time.Duration
 	}
-	hashNow := len(inference) > 0 || len(preflight) > 0
+	// The hash waits for runc only when nothing runs before the image:
+	// with spec hooks (the operator's allowlisted ones run during runc
+	// create) the decision is final before runc starts.
+	hashNow := len(inference) > 0 || len(preflight) > 0 || hasHooks(oci)
 	oc := make(chan observed, 1)
 	go func() {
 		t := time.Now()
@@ -392,4 +395,10 @@ func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id 
 		loggerFor(ctx, id).WithError(err).Warn("publish admission_denied")
 	}
 	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
+}
+
+// hasHooks reports whether the spec names any hook runc would run.
+func hasHooks(s *specs.Spec) bool {
+	h := s.Hooks
+	return h != nil && len(h.Prestart)+len(h.CreateRuntime)+len(h.CreateContainer)+len(h.StartContainer)+len(h.Poststart)+len(h.Poststop) > 0
 }

@@ -166,7 +166,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = wantNetns, uns.has, wantUserns, oci.Linux.UIDMappings
 	op.admission.UserNamespace = uns.has
-	op.ownRootfs = ownRootfs
+	op.ownRootfs, op.ownPidns = ownRootfs, privatePidns(oci)
 	recorded := op.persist(adm)
 	persisting = true
 	if err := writeSpec(r.Bundle, oci); err != nil {
@@ -222,7 +222,9 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		forget()
 		if _, berr := early.stop(); berr != errNotEarly {
-			op.net.close(ctx) // bound (or tried to) an init the inner Create then failed
+			// Bound (or tried to) an init the inner Create then failed:
+			// its records say so and end with a never-started manifest.
+			s.unbind(ctx, op)
 		}
 		recorded()
 		return nil, err
@@ -239,6 +241,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		bound = "after the inner create"
 		err = bindInit(int(resp.Pid))
 	case err == nil && pid != int(resp.Pid):
+		s.unbind(ctx, op)
 		err = errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: the init's pid file named pid %d, the inner Create pid %d; task rolled back", pid, resp.Pid)
 	}
 	if err != nil {
@@ -324,6 +327,21 @@ func inBackground(fn func() error) (wait func() error) {
 		err = fn()
 	}()
 	return func() error { <-done; return err }
+}
+
+// unbind ends a boundary bound early for a task Create then does not
+// answer for: the bound record is waited for, then finalized as a task
+// that never started (table removed, not_run manifest), so the records
+// end as honestly as a Delete of a created task would leave them.
+func (s *service) unbind(ctx context.Context, op *operation) {
+	ctx = context.WithoutCancel(ctx)
+	if op.recorded != nil { // bound: the records name the table
+		if err := op.waitRecorded(); err != nil {
+			op.logger(ctx).WithError(err).Warn("bound admission record")
+		}
+		op.exit.neverStarted(ctx)
+	}
+	op.net.close(ctx)
 }
 
 // rollback undoes an inner Create whose boundary could not be installed:

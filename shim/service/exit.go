@@ -32,8 +32,12 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	// The init's exit, watched from before it can happen (it is blocked in
 	// runc init, so its pid cannot be reused yet): the exit pipeline starts
 	// on it, beside the inner service's handling of that exit.
+	// Only where the init is its pid namespace's init: its exit then ends
+	// every process in it (in a joined one, an exec may still be on its way
+	// into the cgroup; the inner Wait answers once the inner service has
+	// refused new execs and seen the started ones out).
 	var watch *cgroup.ExitWatch
-	if sub := op.admission.Subject; sub != nil {
+	if sub := op.admission.Subject; sub != nil && op.ownPidns {
 		watch = cgroup.WatchExit(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 	resp, err := s.TTRPCTaskService.Start(ctx, r)
@@ -75,12 +79,13 @@ func (s *service) startDeadline(op *operation) {
 
 // watchExit waits for the init to exit, then runs the exit pipeline,
 // whose last step releases Wait, Delete and the held TaskExit. The
-// pipeline starts as soon as the watch (the init's pidfd; nil: none) says
-// the init is gone, and with it every process of its pid namespace, or the
-// inner Wait answers, whichever comes first: the drain and the gate
-// overlap the inner service's own exit handling (its stdio drained, its
-// exit processed). The manifest's status is the one the pidfd gives
-// (waitid without reaping), else the inner Wait's. The rootfs stays
+// pipeline starts as soon as the watch (the init's pidfd, only where the
+// init is pid 1 of its own pid namespace; nil: none) says the init is
+// gone, and with it every process of its pid namespace, or the inner Wait
+// answers, whichever comes first: the drain and the gate overlap the inner
+// service's own exit handling (its stdio drained, its exit processed). The
+// manifest's status is the one the pidfd gives (waitid without reaping,
+// read at once), else the inner Wait's. The rootfs stays
 // mounted and the cgroup present until the inner Delete, which waits for
 // the release and for the inner Wait's answer.
 func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
@@ -103,8 +108,12 @@ func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 		close(op.innerExited)
 	}()
 	var got *answer
+	var status *uint32 // the pidfd's, read before the reaper takes the init
 	select {
 	case <-exited:
+		if st, ok := watch.Status(); ok {
+			status = &st
+		}
 	case a := <-answered:
 		got = &a
 	}
@@ -112,10 +121,8 @@ func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 	x.Deadline = op.deadline.stop()
 	x.waitStatus = func() *uint32 {
 		defer op.life.move("exit", opExited)
-		if got == nil && watch != nil {
-			if st, ok := watch.Status(); ok {
-				return &st
-			}
+		if got == nil && status != nil {
+			return status
 		}
 		if got == nil {
 			a := <-answered

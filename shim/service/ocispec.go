@@ -141,3 +141,18 @@ func refuseJoinedNamespaces(s *specs.Spec) error {
 	}
 	return nil
 }
+
+// privatePidns reports whether runc makes the container a pid namespace
+// of its own (a pid namespace without a path): then the init is its pid 1,
+// and once the init has exited the kernel has ended every process in it.
+func privatePidns(s *specs.Spec) bool {
+	if s.Linux == nil {
+		return false
+	}
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type == specs.PIDNamespace {
+			return ns.Path == ""
+		}
+	}
+	return false
+}

@@ -71,3 +71,29 @@ func TestRefuseJoinedNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// Only a pid namespace runc makes (no path) is the container's own; the
+// exit path starts on the init's pidfd only then.
+func TestPrivatePidns(t *testing.T) {
+	for _, c := range []struct {
+		ns   []specs.LinuxNamespace
+		want bool
+	}{
+		{[]specs.LinuxNamespace{{Type: specs.PIDNamespace}}, true},
+		{[]specs.LinuxNamespace{{Type: specs.PIDNamespace, Path: "/proc/1/ns/pid"}}, false},
+		{[]specs.LinuxNamespace{{Type: specs.NetworkNamespace}}, false},
+	} {
+		if got := privatePidns(&specs.Spec{Linux: &specs.Linux{Namespaces: c.ns}}); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.ns, got, c.want)
+		}
+	}
+	if privatePidns(&specs.Spec{}) {
+		t.Error("no linux section: private")
+	}
+	if hasHooks(&specs.Spec{}) || hasHooks(&specs.Spec{Hooks: &specs.Hooks{}}) {
+		t.Error("hooks without any")
+	}
+	if !hasHooks(&specs.Spec{Hooks: &specs.Hooks{CreateRuntime: []specs.Hook{{Path: "/bin/true"}}}}) {
+		t.Error("a createRuntime hook not seen")
+	}
+}

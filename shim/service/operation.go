@@ -164,6 +164,7 @@ type operation struct {
 	diff        diffSource // where the gate reads the task's changes
 	mounts      []string   // mount destinations of config.json (runc stubs them in the upperdir)
 	ownRootfs   bool       // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
+	ownPidns    bool       // runc makes the container its own pid namespace (privatePidns)
 
 	// recorded waits for the bound admission record (recordBound); nil
 	// before bind.
