@@ -34,13 +34,30 @@ type Loaded struct {
 // now + ClockSkew; and its version is not below the high-water mark in
 // state (equal version: same payload sha256, else equivocation). A higher
 // version is recorded in state before LoadCatalog returns. Every refusal is
-// a *CatalogError naming the file and the rule.
+// a *CatalogError naming the file and the rule. A file whose exact bytes
+// this build accepted before (FileState's mark, acceptedCache) skips the
+// strict decode and the validation they passed; its signature, window and
+// version are checked as ever.
 func LoadCatalog(path string, anchor ed25519.PublicKey, state StateStore, now time.Time) (*Loaded, error) {
 	data, err := readCatalogFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return acceptCatalog(path, data, anchor, state, now)
+	cache, _ := state.(acceptedCache)
+	var digest string
+	if cache != nil {
+		digest = fileDigest(data)
+		if cache.accepted(digest) {
+			if cat, payload, ok := decodeKnown(data, anchor); ok {
+				return admitCatalog(path, cat, payload, state, now)
+			}
+		}
+	}
+	l, err := acceptCatalog(path, data, anchor, state, now)
+	if err == nil && cache != nil {
+		cache.markAccepted(digest)
+	}
+	return l, err
 }
 
 // acceptCatalog applies every rule after the file read to the envelope
@@ -67,6 +84,12 @@ func acceptCatalog(path string, data []byte, anchor ed25519.PublicKey, state Sta
 	if err != nil {
 		return nil, catErr(path, RuleFormat, "signed payload is not a valid catalog", "fix the listed fields and re-sign", err)
 	}
+	return admitCatalog(path, cat, payload, state, now)
+}
+
+// admitCatalog applies the rules after the payload's decode and
+// validation: the validity window and the high-water mark.
+func admitCatalog(path string, cat *spec.Catalog, payload []byte, state StateStore, now time.Time) (*Loaded, error) {
 	if err := checkWindow(path, cat, now); err != nil {
 		return nil, err
 	}

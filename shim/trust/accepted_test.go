@@ -1,0 +1,82 @@
+package trust
+
+import (
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/gensee/gensee/internal/version"
+	"github.com/gensee/gensee/spec"
+)
+
+func withBuild(t *testing.T, v string) {
+	saved := version.Version
+	version.Version = v
+	t.Cleanup(func() { version.Version = saved })
+}
+
+// A catalog file accepted in full is marked; the next load of the same
+// bytes by the same build takes the short path to the same result, still
+// under the window and the high-water mark.
+func TestLoadCatalogAcceptedMark(t *testing.T) {
+	withBuild(t, "test-build")
+	fx := newCatFixture(t)
+	path, _ := fx.catalog(t, "c.json", 3, nil)
+	first, err := LoadCatalog(path, fx.anchor, fx.state, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if !fx.state.accepted(fileDigest(data)) {
+		t.Fatal("no mark after a full accept")
+	}
+	again, err := LoadCatalog(path, fx.anchor, fx.state, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(first, again) {
+		t.Fatalf("the marked load differs:\n%+v\n%+v", first, again)
+	}
+	// The window still holds on the short path.
+	_, err = LoadCatalog(path, fx.anchor, fx.state, now.Add(48*60*60*1e9))
+	expectCatalogRule(t, nil, err, path, RuleExpired)
+	// Another build does not trust the mark; nor does a dev build.
+	withBuild(t, "other-build")
+	if fx.state.accepted(fileDigest(data)) {
+		t.Fatal("another build's mark was trusted")
+	}
+	withBuild(t, "dev")
+	if fx.state.accepted(fileDigest(data)) {
+		t.Fatal("a dev build trusted a mark")
+	}
+}
+
+// The mark only skips what the same bytes passed: a file signed by another
+// key, with the mark forged for its bytes, is still refused by signature;
+// a mark in a group-writable file is not read.
+func TestLoadCatalogMarkForged(t *testing.T) {
+	withBuild(t, "test-build")
+	fx := newCatFixture(t)
+	other := newCatFixture(t)
+	path, _ := fx.write(t, "forged.json", catalogDoc(4, nil), spec.PayloadTypeCatalog, other.key)
+	data, _ := os.ReadFile(path)
+	fx.state.markAccepted(fileDigest(data))
+	if !fx.state.accepted(fileDigest(data)) {
+		t.Fatal("mark not written")
+	}
+	l, err := LoadCatalog(path, fx.anchor, fx.state, now)
+	expectCatalogRule(t, l, err, path, RuleSignature)
+
+	good, _ := fx.catalog(t, "good.json", 5, nil)
+	if _, err := LoadCatalog(good, fx.anchor, fx.state, now); err != nil {
+		t.Fatal(err)
+	}
+	gdata, _ := os.ReadFile(good)
+	mark := fx.state.Path + acceptedSuffix
+	if err := os.Chmod(mark, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if fx.state.accepted(fileDigest(gdata)) {
+		t.Fatal("a group/other-writable mark was trusted")
+	}
+}
