@@ -400,5 +400,9 @@ func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id 
 // hasHooks reports whether the spec names any hook runc would run.
 func hasHooks(s *specs.Spec) bool {
 	h := s.Hooks
-	return h != nil && len(h.Prestart)+len(h.CreateRuntime)+len(h.CreateContainer)+len(h.StartContainer)+len(h.Poststart)+len(h.Poststop) > 0
+	if h == nil {
+		return false
+	}
+	prestart := h.Prestart //lint:ignore SA1019 deprecated, but runc still runs it
+	return len(prestart)+len(h.CreateRuntime)+len(h.CreateContainer)+len(h.StartContainer)+len(h.Poststart)+len(h.Poststop) > 0
 }
