@@ -6,11 +6,17 @@
 //
 // Event-ordering rules (every handler below keeps them):
 //
-//  1. Create: admission runs before anything is mounted or created; a refusal
-//     returns PermissionDenied and leaves nothing behind. After the inner
-//     Create returns, the init is blocked in `runc init`; the network table
-//     is installed and read back then, before Create is answered. Any failure
-//     kills and deletes the inner task.
+//  1. Create: admission runs before runc creates anything; the shim mounts
+//     the task's snapshot where runc runs it and observes the executable
+//     there (the inner Create mounts nothing), and a refusal returns
+//     PermissionDenied and unmounts it. Without an inference, a preflight
+//     observation or spec hooks, the executable's hash is taken while runc
+//     creates the task and the decision is taken again with it; it must
+//     match before Create answers, and before anything is recorded. Once
+//     runc has made the init (blocked in `runc init`; its pid file in the
+//     bundle), or else after the inner Create, the network table is
+//     installed and read back, before Create is answered. Any failure kills
+//     and deletes the inner task.
 //  2. Start (init): it waits for the admission record bind made durable
 //     off Create's path (subject, table, capability_removed event), and
 //     refuses when that failed; the lifecycle moves created -> starting before the
@@ -18,10 +24,14 @@
 //     slip past it; a failed inner Start moves back to created. Execs are
 //     admitted (exec.go), then join the container's cgroup and are bound by
 //     the same table; their exits are never held.
-//  3. Init exit: the inner Wait returns (execs drained); the exit pipeline
-//     (pipeline.go) runs gate helper start-up and drain, gate, counters and
-//     denied attempts, table removal, the fsynced manifest, and last the
-//     release that closes `done`. The init's TaskExit is held until then.
+//  3. Init exit: the init's pidfd says it exited (only where it is pid 1 of
+//     its own pid namespace, whose processes the kernel has ended then) or
+//     the inner Wait returns (execs drained), whichever comes first; the
+//     exit pipeline (pipeline.go) runs the gate helper's start-up beside
+//     the drain, then the gate beside the counters, denied attempts and
+//     table removal, then the fsynced manifest beside the gate's events,
+//     and last the release that closes `done`. The init's TaskExit is held
+//     until then; Delete also waits for the inner Wait's answer.
 //  4. Wait (init) answers only after `done`; Delete (init) waits for `done`
 //     and for the held TaskExit to go out when the task was started, is
 //     refused while it is starting, then deletes the inner task; a task
