@@ -60,7 +60,7 @@ func TestRootNetBoundaryFinalize(t *testing.T) {
 	}
 	p := &exitPipeline{network: b, log: log.L}
 	var x exitFacts
-	p.finalizeNetwork(ctx, &x, p.quiesceNetwork(ctx))
+	p.finalizeNetwork(ctx, &x)
 	b.closeMonitor()
 	if x.Counters == nil || x.CountErr != nil || x.Removed != removedDeleted {
 		t.Fatalf("finalize: counters %v (%v), removed %q", x.Counters, x.CountErr, x.Removed)

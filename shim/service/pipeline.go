@@ -29,7 +29,6 @@ type (
 	}
 	// networkStep is the network boundary as the exit path uses it.
 	networkStep interface {
-		note(ev spec.Event)
 		noteDeferred(ev spec.Event) // fsynced by closeMonitor
 		stopSensors()
 		counters(ctx context.Context) (netpolicy.Counters, bool, error)
@@ -94,7 +93,7 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 	t1 := time.Now()
 	gated := make(chan gateOutcome, 1)
 	go func() { gated <- p.gate.run(ctx, x.started) }()
-	p.finalizeNetwork(ctx, &x, p.quiesceNetwork(ctx))
+	p.finalizeNetwork(ctx, &x)
 	g := <-gated
 	x.GateRan, x.GateRes, x.GateErr = true, g.res, g.err
 	t2 := time.Now()
@@ -124,45 +123,32 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 // nothing is gated, and the manifest says so.
 func (p *exitPipeline) neverStarted(ctx context.Context) *spec.Manifest {
 	x := exitFacts{}
-	p.finalizeNetwork(ctx, &x, p.quiesceNetwork(ctx))
+	p.finalizeNetwork(ctx, &x)
 	return p.writeManifest(x, nil)
 }
 
-// networkRead is the table's counters as read once the sensors stopped.
-type networkRead struct {
-	c   netpolicy.Counters
-	ok  bool // there was a table to read
-	err error
-}
-
-// quiesceNetwork stops the sensors (the table may now be read and removed
-// without it looking like tampering) and reads the counters.
-func (p *exitPipeline) quiesceNetwork(ctx context.Context) networkRead {
+// finalizeNetwork stops the sensors (the table may now be read and
+// removed without it looking like tampering), reads the counters,
+// collects the denied attempts against them and removes the table,
+// recording all of it in x. The monitor stays open for writeManifest to
+// close.
+func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts) {
 	t0 := time.Now()
 	p.network.stopSensors()
 	t1 := time.Now()
-	var r networkRead
-	r.c, r.ok, r.err = p.network.counters(ctx)
-	p.log.WithField("sensors_ms", ms(t1.Sub(t0))).WithField("counters_ms", ms(time.Since(t1))).Debug("network sensors stopped, counters read")
-	return r
-}
-
-// finalizeNetwork collects the denied attempts against the counters read
-// and removes the table, recording both in x. The monitor stays open for
-// writeManifest to close.
-func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts, r networkRead) {
-	t0 := time.Now()
 	var denied uint64
 	var counted bool
-	if r.ok {
-		if denied, counted = x.Counted(r.c, r.err); !counted {
-			p.log.WithError(r.err).Error("read network counters")
+	if c, ok, err := p.network.counters(ctx); ok {
+		if denied, counted = x.Counted(c, err); !counted {
+			p.log.WithError(err).Error("read network counters")
 		}
 	}
+	t2 := time.Now()
 	x.Attempts = p.network.finish(denied, counted)
-	t1 := time.Now()
+	t3 := time.Now()
 	x.Removed = p.network.remove(ctx)
-	p.log.WithField("attempts_ms", ms(t1.Sub(t0))).WithField("remove_ms", ms(time.Since(t1))).Debug("network finalized")
+	p.log.WithField("sensors_ms", ms(t1.Sub(t0))).WithField("counters_ms", ms(t2.Sub(t1))).
+		WithField("attempts_ms", ms(t3.Sub(t2))).WithField("remove_ms", ms(time.Since(t3))).Debug("network finalized")
 }
 
 // writeManifest builds the manifest of x and makes it durable, beside the

@@ -119,7 +119,6 @@ func (d fakeDrain) drain(context.Context) drain.Result {
 
 type fakeNetwork struct{ c *calls }
 
-func (n fakeNetwork) note(ev spec.Event)         { n.c.add("note " + ev.Kind) }
 func (n fakeNetwork) noteDeferred(ev spec.Event) { n.c.add("noteDeferred " + ev.Kind) }
 func (n fakeNetwork) stopSensors()               { n.c.add("net.stopSensors") }
 func (n fakeNetwork) counters(context.Context) (netpolicy.Counters, bool, error) {
