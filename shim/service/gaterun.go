@@ -130,9 +130,8 @@ func (h *gateHelper) run(in gate.Input, timeout time.Duration) (*gate.Result, er
 	var out []byte
 	select {
 	case out = <-h.out:
-		var res gate.Result
-		if len(out) <= maxGateResultBytes && json.Unmarshal(out, &res) == nil {
-			return &res, nil
+		if res, err := decodeGateResult(out); err == nil {
+			return res, nil
 		}
 	case x := <-exited:
 		exited <- x
@@ -147,10 +146,16 @@ func (h *gateHelper) run(in gate.Input, timeout time.Duration) (*gate.Result, er
 	if out == nil {
 		out = <-h.out // EOF came with the exit
 	}
-	var res gate.Result
+	return decodeGateResult(out)
+}
+
+// decodeGateResult decodes a helper's whole stdout (read to at most one
+// byte past the bound).
+func decodeGateResult(out []byte) (*gate.Result, error) {
 	if len(out) > maxGateResultBytes {
 		return nil, fmt.Errorf("decode gate result: more than %d bytes", maxGateResultBytes)
 	}
+	var res gate.Result
 	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("decode gate result: %w", err)
 	}
