@@ -32,7 +32,7 @@ type DroppedCount struct {
 
 // Log appends events to one operation's events.jsonl. Each event is one
 // line written with one write(2) and fsynced before Append returns
-// (AppendDeferred: before the next Append, Sync or Close returns). Once
+// (AppendDeferred: before the next Append or Close returns). Once
 // the file would exceed its limit, events are counted in the sidecar
 // instead of written. Safe for concurrent use.
 type Log struct {
@@ -107,7 +107,7 @@ func seal(path string, f *os.File) (int64, error) {
 func (l *Log) Append(e spec.Event) error { return l.append(e, true) }
 
 // AppendDeferred is Append without the fsync: the event is durable once the
-// next Append, Sync or Close returns. The exit path appends its last events
+// next Append or Close returns. The exit path appends its last events
 // so, and syncs them beside the manifest's own fsync.
 func (l *Log) AppendDeferred(e spec.Event) error { return l.append(e, false) }
 
@@ -139,16 +139,6 @@ func (l *Log) append(e spec.Event, durable bool) error {
 		return fmt.Errorf("append event to %s: %w", l.path, err)
 	}
 	if !durable {
-		return nil
-	}
-	return l.syncLocked()
-}
-
-// Sync makes every event appended so far durable.
-func (l *Log) Sync() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
 		return nil
 	}
 	return l.syncLocked()
