@@ -126,9 +126,9 @@ func Prepare(rootfs string, config *specs.Spec) (*Pending, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
 	}
-	if exe.size > MaxExecutableBytes {
+	if err := checkSize(exe); err != nil {
 		exe.f.Close()
-		return nil, fmt.Errorf("observe rootfs %s: executable %s is %d bytes, limit %d: %w", rootfs, exe.path, exe.size, MaxExecutableBytes, ErrExecutableTooLarge)
+		return nil, fmt.Errorf("observe rootfs %s: %w", rootfs, err)
 	}
 	return &Pending{rootfs: rootfs, exe: exe, obs: spec.Observation{
 		Schema:        spec.SchemaObservation,
