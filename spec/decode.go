@@ -66,13 +66,20 @@ func DecodeStrict(data []byte, v any, maxBytes int) error {
 		}
 		return malformed("", fmt.Sprintf("trailing data after the document: %v", tok))
 	}
-	full := json.NewDecoder(bytes.NewReader(data))
-	full.UseNumber()
-	full.DisallowUnknownFields()
-	if err := full.Decode(v); err != nil {
+	if err := DecodeChecked(data, v); err != nil {
 		return &DecodeError{Msg: "decode: " + err.Error(), Err: ErrMalformed}
 	}
 	return nil
+}
+
+// DecodeChecked is DecodeStrict's last step alone: the decode into v
+// (numbers kept as json.Number, unknown fields refused), without the token
+// walk and its checks. Only for bytes known to have passed DecodeStrict.
+func DecodeChecked(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	d.DisallowUnknownFields()
+	return d.Decode(v)
 }
 
 func malformed(path, msg string) error {

@@ -100,7 +100,7 @@ func (s *FileState) markAccepted(fileSHA256 string) {
 // again. ok is false when anything differs: the full path then decides.
 func decodeKnown(data []byte, anchor ed25519.PublicKey) (cat *spec.Catalog, payload []byte, ok bool) {
 	var env spec.Envelope
-	if decodeLax(data, &env) != nil || env.Validate() != nil || env.PayloadType != spec.PayloadTypeCatalog ||
+	if spec.DecodeChecked(data, &env) != nil || env.Validate() != nil || env.PayloadType != spec.PayloadTypeCatalog ||
 		len(anchor) != ed25519.PublicKeySize {
 		return nil, nil, false
 	}
@@ -109,19 +109,10 @@ func decodeKnown(data []byte, anchor ed25519.PublicKey) (cat *spec.Catalog, payl
 		return nil, nil, false
 	}
 	var c spec.Catalog
-	if decodeLax(payload, &c) != nil {
+	if spec.DecodeChecked(payload, &c) != nil {
 		return nil, nil, false
 	}
 	return &c, payload, true
-}
-
-// decodeLax is DecodeStrict's final decode alone (numbers kept, unknown
-// fields refused), without the token walk whose checks the bytes passed.
-func decodeLax(data []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	d.DisallowUnknownFields()
-	return d.Decode(v)
 }
 
 // fileDigest is the hex sha256 of a catalog file's bytes.
