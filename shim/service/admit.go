@@ -198,7 +198,7 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 	// The hash waits for runc only when nothing runs before the image:
 	// with spec hooks (the operator's allowlisted ones run during runc
 	// create) the decision is final before runc starts.
-	hashNow := len(inference) > 0 || len(preflight) > 0 || hasHooks(oci)
+	hashNow := len(inference) > 0 || len(preflight) > 0 || specpolicy.HasHooks(oci)
 	oc := make(chan observed, 1)
 	go func() {
 		t := time.Now()
@@ -395,14 +395,4 @@ func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id 
 		loggerFor(ctx, id).WithError(err).Warn("publish admission_denied")
 	}
 	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
-}
-
-// hasHooks reports whether the spec names any hook runc would run.
-func hasHooks(s *specs.Spec) bool {
-	h := s.Hooks
-	if h == nil {
-		return false
-	}
-	prestart := h.Prestart //lint:ignore SA1019 deprecated, but runc still runs it
-	return len(prestart)+len(h.CreateRuntime)+len(h.CreateContainer)+len(h.StartContainer)+len(h.Poststart)+len(h.Poststop) > 0
 }

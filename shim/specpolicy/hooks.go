@@ -12,21 +12,7 @@ import (
 // operator's allowlist: runc runs hooks as root in the host namespaces, outside every
 // boundary we set.
 func checkHooks(h *specs.Hooks, op Operator) error {
-	if h == nil {
-		return nil
-	}
-	kinds := []struct {
-		name  string
-		hooks []specs.Hook
-	}{
-		{"prestart", h.Prestart}, //lint:ignore SA1019 deprecated, but runc still runs it
-		{"createRuntime", h.CreateRuntime},
-		{"createContainer", h.CreateContainer},
-		{"startContainer", h.StartContainer},
-		{"poststart", h.Poststart},
-		{"poststop", h.Poststop},
-	}
-	for _, k := range kinds {
+	for _, k := range hookKinds(h) {
 		for i, hk := range k.hooks {
 			if filepath.IsAbs(hk.Path) && filepath.Clean(hk.Path) == hk.Path && slices.Contains(op.HookAllowlist, hk.Path) {
 				continue
@@ -36,4 +22,35 @@ func checkHooks(h *specs.Hooks, op Operator) error {
 		}
 	}
 	return nil
+}
+
+// hookKind is one of the spec's hook lists, by its JSON name.
+type hookKind struct {
+	name  string
+	hooks []specs.Hook
+}
+
+// hookKinds lists every hook list runc runs (none for nil).
+func hookKinds(h *specs.Hooks) []hookKind {
+	if h == nil {
+		return nil
+	}
+	return []hookKind{
+		{"prestart", h.Prestart}, //lint:ignore SA1019 deprecated, but runc still runs it
+		{"createRuntime", h.CreateRuntime},
+		{"createContainer", h.CreateContainer},
+		{"startContainer", h.StartContainer},
+		{"poststart", h.Poststart},
+		{"poststop", h.Poststop},
+	}
+}
+
+// HasHooks reports whether the spec names any hook runc would run.
+func HasHooks(s *specs.Spec) bool {
+	for _, k := range hookKinds(s.Hooks) {
+		if len(k.hooks) > 0 {
+			return true
+		}
+	}
+	return false
 }
