@@ -105,7 +105,7 @@ func (a *admitted) complete() error {
 	obs, err := p.Hash()
 	a.observeTook += time.Since(t)
 	if err != nil {
-		return refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
+		return observationRefusal(err)
 	}
 	in := a.input
 	in.Observation = obs
@@ -124,6 +124,12 @@ func (a *admitted) complete() error {
 	}
 	a.decision, a.observation, a.obsDigest = d, obs, digest
 	return nil
+}
+
+// observationRefusal refuses a task whose observation could not be
+// derived.
+func observationRefusal(err error) error {
+	return refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
 }
 
 // close releases a pending observation that will not be completed.
@@ -214,13 +220,13 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		oc <- o
 	}()
 	var o observed
-	waitObserved := func() observed { o = <-oc; return o }
+	waitObserved := func() { o = <-oc }
 	defer func() {
 		if retErr != nil {
 			if o.p != nil {
 				o.p.Close()
 			}
-			if _, own := rootPath(r, oci); len(r.Rootfs) > 0 && own {
+			if ownsSnapshot(r, oci) {
 				unmountRootfs(ctx, r.Bundle, r.ID)
 			}
 		}
@@ -236,7 +242,7 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		return nil, re
 	}
 	if o.err != nil {
-		return nil, refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", o.err)
+		return nil, observationRefusal(o.err)
 	}
 	f := facts(namespace, oci)
 	in := admission.Input{
@@ -277,12 +283,12 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 // the executable, a directory on the way to it, or a PATH entry searched
 // before it is refused: runc would execute other bytes than those hashed.
 func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (*observe.Pending, error) {
-	root, own := rootPath(r, oci)
-	if len(r.Rootfs) > 0 && own {
+	if ownsSnapshot(r, oci) {
 		if err := mountRootfs(r); err != nil {
 			return nil, err
 		}
 	}
+	root, _ := rootPath(r, oci)
 	return observeTree(root, oci)
 }
 
@@ -331,6 +337,13 @@ func observeTree(tree string, oci *specs.Spec) (*observe.Pending, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ownsSnapshot reports whether the task has a snapshot and runs it at the
+// bundle's rootfs: the mount the shim makes there (mountRootfs) and undoes.
+func ownsSnapshot(r *taskAPI.CreateTaskRequest, oci *specs.Spec) bool {
+	_, own := rootPath(r, oci)
+	return len(r.Rootfs) > 0 && own
 }
 
 // checkRoot admits the spec's root.path: with a snapshot it must be the

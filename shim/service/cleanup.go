@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 )
@@ -55,7 +56,7 @@ func (s *service) markCleaned(ctx context.Context, op *operation) {
 // cleanupBundle removes the table of the operation recorded in bundle
 // unless its records say it is already gone. Idempotent.
 func cleanupBundle(ctx context.Context, bundle string) error {
-	b, err := readNoFollow(filepath.Join(bundle, bundleMarker), 1<<16)
+	b, err := fsafe.ReadFile(filepath.Join(bundle, bundleMarker), 1<<16)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -17,7 +17,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/gate"
@@ -119,8 +118,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	// The snapshot is mounted at the bundle's rootfs (admit) and stays so
 	// until Delete; until the inner Create has a task, it is ours to undo.
-	_, own := rootPath(r, oci)
-	ownRootfs, persisting := len(r.Rootfs) > 0 && own, false
+	ownRootfs, persisting := ownsSnapshot(r, oci), false
 	defer func() {
 		if retErr != nil {
 			if !persisting {
@@ -370,10 +368,6 @@ func writeSpec(bundle string, s *specs.Spec) error {
 	// Not fsynced, as containerd writes it: the bundle ends with the machine.
 	return record.ReplaceFile(filepath.Join(bundle, "config.json"), b, 0o644)
 }
-
-// readNoFollow reads a regular file of at most max bytes without following
-// a symlink at its last component or waiting on a fifo (fsafe.ReadFile).
-func readNoFollow(path string, max int64) ([]byte, error) { return fsafe.ReadFile(path, max) }
 
 // hardenRootfs forces the overlay options that keep the upperdir honest
 // for the gate (no metacopy, no redirects): see gate.HardenOverlayOptions.

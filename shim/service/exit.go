@@ -31,11 +31,11 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	op.startedAt = s.now()
 	// The init's exit, watched from before it can happen (it is blocked in
 	// runc init, so its pid cannot be reused yet): the exit pipeline starts
-	// on it, beside the inner service's handling of that exit.
-	// Only where the init is its pid namespace's init: its exit then ends
-	// every process in it (in a joined one, an exec may still be on its way
-	// into the cgroup; the inner Wait answers once the inner service has
-	// refused new execs and seen the started ones out).
+	// on it, beside the inner service's handling of that exit. Only where
+	// the init is its pid namespace's init, whose exit ends every process
+	// in it: in a joined one an exec may still be on its way into the
+	// cgroup, and the inner Wait answers only once the inner service has
+	// refused new execs and seen the started ones out.
 	var watch *cgroup.ExitWatch
 	if sub := op.admission.Subject; sub != nil && op.ownPidns {
 		watch = cgroup.WatchExit(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
@@ -85,9 +85,9 @@ func (s *service) startDeadline(op *operation) {
 // answers, whichever comes first: the drain and the gate overlap the inner
 // service's own exit handling (its stdio drained, its exit processed). The
 // manifest's status is the one the pidfd gives (waitid without reaping,
-// read at once), else the inner Wait's. The rootfs stays
-// mounted and the cgroup present until the inner Delete, which waits for
-// the release and for the inner Wait's answer.
+// read at once), else the inner Wait's. The rootfs stays mounted and the
+// cgroup present until the inner Delete, which waits for the release and
+// for the inner Wait's answer.
 func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 	ctx := s.ctx
 	// Whatever happens in the pipeline, Wait and Delete are released.
@@ -193,7 +193,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		case <-op.innerExited:
 		case <-ctx.Done():
 			op.life.move("fail to delete", was)
-			return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s is still finalizing its exit; retry the delete", op.containerID)
+			return nil, stillFinalizing(op)
 		}
 		op.held.waitPublished(ctx)
 	}
@@ -248,7 +248,13 @@ func (s *service) claimDelete(ctx context.Context, op *operation) (opState, erro
 		select {
 		case <-op.done:
 		case <-ctx.Done():
-			return was, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s is still finalizing its exit; retry the delete", op.containerID)
+			return was, stillFinalizing(op)
 		}
 	}
+}
+
+// stillFinalizing is Delete's answer while the exit path (or the inner
+// service's handling of the exit) outlasts the caller's context.
+func stillFinalizing(op *operation) error {
+	return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: task %s is still finalizing its exit; retry the delete", op.containerID)
 }

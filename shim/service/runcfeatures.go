@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/runcinfo"
 )
@@ -47,7 +48,7 @@ func (p *seccompProbe) check(binary, stateDir string) error {
 	cacheFile := filepath.Join(stateDir, "runc-seccomp.json")
 	if !cached {
 		var disk map[string]bool
-		if b, err := readNoFollow(cacheFile, 1<<16); err == nil && json.Unmarshal(b, &disk) == nil {
+		if b, err := fsafe.ReadFile(cacheFile, 1<<16); err == nil && json.Unmarshal(b, &disk) == nil {
 			ok, cached = disk[key]
 		}
 	}
