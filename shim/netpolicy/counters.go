@@ -91,13 +91,13 @@ func (e engine) counters(ctx context.Context, p *Plan) (Counters, error) {
 	// Only what holds counters is read: the exit path reads them right
 	// before the table goes, and a read-back already compared the rest.
 	want := build(p)
-	what := dumpScope{countersOnly: true}
+	var sets []setHint
 	for _, s := range want.sets {
 		if s.counted() {
-			what.countedSets = append(what.countedSets, setHint{name: s.set.Name, elems: len(s.elems)})
+			sets = append(sets, setHint{name: s.set.Name, elems: len(s.elems)})
 		}
 	}
-	got, err := e.k.dump(p.Table, what)
+	got, err := e.k.dumpCounters(p.Table, sets)
 	if err != nil {
 		return Counters{}, fmt.Errorf("read counters of table %s: %w", p.Table, err)
 	}

@@ -29,12 +29,16 @@ func (f *fakeKernel) install(rs *ruleset) error {
 	return nil
 }
 
-func (f *fakeKernel) dump(table string, _ dumpScope) (*ruleset, error) {
+func (f *fakeKernel) dump(table string) (*ruleset, error) {
 	if f.installed == nil || f.installed.table.Name != table {
 		return nil, errNoTable
 	}
 	return f.installed, nil
 }
+
+// dumpCounters answers with the whole table: countersOf reads only what
+// holds counters.
+func (f *fakeKernel) dumpCounters(table string, _ []setHint) (*ruleset, error) { return f.dump(table) }
 
 func (f *fakeKernel) remove(table string) error {
 	f.removed = append(f.removed, table)

@@ -21,9 +21,12 @@ type kernel interface {
 	// install sends the whole table in one netlink batch; the kernel
 	// applies all of it or none. It fails if the table already exists.
 	install(rs *ruleset) error
-	// dump reads the table back (what says how much of it), or returns
-	// errNoTable.
-	dump(table string, what dumpScope) (*ruleset, error)
+	// dump reads the table back, or returns errNoTable.
+	dump(table string) (*ruleset, error)
+	// dumpCounters reads only what holds counters: the counter objects
+	// and the elements of sets (ReadCounters, on the exit path), or
+	// returns errNoTable.
+	dumpCounters(table string, sets []setHint) (*ruleset, error)
 	// remove deletes the table; an absent table is not an error.
 	remove(table string) error
 }
@@ -175,28 +178,13 @@ func (k *netlinkKernel) tables() ([]string, error) {
 	return names, nil
 }
 
-// dumpScope is how much of a table dump reads.
-type dumpScope struct {
-	// countersOnly: only the counter objects and the elements of
-	// countedSets (ReadCounters, on the exit path), not the table, its
-	// chains, rules and other sets a read-back compares.
-	countersOnly bool
-	countedSets  []setHint
-}
-
 // setHint names a set and how many elements it was planned with.
 type setHint struct {
 	name  string
 	elems int
 }
 
-// dumpAll reads everything: the read-back.
-var dumpAll = dumpScope{}
-
-func (k *netlinkKernel) dump(table string, what dumpScope) (*ruleset, error) {
-	if what.countersOnly {
-		return k.dumpCounters(table, what.countedSets)
-	}
+func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	c, err := k.dial(0)
 	if err != nil {
 		return nil, err

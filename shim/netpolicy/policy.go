@@ -218,7 +218,7 @@ func (e engine) readBackRS(ctx context.Context, p *Plan, want *ruleset) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("read back table %s: %w", p.Table, err)
 	}
-	got, err := e.k.dump(p.Table, dumpAll)
+	got, err := e.k.dump(p.Table)
 	if errors.Is(err, errNoTable) {
 		return &DriftError{Table: p.Table, Diffs: []string{"table inet " + p.Table + " is missing"}}
 	}
