@@ -11,13 +11,14 @@ type Count struct {
 	Bytes   uint64 `json:"bytes"`
 }
 
-// TupleCount is what one allowed tuple's set element counted.
+// TupleCount is what one allowed tuple's element of its used set counted
+// (zero for a tuple the rules never matched).
 type TupleCount struct {
 	Tuple Tuple
 	Count
 }
 
-// ServeCount is what one served port's set element counted: the replies
+// ServeCount is what one served port's element of serve_used counted: the replies
 // of its served connections, SYN-ACKs included.
 type ServeCount struct {
 	Port  ServePort
@@ -57,7 +58,7 @@ type ServeCount struct {
 // SYN-ACK has no full socket, so no cgroup: policy accept lets it pass and
 // a count-only rule counts it in Served and ServedConnections, from
 // whichever socket of the shared namespace sent it from a served port.
-// ServeCounts is per port, the element counters of the serve set; their
+// ServeCounts is per port, the element counters of serve_used; their
 // sum is Served.
 type Counters struct {
 	Allowed           Count
@@ -134,6 +135,7 @@ func countersOf(want, got *ruleset) (Counters, error) {
 		if !w.counted() {
 			continue
 		}
+		// A key the rules never added was never matched: zero.
 		byKey := map[string]Count{}
 		if g := gotSets[w.set.Name]; g != nil {
 			for _, e := range g.elems {
@@ -142,11 +144,12 @@ func countersOf(want, got *ruleset) (Counters, error) {
 				}
 			}
 		}
-		for i, t := range w.tuples {
-			c.Tuples = append(c.Tuples, TupleCount{Tuple: t, Count: byKey[string(w.elems[i].Key)]})
+		in := w.countsFor
+		for i, t := range in.tuples {
+			c.Tuples = append(c.Tuples, TupleCount{Tuple: t, Count: byKey[string(in.elems[i].Key)]})
 		}
-		for i, sp := range w.ports {
-			c.ServeCounts = append(c.ServeCounts, ServeCount{Port: sp, Count: byKey[string(w.elems[i].Key)]})
+		for i, sp := range in.ports {
+			c.ServeCounts = append(c.ServeCounts, ServeCount{Port: sp, Count: byKey[string(in.elems[i].Key)]})
 		}
 	}
 	return c, nil

@@ -212,6 +212,9 @@ func diffSets(want, got []*setElems) []string {
 		if ws, gs := setString(w.set), setString(g.set); ws != gs {
 			d = append(d, fmt.Sprintf("set %s is {%s}, want {%s}", w.set.Name, gs, ws))
 		}
+		if !slices.Equal(w.exprs, g.exprs) {
+			d = append(d, fmt.Sprintf("set %s gives its elements %v, want %v", w.set.Name, g.exprs, w.exprs))
+		}
 		d = append(d, diffElems(w, g)...)
 	}
 	for _, s := range got {
@@ -222,35 +225,56 @@ func diffSets(want, got []*setElems) []string {
 	return d
 }
 
-// setString covers what a dump reports. v0.3.0 does not decode a set's
-// counter flag; diffElems checks each element carries a counter instead.
+// setString covers what a dump reports but a set's expressions, which
+// v0.3.0 does not decode (dumpSetExprs reads them into setElems.exprs).
 func setString(s *nftables.Set) string {
 	return fmt.Sprintf("type %q len %d size %d concat %t interval %t constant %t map %t anonymous %t timeout %t dynamic %t",
 		s.KeyType.Name, s.KeyType.Bytes, s.Size, s.Concatenation, s.Interval, s.Constant, s.IsMap, s.Anonymous, s.HasTimeout, s.Dynamic)
 }
 
+// diffElems compares a set's elements. A used set's are the keys of the
+// set it counts for that the rules added: any of them, each once, none
+// planned. A set the rules add to while it is dumped may be read with one
+// twice, so a used set's repeats are not told.
 func diffElems(want, got *setElems) []string {
 	var d []string
 	name := want.set.Name
-	index := want.indexKeys()
-	seen := make([]bool, len(want.elems))
+	keys, index := want, want.indexKeys()
+	if want.countsFor != nil {
+		keys, index = want.countsFor, want.countsFor.indexKeys()
+	}
+	counted := slices.Contains(want.exprs, "counter")
+	seen := make([]bool, len(keys.elems))
 	var extra, odd []string
 	for _, e := range got.elems {
+		key := keyString(keys.set.Name, e.Key)
 		i, ok := index[string(e.Key)]
 		switch {
 		case !ok || e.Key == nil:
-			extra = append(extra, keyString(name, e.Key))
-		case seen[i]:
-			odd = append(odd, "duplicate "+keyString(name, e.Key))
+			extra = append(extra, key)
+		case seen[i] && want.countsFor == nil:
+			odd = append(odd, "duplicate "+key)
 		default:
 			seen[i] = true
 		}
 		if len(e.Val) > 0 || len(e.KeyEnd) > 0 || e.IntervalEnd || e.Timeout != 0 || e.VerdictData != nil {
-			odd = append(odd, "element "+keyString(name, e.Key)+" carries data, an interval end or a timeout")
+			odd = append(odd, "element "+key+" carries data, an interval end or a timeout")
 		}
-		if want.set.Counter && e.Counter == nil {
-			odd = append(odd, "element "+keyString(name, e.Key)+" has no counter")
+		if counted && e.Counter == nil {
+			odd = append(odd, "element "+key+" has no counter")
 		}
+		if !counted && e.Counter != nil {
+			odd = append(odd, "element "+key+" carries a counter")
+		}
+	}
+	if want.countsFor != nil {
+		if len(extra) > 0 {
+			d = append(d, fmt.Sprintf("set %s has %d elements not in %s: %s", name, len(extra), keys.set.Name, firstFew(extra)))
+		}
+		if len(odd) > 0 {
+			d = append(d, fmt.Sprintf("set %s: %s", name, firstFew(odd)))
+		}
+		return d
 	}
 	var missing []string
 	for i, e := range want.elems {

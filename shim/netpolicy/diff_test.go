@@ -20,9 +20,9 @@ func asDumped(rs *ruleset) *ruleset {
 	out := &ruleset{table: &nftables.Table{Name: rs.table.Name, Family: rs.table.Family}, chains: rs.chains, counters: rs.counters}
 	for _, s := range rs.sets {
 		c := *s.set
-		se := &setElems{set: &c}
+		se := &setElems{set: &c, exprs: s.exprs}
 		for _, e := range s.elems {
-			if s.set.Counter {
+			if slices.Contains(s.exprs, "counter") {
 				e.Counter = &expr.Counter{}
 			}
 			se.elems = append(se.elems, e)
@@ -132,7 +132,16 @@ func TestDiffFindsDrift(t *testing.T) {
 		{"catch-all element", func(g *ruleset) {
 			g.sets[1].elems = append(g.sets[1].elems, nftables.SetElement{Counter: &expr.Counter{}})
 		}, "catch-all element"},
-		{"element without counter", func(g *ruleset) { g.sets[1].elems[0].Counter = nil }, "has no counter"},
+		{"used element without counter", func(g *ruleset) {
+			g.sets[2].elems = append(g.sets[2].elems, nftables.SetElement{Key: g.sets[1].elems[0].Key})
+		}, "set allow4_used: element 192.0.2.10:443/tcp has no counter"},
+		{"used element not allowed", func(g *ruleset) {
+			g.sets[2].elems = append(g.sets[2].elems, nftables.SetElement{Key: []byte{192, 0, 2, 99, 6, 0, 0, 0, 0, 22, 0, 0}, Counter: &expr.Counter{}})
+		}, "set allow4_used has 1 elements not in allow4: 192.0.2.99:22/tcp"},
+		{"used set counts nothing", func(g *ruleset) { g.sets[2].exprs = nil }, "set allow4_used gives its elements [], want [counter]"},
+		{"used set gone", func(g *ruleset) { g.sets = slices.Delete(g.sets, 2, 3) }, "set allow4_used is missing"},
+		{"used set not dynamic", func(g *ruleset) { g.sets[2].set.Dynamic = false }, "set allow4_used is {"},
+		{"allowed element with a counter", func(g *ruleset) { g.sets[1].elems[0].Counter = &expr.Counter{} }, "element 192.0.2.10:443/tcp carries a counter"},
 		{"element lost", func(g *ruleset) { g.sets[1].elems = g.sets[1].elems[1:] }, "set allow4 lacks 1 elements: 192.0.2.10:443/tcp"},
 		{"other cgroup", func(g *ruleset) { g.sets[0] = asDumped(build(&p2)).sets[0] }, "set cg lacks 1 elements: cgroup id 4242; set cg has 1 extra elements: cgroup id 99"},
 		{"extra set", func(g *ruleset) {
@@ -151,17 +160,43 @@ func TestDiffFindsDrift(t *testing.T) {
 	}
 }
 
+// TestDiffUsedSets: what the rules add to a used set, in any number and
+// order, repeated by a dump that raced an add, is no drift.
+func TestDiffUsedSets(t *testing.T) {
+	p := exactPlan(t)
+	got := asDumped(build(p))
+	allow4, used4 := got.sets[1], got.sets[2]
+	for _, i := range []int{1, 0, 1} {
+		used4.elems = append(used4.elems, nftables.SetElement{Key: allow4.elems[i].Key, Counter: &expr.Counter{Packets: 1, Bytes: 60}})
+	}
+	if d := diff(build(p), got); len(d) > 0 {
+		t.Fatalf("a used set with keys of its set differs: %v", d)
+	}
+}
+
+// useAll fills every used set of a dumped ruleset with the keys of the set
+// it counts for, the i-th counting i+1 packets.
+func useAll(got *ruleset) {
+	byName := map[string]*setElems{}
+	for _, s := range got.sets {
+		byName[s.set.Name] = s
+	}
+	for _, s := range got.sets {
+		in := byName[strings.TrimSuffix(s.set.Name, usedSuffix)]
+		if !strings.HasSuffix(s.set.Name, usedSuffix) || in == nil {
+			continue
+		}
+		for i, e := range in.elems {
+			s.elems = append(s.elems, nftables.SetElement{Key: e.Key, Counter: &expr.Counter{Packets: uint64(i + 1), Bytes: 10}})
+		}
+	}
+}
+
 func TestCountersOf(t *testing.T) {
 	p := exactPlan(t)
 	got := asDumped(build(p))
 	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 5, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}, {Name: "spoofed", Packets: 1, Bytes: 60}}
-	for _, s := range got.sets {
-		for i := range s.elems {
-			if s.elems[i].Counter != nil {
-				s.elems[i].Counter = &expr.Counter{Packets: uint64(i + 1), Bytes: 10}
-			}
-		}
-	}
+	useAll(got)
 	c, err := countersOf(build(p), got)
 	if err != nil {
 		t.Fatal(err)

@@ -14,10 +14,12 @@
 //	counter allowed_outside, denied_outside                          netns scope only
 //	counter served, served_conn                                       with served ports only
 //	set cg      { type cgroupsv2 }                                  the container's cgroup id
-//	set allow4  { type ipv4_addr . inet_proto . inet_service; counter }   tcp/udp tuples
-//	set allow6  { type ipv6_addr . inet_proto . inet_service; counter }
-//	set icmp4, icmp6 { type ipv4_addr / ipv6_addr; counter }        icmp destinations (no ports)
-//	set serve   { type inet_proto . inet_service; counter }          network.serve: local ports
+//	set allow4  { type ipv4_addr . inet_proto . inet_service }       tcp/udp tuples
+//	set allow6  { type ipv6_addr . inet_proto . inet_service }
+//	set icmp4, icmp6 { type ipv4_addr / ipv6_addr }                  icmp destinations (no ports)
+//	set serve   { type inet_proto . inet_service }                   network.serve: local ports
+//	set allow4_used, allow6_used, icmp4_used, icmp6_used, serve_used
+//	            { same type and size; flags dynamic; counter }       the keys matched, counted
 //	set nd6     { type icmpv6_type }                                 only with IPv6 tuples or served ports
 //	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
 //	  N(C, allowed)
@@ -40,7 +42,9 @@
 //	where C is `socket cgroupv2 level N @cg`, N(M, counter), only with nd6,
 //	  M ip6 saddr :: icmpv6 type nd-neighbor-solicit → accept (duplicate address detection)
 //	and A(M, counter) the accepts,
-//	each starting with M (nothing for "-") and counting in counter:
+//	each starting with M (nothing for "-") and counting in counter,
+//	where every match of a set X also adds the key to X_used
+//	(`update @X_used { key }`, left out below):
 //	  M ct direction reply tcp flags & (syn|ack) == syn|ack meta l4proto . th sport @serve
 //	                                              → served, served_conn, accept
 //	  M ct direction reply meta l4proto . th sport @serve → served, accept
@@ -110,6 +114,19 @@
 // SYN-ACK or TIME_WAIT answer from a foreign address is dropped too. A
 // dropped packet confirms no conntrack entry, so the spoofed first step
 // leaves no flow to reply on.
+//
+// Per-tuple counts. A counted set (allow4, allow6, icmp4, icmp6, serve)
+// holds no counters of its own: each rule that matches it adds the key it
+// matched to the set's used set, whose elements carry a counter each. The
+// kernel allocates an element counter (two per-CPU allocations) only for a
+// key some packet matched, instead of for every planned element at install:
+// for 10,000 tuples that was most of the install's time and half of what
+// the read-back reads. The used set is as large as its set, so it is never
+// full; should the kernel fail to add an element (out of memory) the rule
+// does not match, and the packet meets the deny rules (fail closed).
+// Read-back checks a used set's declaration (dynamic, counter, key, size)
+// and that every element it holds is a key of its set; the counters read
+// at exit are the used sets' elements, a key never matched counting zero.
 //
 // It never touches a table whose name does not start with "gensee_", never
 // resolves host names, never widens or narrows a contract's tuples, and never

@@ -99,19 +99,31 @@ func (m matcher) loopback() []expr.Any {
 // th sport ∈ set, i.e. the cgroup answering on a flow whose served end is an
 // allowed tuple (a server on an allowed loopback tuple). A non-first
 // fragment has no transport header: the payload load breaks, no match.
-func (m matcher) tuples(f family, set *nftables.Set, reply bool) []expr.Any {
+func (m matcher) tuples(f family, set *countedSet, reply bool) []expr.Any {
 	addr, port := f.addrOff, uint32(2)
 	var dir []expr.Any
 	if reply {
 		addr, port = f.saddrOff, 0
 		dir = ctReply()
 	}
-	return join(m.cgroup(), dir, nfproto(f), []expr.Any{
-		load(expr.PayloadBaseNetworkHeader, addr, f.addrLen, reg1),
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: f.protoReg},
-		load(expr.PayloadBaseTransportHeader, port, 2, f.portReg),
-		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
-	}, accept(m.allow))
+	return join(m.cgroup(), dir, nfproto(f), set.match(func() []expr.Any {
+		return []expr.Any{
+			load(expr.PayloadBaseNetworkHeader, addr, f.addrLen, reg1),
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: f.protoReg},
+			load(expr.PayloadBaseTransportHeader, port, 2, f.portReg),
+		}
+	}), accept(m.allow))
+}
+
+// match is key ∈ s.in, then the key added to s.used (`update @s.used {
+// key }`), whose element counter counts the match. key loads the key into
+// register 1 onward; it is called twice because the lookup's registers are
+// loaded again for the update, as nft(8) compiles it.
+func (s *countedSet) match(key func() []expr.Any) []expr.Any {
+	return join(key(),
+		[]expr.Any{&expr.Lookup{SourceRegister: reg1, SetName: s.in.Name, SetID: s.in.ID}},
+		key(),
+		[]expr.Any{&expr.Dynset{SrcRegKey: reg1, SetName: s.used.Name, SetID: s.used.ID, Operation: unix.NFT_DYNSET_OP_UPDATE}})
 }
 
 func ctReply() []expr.Any {
@@ -130,7 +142,7 @@ func ctReply() []expr.Any {
 // direction whatever its source port, so binding a served port gains an
 // outbound connection nothing: its first packet meets the deny rules, and a
 // dropped packet never confirms a conntrack entry.
-func (m matcher) served(set *nftables.Set, synack, terminal bool) []expr.Any {
+func (m matcher) served(set *countedSet, synack, terminal bool) []expr.Any {
 	e := join(m.cgroup(), ctReply())
 	if synack {
 		e = append(e,
@@ -139,11 +151,13 @@ func (m matcher) served(set *nftables.Set, synack, terminal bool) []expr.Any {
 			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 1, Mask: []byte{tcpSynAck}, Xor: []byte{0}},
 			cmpEq(reg1, []byte{tcpSynAck}))
 	}
-	e = append(e,
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
-		load(expr.PayloadBaseTransportHeader, 0, 2, reg32_01),
-		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
-		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterServed})
+	e = append(e, set.match(func() []expr.Any {
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+			load(expr.PayloadBaseTransportHeader, 0, 2, reg32_01),
+		}
+	})...)
+	e = append(e, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterServed})
 	if synack {
 		e = append(e, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterServedConn})
 	}
@@ -155,12 +169,12 @@ func (m matcher) served(set *nftables.Set, synack, terminal bool) []expr.Any {
 
 // icmp: cgroup ∧ family ∧ l4proto icmp(v6) ∧ daddr ∈ set → allowed, accept.
 // ICMP has no ports: a th dport load would read the checksum.
-func (m matcher) icmp(f family, set *nftables.Set) []expr.Any {
+func (m matcher) icmp(f family, set *countedSet) []expr.Any {
 	return join(m.cgroup(), nfproto(f), []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{f.icmp}),
-		load(expr.PayloadBaseNetworkHeader, f.addrOff, f.addrLen, reg1),
-		&expr.Lookup{SourceRegister: reg1, SetName: set.Name, SetID: set.ID},
-	}, accept(m.allow))
+	}, set.match(func() []expr.Any {
+		return []expr.Any{load(expr.PayloadBaseNetworkHeader, f.addrOff, f.addrLen, reg1)}
+	}), accept(m.allow))
 }
 
 // nd: cgroup ∧ ipv6 ∧ icmpv6 type ∈ {RS, NS, NA} → allowed, accept. Needed

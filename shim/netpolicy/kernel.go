@@ -226,12 +226,22 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 		return nil, err
 	}
 	defer nl.Close()
+	exprs, err := dumpSetExprs(nl, table)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range sets {
-		elems, err := dumpElems(nl, table, s.Name, int(s.Size))
+		// A used set holds what the rules added; the planned size is
+		// what the membership sets hold.
+		hint := int(s.Size)
+		if s.Dynamic {
+			hint = 0
+		}
+		elems, err := dumpElems(nl, table, s.Name, hint)
 		if err != nil {
 			return nil, err
 		}
-		rs.sets = append(rs.sets, &setElems{set: s, elems: elems})
+		rs.sets = append(rs.sets, &setElems{set: s, elems: elems, exprs: exprs[s.Name]})
 	}
 	if rs.rules, err = dumpRules(nl, table); err != nil {
 		return nil, err

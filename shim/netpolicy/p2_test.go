@@ -61,7 +61,7 @@ func nftScript(p *Plan, cgPath string) string {
 	}
 	fmt.Fprintf(&b, "\tset cg { type cgroupsv2; size 1; elements = { %q } }\n", cgPath)
 	if len(p.Allow) > 0 {
-		fmt.Fprintf(&b, "\tset allow4 { type ipv4_addr . inet_proto . inet_service; size %d; counter; elements = {\n", len(p.Allow))
+		fmt.Fprintf(&b, "\tset allow4 { type ipv4_addr . inet_proto . inet_service; size %d; elements = {\n", len(p.Allow))
 		for i, t := range p.Allow {
 			sep := ",\n"
 			if i == len(p.Allow)-1 {
@@ -70,13 +70,15 @@ func nftScript(p *Plan, cgPath string) string {
 			fmt.Fprintf(&b, "\t\t%s . %s . %d%s", t.Addr, ProtoName(t.Proto), t.Port, sep)
 		}
 		b.WriteString("\t} }\n")
+		fmt.Fprintf(&b, "\tset allow4_used { type ipv4_addr . inet_proto . inet_service; size %d; flags dynamic; counter; }\n", len(p.Allow))
 	}
 	if serve {
 		var els []string
 		for _, s := range p.Serve {
 			els = append(els, fmt.Sprintf("%s . %d", ProtoName(s.Proto), s.Port))
 		}
-		fmt.Fprintf(&b, "\tset serve { type inet_proto . inet_service; size %d; counter; elements = { %s } }\n", len(p.Serve), strings.Join(els, ", "))
+		fmt.Fprintf(&b, "\tset serve { type inet_proto . inet_service; size %d; elements = { %s } }\n", len(p.Serve), strings.Join(els, ", "))
+		fmt.Fprintf(&b, "\tset serve_used { type inet_proto . inet_service; size %d; flags dynamic; counter; }\n", len(p.Serve))
 		b.WriteString("\tset nd6 { type icmpv6_type; size 3; elements = { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } }\n")
 	}
 	policy := "accept"
@@ -85,17 +87,17 @@ func nftScript(p *Plan, cgPath string) string {
 	}
 	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy %s;\n", policy)
 	synack := func(m, note string, verdict string) {
-		fmt.Fprintf(&b, "\t\t%sct direction reply tcp flags & (syn | ack) == syn | ack meta l4proto . th sport @serve counter name \"served\" counter name \"served_conn\"%s comment \"gensee: %s%s\"\n",
+		fmt.Fprintf(&b, "\t\t%sct direction reply tcp flags & (syn | ack) == syn | ack meta l4proto . th sport @serve update @serve_used { meta l4proto . th sport } counter name \"served\" counter name \"served_conn\"%s comment \"gensee: %s%s\"\n",
 			m, verdict, map[bool]string{true: "served connections answered", false: "count served connections answered"}[verdict != ""], note)
 	}
 	accepts := func(m, counter, note string) {
 		if serve {
 			synack(m, note, " accept")
-			fmt.Fprintf(&b, "\t\t%sct direction reply meta l4proto . th sport @serve counter name \"served\" accept comment \"gensee: replies on served ports%s\"\n", m, note)
+			fmt.Fprintf(&b, "\t\t%sct direction reply meta l4proto . th sport @serve update @serve_used { meta l4proto . th sport } counter name \"served\" accept comment \"gensee: replies on served ports%s\"\n", m, note)
 		}
 		if len(p.Allow) > 0 {
-			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 counter name %q accept comment \"gensee: allowed ipv4 tuples%s\"\n", m, counter, note)
-			fmt.Fprintf(&b, "\t\t%sct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 counter name %q accept comment \"gensee: replies from allowed ipv4 tuples%s\"\n", m, counter, note)
+			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 update @allow4_used { ip daddr . meta l4proto . th dport } counter name %q accept comment \"gensee: allowed ipv4 tuples%s\"\n", m, counter, note)
+			fmt.Fprintf(&b, "\t\t%sct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 update @allow4_used { ip saddr . meta l4proto . th sport } counter name %q accept comment \"gensee: replies from allowed ipv4 tuples%s\"\n", m, counter, note)
 		}
 		if serve {
 			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv6 meta l4proto ipv6-icmp icmpv6 type @nd6 counter name %q accept comment \"gensee: icmpv6 neighbor discovery for served ports%s\"\n", m, counter, note)
@@ -202,8 +204,13 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 	for _, m := range []struct{ name, from, to string }{
 		{"syn only", "tcp flags & (syn | ack) == syn | ack", "tcp flags & syn == syn"},
 		{"other port", "tcp . 8080", "tcp . 8088"},
-		{"no direction", "ct direction reply meta l4proto . th sport @serve counter name \"served\" accept", "meta l4proto . th sport @serve counter name \"served\" accept"},
-		{"dport", "meta l4proto . th sport @serve", "meta l4proto . th dport @serve"},
+		{"no direction", "ct direction reply meta l4proto . th sport @serve", "meta l4proto . th sport @serve"},
+		{"dport", "meta l4proto . th sport @serve update", "meta l4proto . th dport @serve update"},
+		// What the used sets count: the key added, the set added to,
+		// and that the set counts at all.
+		{"counts another key", "update @serve_used { meta l4proto . th sport }", "update @serve_used { meta l4proto . th dport }"},
+		{"counts nothing", "flags dynamic; counter; }", "flags dynamic; }"},
+		{"not counted", "@serve update @serve_used { meta l4proto . th sport } ", "@serve "},
 		// The non-local source check: its address, its type, its place.
 		{"fib daddr", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib daddr type != local counter name \"spoofed\" counter name \"denied_outside\""},
 		{"fib type unicast", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib saddr type unicast counter name \"spoofed\" counter name \"denied_outside\""},

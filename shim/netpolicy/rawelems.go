@@ -72,6 +72,64 @@ func dumpElems(c *netlink.Conn, table, set string, hint int) ([]nftables.SetElem
 	return elems, nil
 }
 
+// Set attributes x/sys/unix lacks: the expressions a set gives each
+// element, one (NFTA_SET_EXPR) or a list (NFTA_SET_EXPRESSIONS).
+const (
+	nftaSetExpr        = 17
+	nftaSetExpressions = 18
+)
+
+// dumpSetExprs names, for each set of table, the expressions the set gives
+// its elements (NFT_MSG_GETSET dump). google/nftables v0.3.0 decodes no
+// set expression: a used set that counted nothing would read back like one
+// that counts.
+func dumpSetExprs(c *netlink.Conn, table string) (map[string][]string, error) {
+	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_SET_TABLE, Data: []byte(table + "\x00")}})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	err = dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETSET, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...), func(m []byte) error {
+		if len(m) < 4 {
+			return nil
+		}
+		var name, tbl string
+		var exprs []string
+		for a := range attrsOf(m[4:]) {
+			switch a.typ {
+			case unix.NFTA_SET_TABLE:
+				tbl = cstring(a.data)
+			case unix.NFTA_SET_NAME:
+				name = cstring(a.data)
+			case nftaSetExpr:
+				exprs = append(exprs, exprName(a.data))
+			case nftaSetExpressions:
+				for x := range attrsOf(a.data) {
+					exprs = append(exprs, exprName(x.data))
+				}
+			}
+		}
+		if tbl == table {
+			out[name] = exprs
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dump sets: %w", err)
+	}
+	return out, nil
+}
+
+// exprName is the NFTA_EXPR_NAME of an expression.
+func exprName(b []byte) string {
+	for a := range attrsOf(b) {
+		if a.typ == unix.NFTA_EXPR_NAME {
+			return cstring(a.data)
+		}
+	}
+	return "unnamed expression"
+}
+
 // decodeElem decodes one element; its counter, if any, is returned apart so
 // the caller can place it without an allocation per element.
 func decodeElem(b []byte) (e nftables.SetElement, ctr *expr.Counter, err error) {

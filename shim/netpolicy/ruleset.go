@@ -34,6 +34,12 @@ const (
 	setICMP6          = "icmp6"  // ipv6_addr
 	setND6            = "nd6"    // icmpv6_type
 	setServe          = "serve"  // inet_proto . inet_service
+	// usedSuffix names the companion of each counted set (allow4_used,
+	// ..., serve_used): a dynamic set, empty at install, into which the
+	// rules that match the counted set add the key they matched, with an
+	// element counter. Its elements are the tuples (or ports) used, with
+	// their counts.
+	usedSuffix = "_used"
 )
 
 // ICMPv6 neighbor discovery types accepted when IPv6 destinations are allowed.
@@ -78,11 +84,17 @@ type setElems struct {
 	ports []ServePort
 	// index maps a key to its position in elems; see indexKeys.
 	index map[string]int32
+	// exprs names the expressions the set gives each element it holds:
+	// "counter" for the used sets.
+	exprs []string
+	// countsFor is, for a used set, the set whose matches it counts: its
+	// elements are keys of countsFor, added by the rules, never planned.
+	countsFor *setElems
 }
 
-// counted reports whether the set's element counters are read (allow,
-// icmp and serve sets): the counters dump and countersOf agree on it.
-func (s *setElems) counted() bool { return len(s.tuples) > 0 || len(s.ports) > 0 }
+// counted reports whether the set's element counters are read (the used
+// sets): the counters dump and countersOf agree on it.
+func (s *setElems) counted() bool { return s.countsFor != nil }
 
 // indexKeys builds the key index read-back compares against. Keys are
 // substrings of one string: no allocation per key.
@@ -133,7 +145,7 @@ func build(p *Plan) *ruleset {
 	// allocator, so concurrent installs never race on it. They only need
 	// to be unique within one batch.
 	var nextID uint32
-	addSet := func(s *nftables.Set, tuples []Tuple, keys [][]byte) *nftables.Set {
+	addSet := func(s *nftables.Set, tuples []Tuple, keys [][]byte) *setElems {
 		nextID++
 		s.Table, s.ID = t, nextID
 		// Declaring the size lets the kernel pick its fixed-size hash:
@@ -147,46 +159,65 @@ func build(p *Plan) *ruleset {
 			se.elems[i].Key = k
 		}
 		rs.sets = append(rs.sets, se)
-		return s
+		return se
+	}
+	// addCounted adds set s with its used set. Counting in a companion
+	// rather than with an element counter in s itself costs the kernel
+	// nothing per planned element: an element counter is two per-CPU
+	// allocations at insert, most of the install's time and half of its
+	// dump's bytes for 10,000 tuples, while a contract's tuples are
+	// mostly never used. The used set is as large as s, so a rule never
+	// finds it full: were the kernel unable to add an element (out of
+	// memory), the rule would not match and the packet would meet the
+	// deny rules (fail closed). A dynamic set is the kernel's resizable
+	// hash; the declared size sizes it so that it never grows.
+	addCounted := func(in *setElems) *countedSet {
+		s := in.set
+		u := addSet(&nftables.Set{Name: s.Name + usedSuffix, KeyType: s.KeyType, KeyByteOrder: s.KeyByteOrder, Dynamic: true, Counter: true}, nil, nil)
+		u.set.Size = s.Size
+		u.exprs = []string{"counter"}
+		u.countsFor = in
+		return &countedSet{in: s, used: u.set}
 	}
 
 	idKey := make([]byte, 8)
 	binary.NativeEndian.PutUint64(idKey, p.Cgroup.ID)
-	cg := addSet(&nftables.Set{Name: setCgroup, KeyType: nftables.TypeCGroupV2, KeyByteOrder: binaryutil.NativeEndian}, nil, [][]byte{idKey})
+	cg := addSet(&nftables.Set{Name: setCgroup, KeyType: nftables.TypeCGroupV2, KeyByteOrder: binaryutil.NativeEndian}, nil, [][]byte{idKey}).set
 
 	// The allow sets are plain hash sets keyed by a concatenated type,
 	// without the NFT_SET_CONCAT flag: nft(8) sets that flag only for
 	// interval concatenations, and leaving it off makes this table
 	// identical to what `nft -f` of the same text loads (P2 checks).
 	// In netns scope both the cgroup's rules and the outside rules look
-	// them up: one set, one element counter per tuple.
+	// them up: one set, one used set counting both.
 	var sets allowSets
 	a4, a6, i4, i6 := splitTuples(p.Allow)
 	if len(a4) > 0 {
-		sets.a4 = addSet(&nftables.Set{Name: setAllow4, KeyType: keyAllow4, Counter: true}, a4, tupleKeys(a4))
+		sets.a4 = addCounted(addSet(&nftables.Set{Name: setAllow4, KeyType: keyAllow4}, a4, tupleKeys(a4)))
 	}
 	if len(a6) > 0 {
-		sets.a6 = addSet(&nftables.Set{Name: setAllow6, KeyType: keyAllow6, Counter: true}, a6, tupleKeys(a6))
+		sets.a6 = addCounted(addSet(&nftables.Set{Name: setAllow6, KeyType: keyAllow6}, a6, tupleKeys(a6)))
 	}
 	if len(i4) > 0 {
-		sets.i4 = addSet(&nftables.Set{Name: setICMP4, KeyType: nftables.TypeIPAddr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i4, addrKeys(i4))
+		sets.i4 = addCounted(addSet(&nftables.Set{Name: setICMP4, KeyType: nftables.TypeIPAddr, KeyByteOrder: binaryutil.BigEndian}, i4, addrKeys(i4)))
 	}
 	if len(i6) > 0 {
-		sets.i6 = addSet(&nftables.Set{Name: setICMP6, KeyType: nftables.TypeIP6Addr, KeyByteOrder: binaryutil.BigEndian, Counter: true}, i6, addrKeys(i6))
+		sets.i6 = addCounted(addSet(&nftables.Set{Name: setICMP6, KeyType: nftables.TypeIP6Addr, KeyByteOrder: binaryutil.BigEndian}, i6, addrKeys(i6)))
 	}
 	// The serve set, keyed by the container's local port: replies of
 	// served connections leave from it (th sport). Hash set, no
 	// NFT_SET_CONCAT flag, like the allow sets.
 	if len(p.Serve) > 0 {
-		sets.serve = addSet(&nftables.Set{Name: setServe, KeyType: keyServe, Counter: true}, nil, serveKeys(p.Serve))
-		rs.sets[len(rs.sets)-1].ports = p.Serve
+		in := addSet(&nftables.Set{Name: setServe, KeyType: keyServe}, nil, serveKeys(p.Serve))
+		in.ports = p.Serve
+		sets.serve = addCounted(in)
 	}
 	if p.needsND() {
 		keys := make([][]byte, len(ndTypes))
 		for i, ty := range ndTypes {
 			keys[i] = []byte{ty}
 		}
-		sets.nd = addSet(&nftables.Set{Name: setND6, KeyType: nftables.TypeICMP6Type}, nil, keys)
+		sets.nd = addSet(&nftables.Set{Name: setND6, KeyType: nftables.TypeICMP6Type}, nil, keys).set
 		sets.ndServe = !p.HasIPv6()
 	}
 
@@ -280,9 +311,16 @@ const outsideNote = ", outside the cgroup"
 // allowSets are the sets the accept rules look up; nil when the plan has
 // no such tuple.
 type allowSets struct {
-	a4, a6, i4, i6, nd, serve *nftables.Set
+	a4, a6, i4, i6, serve *countedSet
+	nd                    *nftables.Set
 	// ndServe: nd is there for served ports only (no IPv6 destination).
 	ndServe bool
+}
+
+// countedSet is a set the rules look up and the used set they count its
+// matches in.
+type countedSet struct {
+	in, used *nftables.Set
 }
 
 // accepts adds the accept rules of m in their fixed order. note ends each
@@ -290,8 +328,8 @@ type allowSets struct {
 func accepts(rule func(string, []expr.Any), m matcher, loopback bool, s allowSets, note string) {
 	// Served ports first, so "served" counts every reply of a served
 	// connection, whatever else would accept it too. The SYN-ACK rule
-	// comes before the reply rule: both look the port up, and an
-	// element counter counts once per lookup that matches.
+	// comes before the reply rule: both look the port up, and the port's
+	// element of serve_used counts once per rule that matches.
 	if s.serve != nil {
 		rule("gensee: served connections answered"+note, m.served(s.serve, true, true))
 		rule("gensee: replies on served ports"+note, m.served(s.serve, false, true))

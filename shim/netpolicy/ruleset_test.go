@@ -113,7 +113,7 @@ func TestBuildAllowExact(t *testing.T) {
 	}
 
 	// The v4 tuple rule is what nft(8) 1.0.6 emits for
-	// `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 counter name "allowed" accept`.
+	// `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 update @allow4_used { ip daddr . meta l4proto . th dport } counter name "allowed" accept`.
 	want := canonAll(
 		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
 		&expr.Lookup{SourceRegister: 1, SetName: "cg"},
@@ -123,6 +123,10 @@ func TestBuildAllowExact(t *testing.T) {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
 		&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Lookup{SourceRegister: 1, SetName: "allow4"},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
+		&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_UPDATE},
 		&expr.Objref{Type: 1, Name: "allowed"},
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	)
@@ -178,14 +182,26 @@ func TestBuildAllowExact(t *testing.T) {
 	if k := sets["allow6"].elems; len(k) != 1 || len(k[0].Key) != 24 || k[0].Key[16] != 6 || k[0].Key[20] != 1 || k[0].Key[21] != 187 {
 		t.Errorf("allow6 keys = %v", k)
 	}
-	if s := sets["allow4"].set; s.Concatenation || !s.Counter || s.KeyType.Bytes != 12 {
+	if s := sets["allow4"].set; s.Concatenation || s.Counter || s.KeyType.Bytes != 12 {
 		t.Errorf("allow4 = %+v", s)
 	}
-	if s := sets["allow6"].set; s.Concatenation || !s.Counter || s.KeyType.Bytes != 24 {
+	if s := sets["allow6"].set; s.Concatenation || s.Counter || s.KeyType.Bytes != 24 {
 		t.Errorf("allow6 = %+v", s)
 	}
-	if k := sets["icmp4"].elems; len(k) != 1 || !bytes.Equal(k[0].Key, []byte{192, 0, 2, 12}) || !sets["icmp4"].set.Counter {
+	if k := sets["icmp4"].elems; len(k) != 1 || !bytes.Equal(k[0].Key, []byte{192, 0, 2, 12}) || sets["icmp4"].set.Counter {
 		t.Errorf("icmp4 = %v", k)
+	}
+	// Each counted set has its used set: same key, as large, dynamic,
+	// counting, empty.
+	for _, name := range []string{"allow4", "allow6", "icmp4", "icmp6"} {
+		in, u := sets[name], sets[name+"_used"]
+		if u == nil || u.countsFor != in || !u.set.Dynamic || !u.set.Counter || !slices.Equal(u.exprs, []string{"counter"}) ||
+			u.set.KeyType != in.set.KeyType || u.set.KeyByteOrder != in.set.KeyByteOrder || u.set.Size != in.set.Size || len(u.elems) != 0 {
+			t.Errorf("%s_used = %+v", name, u)
+		}
+	}
+	if sets["nd6_used"] != nil || sets["cg_used"] != nil {
+		t.Error("a set nothing counts has a used set")
 	}
 	if k := sets["nd6"].elems; len(k) != 3 {
 		t.Errorf("nd6 = %v", k)

@@ -99,6 +99,9 @@ func servedExprs(prefix []expr.Any, synack, terminal bool) []string {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
 		&expr.Lookup{SourceRegister: 1, SetName: "serve"},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
+		&expr.Dynset{SrcRegKey: 1, SetName: "serve_used", Operation: unix.NFT_DYNSET_OP_UPDATE},
 		&expr.Objref{Type: 1, Name: "served"})
 	if synack {
 		e = append(e, &expr.Objref{Type: 1, Name: "served_conn"})
@@ -174,14 +177,20 @@ func TestBuildServe(t *testing.T) {
 					t.Errorf("rule %d (%s):\n got %q\nwant %q", i, comments(rs)[i], rs.rules[i].exprs, want)
 				}
 			}
-			var serve *setElems
+			var serve, used *setElems
 			for _, s := range rs.sets {
-				if s.set.Name == "serve" {
+				switch s.set.Name {
+				case "serve":
 					serve = s
+				case "serve_used":
+					used = s
 				}
 			}
-			if serve == nil || !serve.set.Counter || serve.set.Concatenation || serve.set.KeyType.Bytes != 8 || serve.set.Size != 2 {
+			if serve == nil || serve.set.Counter || serve.set.Concatenation || serve.set.KeyType.Bytes != 8 || serve.set.Size != 2 {
 				t.Fatalf("serve set = %+v", serve)
+			}
+			if used == nil || !used.set.Counter || !used.set.Dynamic || used.set.KeyType != serve.set.KeyType || used.set.Size != 2 || len(used.elems) != 0 || used.countsFor != serve {
+				t.Fatalf("serve_used set = %+v", used)
 			}
 			// Sorted: tcp (6) before udp (17). proto + 3 pad, port BE + 2 pad.
 			if k := serve.elems; len(k) != 2 || !bytes.Equal(k[0].Key, []byte{6, 0, 0, 0, 0x1f, 0x90, 0, 0}) || !bytes.Equal(k[1].Key, []byte{17, 0, 0, 0, 0, 53, 0, 0}) {
@@ -281,9 +290,11 @@ func TestCountersOfServe(t *testing.T) {
 	}
 	got.counters = append(got.counters, &nftables.CounterObj{Name: "served", Packets: 30, Bytes: 3000}, &nftables.CounterObj{Name: "served_conn", Packets: 4, Bytes: 240})
 	for _, s := range got.sets {
-		if s.set.Name == "serve" {
-			s.elems[0].Counter = &expr.Counter{Packets: 20, Bytes: 2000}
-			s.elems[1].Counter = &expr.Counter{Packets: 10, Bytes: 1000}
+		if s.set.Name == "serve_used" {
+			s.elems = []nftables.SetElement{
+				{Key: []byte{17, 0, 0, 0, 0, 53, 0, 0}, Counter: &expr.Counter{Packets: 10, Bytes: 1000}},
+				{Key: []byte{6, 0, 0, 0, 0x1f, 0x90, 0, 0}, Counter: &expr.Counter{Packets: 20, Bytes: 2000}},
+			}
 		}
 	}
 	c, err := countersOf(build(p), got)
