@@ -115,3 +115,100 @@ func TestMergeKeepsOldFamilyPolicy(t *testing.T) {
 		t.Errorf("AF_ALG -> %v", a)
 	}
 }
+
+// TestMergeExactPerFamily: for every family below afMax and every netlink
+// protocol, with the family's high word clear or set, the merged profile
+// gives EPERM where the boundary refuses and the old profile's action
+// elsewhere; families from afMax on keep the default action.
+func TestMergeExactPerFamily(t *testing.T) {
+	for _, old := range []*specs.LinuxSeccomp{nil, seccomp.DefaultProfile(ctrDefaultSpec(t)), {DefaultAction: specs.ActErrno, Architectures: nativeArches(), Syscalls: []specs.LinuxSyscall{
+		{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 0, Value: 40, Op: specs.OpNotEqual}}}}}} {
+		m, _, err := mergeSeccomp(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := old
+		if base == nil {
+			base = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}
+		}
+		def := actionOf(base.DefaultAction, base.DefaultErrnoRet)
+		was, err := socketActions(base, def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hi := range []uint64{0, 1 << 32} {
+			for af := uint64(0); af < afMax+20; af++ {
+				protos := []uint64{0}
+				if af == afNetlink {
+					protos = nil
+					for q := uint64(0); q < netlinkMaxLinks; q++ {
+						protos = append(protos, q)
+					}
+				}
+				for _, q := range protos {
+					want := def
+					switch {
+					case af >= afMax:
+					case af == afNetlink && q == netlinkNetfilter,
+						slices.ContainsFunc(refusedFamilies, func(f struct {
+							name string
+							af   uint64
+						}) bool {
+							return f.af == af
+						}):
+						want = eperm
+					default:
+						want = was[af]
+					}
+					if got := evalSocket(t, m, af|hi, q); got != want {
+						t.Errorf("old %v: socket(%#x, proto %d) -> %v, want %v", old != nil, af|hi, q, got, want)
+					}
+				}
+			}
+		}
+	}
+	m, _, _ := mergeSeccomp(nil)
+	n := 0
+	for _, sc := range m.Syscalls {
+		if slices.Contains(sc.Names, "socket") {
+			n++
+		}
+	}
+	if n != 14 {
+		t.Errorf("a created profile has %d socket rules, want 14 (13 family spans, NETLINK_NETFILTER)", n)
+	}
+}
+
+// TestSpans: spans are aligned powers of two, disjoint, of one action, and
+// cover exactly the values whose action is not the default.
+func TestSpans(t *testing.T) {
+	def, a, b := action{specs.ActAllow, 0}, eperm, action{specs.ActErrno, 13}
+	for seed := uint64(1); seed < 500; seed++ {
+		n := 1 + seed%64
+		acts := make([]action, n)
+		x := seed
+		for i := range acts {
+			x = x*6364136223846793005 + 1442695040888963407
+			acts[i] = []action{def, a, b}[(x>>33)%3]
+		}
+		got := make([]action, n)
+		for i := range got {
+			got[i] = def
+		}
+		covered := make([]bool, n)
+		for _, s := range spans(n, func(v uint64) action { return acts[v] }, def) {
+			if s.size == 0 || s.size&(s.size-1) != 0 || s.first%s.size != 0 || s.first+s.size > n || s.a == def {
+				t.Fatalf("n %d: bad span %+v", n, s)
+			}
+			for v := s.first; v < s.first+s.size; v++ {
+				if covered[v] {
+					t.Fatalf("n %d: value %d in two spans", n, v)
+				}
+				covered[v], got[v] = true, s.a
+			}
+		}
+		if !slices.Equal(got, acts) {
+			t.Fatalf("n %d: spans give %v, want %v", n, got, acts)
+		}
+	}
+}
