@@ -92,10 +92,10 @@ func (e engine) counters(ctx context.Context, p *Plan) (Counters, error) {
 	// Only what holds counters is read: the exit path reads them right
 	// before the table goes, and a read-back already compared the rest.
 	want := build(p)
-	var sets []setHint
+	var sets []string
 	for _, s := range want.sets {
 		if s.counted() {
-			sets = append(sets, setHint{name: s.set.Name, elems: len(s.elems)})
+			sets = append(sets, s.set.Name)
 		}
 	}
 	got, err := e.k.dumpCounters(p.Table, sets)
@@ -152,5 +152,32 @@ func countersOf(want, got *ruleset) (Counters, error) {
 			c.ServeCounts = append(c.ServeCounts, ServeCount{Port: sp, Count: byKey[string(in.elems[i].Key)]})
 		}
 	}
+	// Every packet a used set counts is counted by a named counter too
+	// (allowed or allowed_outside for tuples, served for ports), and the
+	// elements are read before the objects: more in the elements than
+	// in the objects is a count set from outside.
+	var tuples, ports Count
+	for _, t := range c.Tuples {
+		tuples.add(t.Count)
+	}
+	for _, p := range c.ServeCounts {
+		ports.add(p.Count)
+	}
+	allowed := c.Allowed
+	allowed.add(c.AllowedOutside)
+	if tuples.exceeds(allowed) {
+		return Counters{}, fmt.Errorf("table %s: its per-tuple counts (%d packets, %d bytes) exceed allowed and allowed_outside (%d packets, %d bytes): counts were set from outside the table's rules", want.table.Name, tuples.Packets, tuples.Bytes, allowed.Packets, allowed.Bytes)
+	}
+	if ports.exceeds(c.Served) {
+		return Counters{}, fmt.Errorf("table %s: its per-port counts (%d packets, %d bytes) exceed served (%d packets, %d bytes): counts were set from outside the table's rules", want.table.Name, ports.Packets, ports.Bytes, c.Served.Packets, c.Served.Bytes)
+	}
 	return c, nil
 }
+
+func (c *Count) add(o Count) {
+	c.Packets += o.Packets
+	c.Bytes += o.Bytes
+}
+
+// exceeds: c counts more packets or more bytes than o.
+func (c Count) exceeds(o Count) bool { return c.Packets > o.Packets || c.Bytes > o.Bytes }

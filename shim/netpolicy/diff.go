@@ -226,7 +226,8 @@ func diffSets(want, got []*setElems) []string {
 }
 
 // setString covers what a dump reports but a set's expressions, which
-// v0.3.0 does not decode (dumpSetExprs reads them into setElems.exprs).
+// v0.3.0 does not decode: dumpSetExprs reads their names (and a counter's
+// values) into setElems.exprs.
 func setString(s *nftables.Set) string {
 	return fmt.Sprintf("type %q len %d size %d concat %t interval %t constant %t map %t anonymous %t timeout %t dynamic %t",
 		s.KeyType.Name, s.KeyType.Bytes, s.Size, s.Concatenation, s.Interval, s.Constant, s.IsMap, s.Anonymous, s.HasTimeout, s.Dynamic)
@@ -246,8 +247,11 @@ func diffElems(want, got *setElems) []string {
 	counted := slices.Contains(want.exprs, "counter")
 	seen := make([]bool, len(keys.elems))
 	var extra, odd []string
-	for _, e := range got.elems {
+	for j, e := range got.elems {
 		key := keyString(keys.set.Name, e.Key)
+		if carries, ok := got.odd[j]; ok {
+			odd = append(odd, "element "+key+" carries "+carries)
+		}
 		i, ok := index[string(e.Key)]
 		switch {
 		case !ok || e.Key == nil:

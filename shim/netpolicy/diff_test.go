@@ -195,13 +195,13 @@ func useAll(got *ruleset) {
 func TestCountersOf(t *testing.T) {
 	p := exactPlan(t)
 	got := asDumped(build(p))
-	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 5, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}, {Name: "spoofed", Packets: 1, Bytes: 60}}
+	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 7, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}, {Name: "spoofed", Packets: 1, Bytes: 60}}
 	useAll(got)
 	c, err := countersOf(build(p), got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Allowed != (Count{5, 500}) || c.Denied != (Count{2, 120}) || c.DeniedKernel != (Count{1, 40}) || c.Spoofed != (Count{1, 60}) {
+	if c.Allowed != (Count{7, 500}) || c.Denied != (Count{2, 120}) || c.DeniedKernel != (Count{1, 40}) || c.Spoofed != (Count{1, 60}) {
 		t.Errorf("counters = %+v", c)
 	}
 	if len(c.Tuples) != len(p.Allow) {
@@ -222,6 +222,16 @@ func TestCountersOf(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("tuples %q, want %q", names, want)
+	}
+	// More counted per tuple than by the named counters: counts set
+	// from outside the rules.
+	got.counters[0].Packets = 6
+	if _, err := countersOf(build(p), got); err != nil {
+		t.Errorf("tuple counts summing to allowed: err = %v", err)
+	}
+	got.counters[0].Packets = 5
+	if _, err := countersOf(build(p), got); err == nil || !strings.Contains(err.Error(), "exceed allowed and allowed_outside") {
+		t.Errorf("tuple counts above allowed: err = %v, want the excess named", err)
 	}
 	got.counters = got.counters[:1]
 	if _, err := countersOf(build(p), got); err == nil {

@@ -43,8 +43,8 @@
 //	  M ip6 saddr :: icmpv6 type nd-neighbor-solicit → accept (duplicate address detection)
 //	and A(M, counter) the accepts,
 //	each starting with M (nothing for "-") and counting in counter,
-//	where every match of a set X also adds the key to X_used
-//	(`update @X_used { key }`, left out below):
+//	where every rule matching a set X comes after its twin that only
+//	adds the key to X_used (`M … @X add @X_used { key }`, left out below):
 //	  M ct direction reply tcp flags & (syn|ack) == syn|ack meta l4proto . th sport @serve
 //	                                              → served, served_conn, accept
 //	  M ct direction reply meta l4proto . th sport @serve → served, accept
@@ -116,17 +116,24 @@
 // leaves no flow to reply on.
 //
 // Per-tuple counts. A counted set (allow4, allow6, icmp4, icmp6, serve)
-// holds no counters of its own: each rule that matches it adds the key it
-// matched to the set's used set, whose elements carry a counter each. The
-// kernel allocates an element counter (two per-CPU allocations) only for a
-// key some packet matched, instead of for every planned element at install:
-// for 10,000 tuples that was most of the install's time and half of what
-// the read-back reads. The used set is as large as its set, so it is never
-// full; should the kernel fail to add an element (out of memory) the rule
-// does not match, and the packet meets the deny rules (fail closed).
-// Read-back checks a used set's declaration (dynamic, counter, key, size)
-// and that every element it holds is a key of its set; the counters read
-// at exit are the used sets' elements, a key never matched counting zero.
+// holds no counters of its own. Each rule that matches it follows a twin
+// rule ("gensee: count per element, …") with the same match that adds the
+// matched key to the set's used set, whose elements carry a counter each,
+// and decides nothing. The kernel allocates an element counter only for a
+// key some packet matched, instead of for every planned element at
+// install: for 10,000 tuples that was most of the install's time and half
+// of what the read-back reads. Should the kernel fail to add an element
+// (out of memory, or two CPUs racing to add the same new key to a nearly
+// full set), the twin rule ends and only the count is lost: the packet
+// meets its rule as before. Read-back checks a used set's declaration
+// (dynamic, a counter at zero, key, size) and that every element it holds
+// is a key of its set carrying a counter and nothing else; elements of
+// the other sets must carry nothing at all (a quota or limit on an element
+// would end every rule that matches it). The counters read at exit are the
+// used sets' elements, read before the named counters: a key never
+// matched counts zero, and per-element counts above allowed and
+// allowed_outside (tuples) or served (ports) are refused as counts set
+// from outside the rules.
 //
 // It never touches a table whose name does not start with "gensee_", never
 // resolves host names, never widens or narrows a contract's tuples, and never

@@ -38,7 +38,7 @@ func (f *fakeKernel) dump(table string) (*ruleset, error) {
 
 // dumpCounters answers with the whole table: countersOf reads only what
 // holds counters.
-func (f *fakeKernel) dumpCounters(table string, _ []setHint) (*ruleset, error) { return f.dump(table) }
+func (f *fakeKernel) dumpCounters(table string, _ []string) (*ruleset, error) { return f.dump(table) }
 
 func (f *fakeKernel) remove(table string) error {
 	f.removed = append(f.removed, table)

@@ -44,10 +44,29 @@ var (
 // can only ever fail to match — never be accepted by a cgroup rule. Without
 // one (cg nil: netns scope, after the cgroup's rules) the rules match any
 // packet. Accepts count in the named counter allow.
+//
+// A matcher that counts (counter) builds instead the rule that goes ahead of
+// each rule looking up a counted set: the same match, the key added to the
+// set's used set, no counter, no verdict.
 type matcher struct {
 	cg    *nftables.Set
 	level uint32
 	allow string
+	count bool
+}
+
+// counter is m building the per-element counting rules.
+func (m matcher) counter() matcher {
+	m.count = true
+	return m
+}
+
+// tail is what follows a counted set's match: nothing in a counting rule.
+func (m matcher) tail(e ...expr.Any) []expr.Any {
+	if m.count {
+		return nil
+	}
+	return e
 }
 
 func (m matcher) cgroup() []expr.Any {
@@ -106,24 +125,27 @@ func (m matcher) tuples(f family, set *countedSet, reply bool) []expr.Any {
 		addr, port = f.saddrOff, 0
 		dir = ctReply()
 	}
-	return join(m.cgroup(), dir, nfproto(f), set.match(func() []expr.Any {
+	return join(m.cgroup(), dir, nfproto(f), m.match(set, func() []expr.Any {
 		return []expr.Any{
 			load(expr.PayloadBaseNetworkHeader, addr, f.addrLen, reg1),
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: f.protoReg},
 			load(expr.PayloadBaseTransportHeader, port, 2, f.portReg),
 		}
-	}), accept(m.allow))
+	}), m.tail(accept(m.allow)...))
 }
 
-// match is key ∈ s.in, then the key added to s.used (`update @s.used {
-// key }`), whose element counter counts the match. key loads the key into
-// register 1 onward; it is called twice because the lookup's registers are
-// loaded again for the update, as nft(8) compiles it.
-func (s *countedSet) match(key func() []expr.Any) []expr.Any {
-	return join(key(),
-		[]expr.Any{&expr.Lookup{SourceRegister: reg1, SetName: s.in.Name, SetID: s.in.ID}},
-		key(),
-		[]expr.Any{&expr.Dynset{SrcRegKey: reg1, SetName: s.used.Name, SetID: s.used.ID, Operation: unix.NFT_DYNSET_OP_UPDATE}})
+// match is key ∈ s.in; in a counting rule, then the key added to s.used
+// (`add @s.used { key }`), whose element counter counts the match. key
+// loads the key into register 1 onward; a counting rule calls it twice, as
+// nft(8) compiles the add: the lookup's registers loaded again. An add of a
+// key already there changes nothing but the element's counter; unlike an
+// update it needs no set timeout on any kernel.
+func (m matcher) match(s *countedSet, key func() []expr.Any) []expr.Any {
+	e := join(key(), []expr.Any{&expr.Lookup{SourceRegister: reg1, SetName: s.in.Name, SetID: s.in.ID}})
+	if !m.count {
+		return e
+	}
+	return join(e, key(), []expr.Any{&expr.Dynset{SrcRegKey: reg1, SetName: s.used.Name, SetID: s.used.ID, Operation: unix.NFT_DYNSET_OP_ADD}})
 }
 
 func ctReply() []expr.Any {
@@ -151,12 +173,15 @@ func (m matcher) served(set *countedSet, synack, terminal bool) []expr.Any {
 			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 1, Mask: []byte{tcpSynAck}, Xor: []byte{0}},
 			cmpEq(reg1, []byte{tcpSynAck}))
 	}
-	e = append(e, set.match(func() []expr.Any {
+	e = append(e, m.match(set, func() []expr.Any {
 		return []expr.Any{
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
 			load(expr.PayloadBaseTransportHeader, 0, 2, reg32_01),
 		}
 	})...)
+	if m.count {
+		return e
+	}
 	e = append(e, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterServed})
 	if synack {
 		e = append(e, &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: counterServedConn})
@@ -172,9 +197,9 @@ func (m matcher) served(set *countedSet, synack, terminal bool) []expr.Any {
 func (m matcher) icmp(f family, set *countedSet) []expr.Any {
 	return join(m.cgroup(), nfproto(f), []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{f.icmp}),
-	}, set.match(func() []expr.Any {
+	}, m.match(set, func() []expr.Any {
 		return []expr.Any{load(expr.PayloadBaseNetworkHeader, f.addrOff, f.addrLen, reg1)}
-	}), accept(m.allow))
+	}), m.tail(accept(m.allow)...))
 }
 
 // nd: cgroup ∧ ipv6 ∧ icmpv6 type ∈ {RS, NS, NA} → allowed, accept. Needed

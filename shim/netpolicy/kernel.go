@@ -23,10 +23,10 @@ type kernel interface {
 	install(rs *ruleset) error
 	// dump reads the table back, or returns errNoTable.
 	dump(table string) (*ruleset, error)
-	// dumpCounters reads only what holds counters: the counter objects
-	// and the elements of sets (ReadCounters, on the exit path), or
-	// returns errNoTable.
-	dumpCounters(table string, sets []setHint) (*ruleset, error)
+	// dumpCounters reads only what holds counters: the elements of the
+	// used sets named, then the counter objects (ReadCounters, on the
+	// exit path), or returns errNoTable.
+	dumpCounters(table string, sets []string) (*ruleset, error)
 	// remove deletes the table; an absent table is not an error.
 	remove(table string) error
 }
@@ -178,12 +178,6 @@ func (k *netlinkKernel) tables() ([]string, error) {
 	return names, nil
 }
 
-// setHint names a set and how many elements it was planned with.
-type setHint struct {
-	name  string
-	elems int
-}
-
 func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	c, err := k.dial(0)
 	if err != nil {
@@ -237,11 +231,11 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 		if s.Dynamic {
 			hint = 0
 		}
-		elems, err := dumpElems(nl, table, s.Name, hint)
+		elems, odd, err := dumpElems(nl, table, s.Name, hint)
 		if err != nil {
 			return nil, err
 		}
-		rs.sets = append(rs.sets, &setElems{set: s, elems: elems, exprs: exprs[s.Name]})
+		rs.sets = append(rs.sets, &setElems{set: s, elems: elems, exprs: exprs[s.Name], odd: odd})
 	}
 	if rs.rules, err = dumpRules(nl, table); err != nil {
 		return nil, err
@@ -256,15 +250,36 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	return rs, nil
 }
 
-// dumpCounters reads the table's counter objects (one NFT_MSG_GETOBJ dump)
-// and the elements of sets (their per-element counters), nothing else.
-func (k *netlinkKernel) dumpCounters(table string, sets []setHint) (*ruleset, error) {
+// dumpCounters reads the elements of sets (their per-element counters),
+// then the table's counter objects (one NFT_MSG_GETOBJ dump), nothing
+// else. In that order: a packet counted while they are read is in the
+// objects if it is in an element, so an element's count never exceeds
+// the object that counted the same packets (countersOf checks).
+func (k *netlinkKernel) dumpCounters(table string, sets []string) (*ruleset, error) {
+	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: table}
+	rs := &ruleset{table: t}
+	if len(sets) > 0 {
+		nl, err := k.rawConn()
+		if err != nil {
+			return nil, err
+		}
+		defer nl.Close()
+		for _, s := range sets {
+			elems, _, err := dumpElems(nl, table, s, 0)
+			if errors.Is(err, unix.ENOENT) {
+				return nil, errNoTable
+			}
+			if err != nil {
+				return nil, err
+			}
+			rs.sets = append(rs.sets, &setElems{set: &nftables.Set{Table: t, Name: s}, elems: elems})
+		}
+	}
 	c, err := k.dial(0)
 	if err != nil {
 		return nil, err
 	}
 	defer c.CloseLasting()
-	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: table}
 	objs, err := c.GetObjects(t)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, errNoTable
@@ -272,24 +287,8 @@ func (k *netlinkKernel) dumpCounters(table string, sets []setHint) (*ruleset, er
 	if err != nil {
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
-	rs := &ruleset{table: t}
 	if rs.counters, err = counterObjs(objs, table); err != nil {
 		return nil, err
-	}
-	if len(sets) == 0 {
-		return rs, nil
-	}
-	nl, err := k.rawConn()
-	if err != nil {
-		return nil, err
-	}
-	defer nl.Close()
-	for _, s := range sets {
-		elems, err := dumpElems(nl, table, s.name, s.elems)
-		if err != nil {
-			return nil, err
-		}
-		rs.sets = append(rs.sets, &setElems{set: &nftables.Set{Table: t, Name: s.name}, elems: elems})
 	}
 	return rs, nil
 }

@@ -86,18 +86,25 @@ func nftScript(p *Plan, cgPath string) string {
 		policy = "drop"
 	}
 	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy %s;\n", policy)
+	// counted writes the rule that adds match's key to set's used set,
+	// then the rule itself: match, then rest.
+	counted := func(match, key, set, rest, what string) {
+		fmt.Fprintf(&b, "\t\t%s add @%s_used { %s } comment \"gensee: count per element, %s\"\n", match, set, key, what)
+		fmt.Fprintf(&b, "\t\t%s %s comment \"gensee: %s\"\n", match, rest, what)
+	}
 	synack := func(m, note string, verdict string) {
-		fmt.Fprintf(&b, "\t\t%sct direction reply tcp flags & (syn | ack) == syn | ack meta l4proto . th sport @serve update @serve_used { meta l4proto . th sport } counter name \"served\" counter name \"served_conn\"%s comment \"gensee: %s%s\"\n",
-			m, verdict, map[bool]string{true: "served connections answered", false: "count served connections answered"}[verdict != ""], note)
+		counted(m+"ct direction reply tcp flags & (syn | ack) == syn | ack meta l4proto . th sport @serve", "meta l4proto . th sport", "serve",
+			"counter name \"served\" counter name \"served_conn\""+verdict,
+			map[bool]string{true: "served connections answered", false: "count served connections answered"}[verdict != ""]+note)
 	}
 	accepts := func(m, counter, note string) {
 		if serve {
 			synack(m, note, " accept")
-			fmt.Fprintf(&b, "\t\t%sct direction reply meta l4proto . th sport @serve update @serve_used { meta l4proto . th sport } counter name \"served\" accept comment \"gensee: replies on served ports%s\"\n", m, note)
+			counted(m+"ct direction reply meta l4proto . th sport @serve", "meta l4proto . th sport", "serve", "counter name \"served\" accept", "replies on served ports"+note)
 		}
 		if len(p.Allow) > 0 {
-			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4 update @allow4_used { ip daddr . meta l4proto . th dport } counter name %q accept comment \"gensee: allowed ipv4 tuples%s\"\n", m, counter, note)
-			fmt.Fprintf(&b, "\t\t%sct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4 update @allow4_used { ip saddr . meta l4proto . th sport } counter name %q accept comment \"gensee: replies from allowed ipv4 tuples%s\"\n", m, counter, note)
+			counted(m+"meta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4", "ip daddr . meta l4proto . th dport", "allow4", fmt.Sprintf("counter name %q accept", counter), "allowed ipv4 tuples"+note)
+			counted(m+"ct direction reply meta nfproto ipv4 ip saddr . meta l4proto . th sport @allow4", "ip saddr . meta l4proto . th sport", "allow4", fmt.Sprintf("counter name %q accept", counter), "replies from allowed ipv4 tuples"+note)
 		}
 		if serve {
 			fmt.Fprintf(&b, "\t\t%smeta nfproto ipv6 meta l4proto ipv6-icmp icmpv6 type @nd6 counter name %q accept comment \"gensee: icmpv6 neighbor discovery for served ports%s\"\n", m, counter, note)
@@ -204,13 +211,16 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 	for _, m := range []struct{ name, from, to string }{
 		{"syn only", "tcp flags & (syn | ack) == syn | ack", "tcp flags & syn == syn"},
 		{"other port", "tcp . 8080", "tcp . 8088"},
-		{"no direction", "ct direction reply meta l4proto . th sport @serve", "meta l4proto . th sport @serve"},
-		{"dport", "meta l4proto . th sport @serve update", "meta l4proto . th dport @serve update"},
+		{"no direction", "ct direction reply meta l4proto . th sport @serve counter", "meta l4proto . th sport @serve counter"},
+		{"dport", "meta l4proto . th sport @serve counter", "meta l4proto . th dport @serve counter"},
 		// What the used sets count: the key added, the set added to,
-		// and that the set counts at all.
-		{"counts another key", "update @serve_used { meta l4proto . th sport }", "update @serve_used { meta l4proto . th dport }"},
+		// how, and that the set counts at all.
+		{"counts another key", "add @serve_used { meta l4proto . th sport }", "add @serve_used { meta l4proto . th dport }"},
+		{"counts with an update", "add @serve_used", "update @serve_used"},
 		{"counts nothing", "flags dynamic; counter; }", "flags dynamic; }"},
-		{"not counted", "@serve update @serve_used { meta l4proto . th sport } ", "@serve "},
+		{"counter preset", "flags dynamic; counter; }", "flags dynamic; counter packets 7 bytes 700; }"},
+		{"set quota", "flags dynamic; counter; }", "flags dynamic; counter; quota 1000 bytes; }"},
+		{"not counted", " add @serve_used { meta l4proto . th sport } comment", " comment"},
 		// The non-local source check: its address, its type, its place.
 		{"fib daddr", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib daddr type != local counter name \"spoofed\" counter name \"denied_outside\""},
 		{"fib type unicast", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib saddr type unicast counter name \"spoofed\" counter name \"denied_outside\""},

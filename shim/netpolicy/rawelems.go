@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -19,16 +20,21 @@ const nftElemCatchall = 0x2
 // (NFT_MSG_GETSETELEM dump). google/nftables' GetSetElements decodes each
 // element through several allocating attribute decoders and ignores the
 // catch-all flag; this walks the attributes in place.
-func dumpElems(c *netlink.Conn, table, set string, hint int) ([]nftables.SetElement, error) {
+//
+// odd maps the index of each element that carries anything but a key and at
+// most one counter (another expression, an object reference, an attribute
+// this package does not know) to what it carries: a quota or limit on an
+// element ends every rule that matches it once spent.
+func dumpElems(c *netlink.Conn, table, set string, hint int) (elems []nftables.SetElement, odd map[int]string, err error) {
 	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{
 		{Type: unix.NFTA_SET_ELEM_LIST_TABLE, Data: []byte(table + "\x00")},
 		{Type: unix.NFTA_SET_ELEM_LIST_SET, Data: []byte(set + "\x00")},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hint = min(hint, 1<<16)
-	elems := make([]nftables.SetElement, 0, hint)
+	elems = make([]nftables.SetElement, 0, hint)
 	counters := make([]expr.Counter, 0, hint) // one allocation for all
 	var keys []byte                           // copies of the keys, likewise
 	err = dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETSETELEM, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...), func(m []byte) error {
@@ -40,9 +46,15 @@ func dumpElems(c *netlink.Conn, table, set string, hint int) ([]nftables.SetElem
 				continue
 			}
 			for le := range attrsOf(a.data) {
-				e, ctr, err := decodeElem(le.data)
+				e, ctr, carries, err := decodeElem(le.data)
 				if err != nil {
 					return fmt.Errorf("decode element of set %s: %w", set, err)
+				}
+				if carries != "" {
+					if odd == nil {
+						odd = map[int]string{}
+					}
+					odd[len(elems)] = carries
 				}
 				// The receive buffer is reused: copy what we keep.
 				if e.Key != nil {
@@ -67,9 +79,9 @@ func dumpElems(c *netlink.Conn, table, set string, hint int) ([]nftables.SetElem
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dump elements of set %s: %w", set, err)
+		return nil, nil, fmt.Errorf("dump elements of set %s: %w", set, err)
 	}
-	return elems, nil
+	return elems, odd, nil
 }
 
 // Set attributes x/sys/unix lacks: the expressions a set gives each
@@ -102,10 +114,10 @@ func dumpSetExprs(c *netlink.Conn, table string) (map[string][]string, error) {
 			case unix.NFTA_SET_NAME:
 				name = cstring(a.data)
 			case nftaSetExpr:
-				exprs = append(exprs, exprName(a.data))
+				exprs = append(exprs, setExpr(a.data))
 			case nftaSetExpressions:
 				for x := range attrsOf(a.data) {
-					exprs = append(exprs, exprName(x.data))
+					exprs = append(exprs, setExpr(x.data))
 				}
 			}
 		}
@@ -120,6 +132,21 @@ func dumpSetExprs(c *netlink.Conn, table string) (map[string][]string, error) {
 	return out, nil
 }
 
+// setExpr names a set's expression: "counter" for a counter at zero, with
+// its values otherwise (the kernel copies the template's values into every
+// element it adds, so a set counter that does not start at zero forges
+// every count).
+func setExpr(b []byte) string {
+	c, ok := counterExpr(b)
+	switch {
+	case !ok:
+		return exprName(b)
+	case c.Packets != 0 || c.Bytes != 0:
+		return fmt.Sprintf("counter packets %d bytes %d", c.Packets, c.Bytes)
+	}
+	return "counter"
+}
+
 // exprName is the NFTA_EXPR_NAME of an expression.
 func exprName(b []byte) string {
 	for a := range attrsOf(b) {
@@ -131,8 +158,12 @@ func exprName(b []byte) string {
 }
 
 // decodeElem decodes one element; its counter, if any, is returned apart so
-// the caller can place it without an allocation per element.
-func decodeElem(b []byte) (e nftables.SetElement, ctr *expr.Counter, err error) {
+// the caller can place it without an allocation per element. carries says
+// what else the element holds, if anything: expressions other than one
+// counter, or attributes not decoded here.
+func decodeElem(b []byte) (e nftables.SetElement, ctr *expr.Counter, carries string, err error) {
+	var exprs []string
+	var unknown []uint16
 	for a := range attrsOf(b) {
 		switch a.typ {
 		case unix.NFTA_SET_ELEM_KEY:
@@ -146,28 +177,40 @@ func decodeElem(b []byte) (e nftables.SetElement, ctr *expr.Counter, err error) 
 			}
 		case unix.NFTA_SET_ELEM_FLAGS:
 			if len(a.data) != 4 {
-				return e, nil, errors.New("bad flags attribute")
+				return e, nil, "", errors.New("bad flags attribute")
 			}
 			f := binary.BigEndian.Uint32(a.data)
 			e.IntervalEnd = f&unix.NFT_SET_ELEM_INTERVAL_END != 0
 			if f&nftElemCatchall != 0 {
 				e.Key = nil // rendered as "a catch-all element"
 			}
-		case unix.NFTA_SET_ELEM_TIMEOUT:
+		case unix.NFTA_SET_ELEM_TIMEOUT, unix.NFTA_SET_ELEM_EXPIRATION:
 			e.Timeout = 1 // presence is what matters
+		case unix.NFTA_SET_ELEM_USERDATA, unix.NFTA_SET_ELEM_PAD:
+			// A comment, and padding: nothing the kernel acts on.
 		case unix.NFTA_SET_ELEM_EXPR:
+			exprs = append(exprs, exprName(a.data))
 			if c, ok := counterExpr(a.data); ok {
 				ctr = &c
 			}
 		case nftables.NFTA_SET_ELEM_EXPRESSIONS:
 			for x := range attrsOf(a.data) {
+				exprs = append(exprs, exprName(x.data))
 				if c, ok := counterExpr(x.data); ok {
 					ctr = &c
 				}
 			}
+		default:
+			unknown = append(unknown, a.typ)
 		}
 	}
-	return e, ctr, nil
+	if len(exprs) > 1 || (len(exprs) == 1 && ctr == nil) {
+		carries = fmt.Sprintf("expressions %v", exprs)
+	}
+	if len(unknown) > 0 {
+		carries = strings.TrimSpace(fmt.Sprintf("%s attributes %v", carries, unknown))
+	}
+	return e, ctr, carries, nil
 }
 
 // dataValue returns the NFTA_DATA_VALUE inside a nested data attribute.

@@ -2,6 +2,7 @@ package netpolicy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/conntrack"
+	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/roottest"
@@ -219,7 +221,7 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 		{"inserted accept", func() { nft("insert", "rule", "inet", p.Table, "output", "meta", "l4proto", "tcp", "accept") }, "extra rule at position 0"},
 		{"deleted drop", func() {
 			nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`))
-		}, "rule 6 (gensee: deny) is missing"},
+		}, "rule 8 (gensee: deny) is missing"},
 		{"deleted non-local source drop", func() {
 			nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny non-local source"`))
 		}, "rule 1 (gensee: deny non-local source) is missing"},
@@ -228,7 +230,7 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 			// dump sees this change.
 			nft("replace", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`),
 				"socket", "cgroupv2", "level", "2", "@cg", "meta", "skuid", ">=", "0", "counter", "name", "denied", "drop", "comment", `"gensee: deny"`)
-		}, "rule 6 (gensee: deny) changed"},
+		}, "rule 8 (gensee: deny) changed"},
 		{"swapped element", func() {
 			// The set is sized to the plan: a plain add is refused...
 			if out, err := exec.Command("nsenter", "--net="+tp.client.Path, "nft", "add", "element", "inet", p.Table, "allow4", "{ 192.0.2.3 . tcp . 22 }").CombinedOutput(); err == nil {
@@ -238,6 +240,26 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 			nft("delete element inet " + p.Table + " allow4 { 192.0.2.2 . tcp . 8080 }; add element inet " + p.Table + " allow4 { 192.0.2.3 . tcp . 22 }")
 		}, "set allow4 lacks 1 elements: 192.0.2.2:8080/tcp; set allow4 has 1 extra elements: 192.0.2.3:22/tcp"},
 		{"deleted element", func() { nft("delete", "element", "inet", p.Table, "allow4", "{ 192.0.2.2 . udp . 8080 }") }, "set allow4 lacks 1 elements: 192.0.2.2:8080/udp"},
+		{"element with a quota", func() {
+			// A spent quota ends every rule that matches the element:
+			// the allowed tuple would be denied. nft(8) writes no
+			// per-element quota; netlink does.
+			nft("delete", "element", "inet", p.Table, "allow4", "{ 192.0.2.2 . udp . 8080 }")
+			addElemQuota(t, tp.client.FD, p.Table, "allow4", []byte{192, 0, 2, 2, unix.IPPROTO_UDP, 0, 0, 0, 0x1f, 0x90, 0, 0})
+		}, "element 192.0.2.2:8080/udp carries expressions [quota]"},
+		{"cgroup with a quota", func() {
+			// Spent, it would end every cgroup rule: policy accept.
+			nft("flush", "set", "inet", p.Table, "cg")
+			key := make([]byte, 8)
+			binary.NativeEndian.PutUint64(key, p.Cgroup.ID)
+			addElemQuota(t, tp.client.FD, p.Table, "cg", key)
+		}, "carries expressions [quota]"},
+		{"used element outside the set", func() {
+			nft("add", "element", "inet", p.Table, "allow4_used", "{ 192.0.2.3 . tcp . 22 }")
+		}, "set allow4_used has 1 elements not in allow4: 192.0.2.3:22/tcp"},
+		{"counting rule deleted", func() {
+			nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`add @allow4_used \{ ip daddr \. meta l4proto \. th dport \} comment "gensee: count per element, allowed ipv4 tuples"`))
+		}, "(gensee: count per element, allowed ipv4 tuples) is missing"},
 		{"swapped cgroup", func() {
 			nft("flush", "set", "inet", p.Table, "cg")
 			nft("add", "element", "inet", p.Table, "cg", `{ "unified`+tp.other+`" }`)
@@ -269,6 +291,17 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 			}
 			t.Logf("detected: %v", err)
 		})
+	}
+
+	// A count written into a used set from outside reads back as a key
+	// of its set, but exceeds what the named counters saw: ReadCounters
+	// refuses it rather than report it.
+	nft("add", "element", "inet", p.Table, "allow4_used", "{ 192.0.2.2 . udp . 8080 counter packets 1000000 bytes 1000000 }")
+	if err := ReadBack(ctx, tp.client.FD, p); err != nil {
+		t.Fatalf("ReadBack of a used set holding a key of its set: %v", err)
+	}
+	if _, err := ReadCounters(ctx, tp.client.FD, p); err == nil || !strings.Contains(err.Error(), "per-tuple counts (1000000 packets") {
+		t.Errorf("ReadCounters of a forged count = %v, want the excess named", err)
 	}
 
 	// Remove, twice: the second is a no-op.
@@ -419,5 +452,44 @@ func TestRootRuleExprs(t *testing.T) {
 	}
 	if _, err := RuleExprs(ctxT(t), ns.FD, "filter"); err == nil {
 		t.Error("RuleExprs of a non-gensee table: want refusal")
+	}
+}
+
+// addElemQuota adds key to set with a one-byte quota on the element, over
+// netlink: one batch of one NEWSETELEM.
+func addElemQuota(t *testing.T, netnsFD int, table, set string, key []byte) {
+	t.Helper()
+	attrs := func(as ...netlink.Attribute) []byte {
+		b, err := netlink.MarshalAttributes(as)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	quota := attrs(netlink.Attribute{Type: unix.NFTA_QUOTA_BYTES, Data: binary.BigEndian.AppendUint64(nil, 1)}, netlink.Attribute{Type: unix.NFTA_QUOTA_FLAGS, Data: make([]byte, 4)})
+	elem := attrs(
+		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_KEY, Data: attrs(netlink.Attribute{Type: unix.NFTA_DATA_VALUE, Data: key})},
+		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_EXPR, Data: attrs(
+			netlink.Attribute{Type: unix.NFTA_EXPR_NAME, Data: []byte("quota\x00")},
+			netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_EXPR_DATA, Data: quota})})
+	msg := attrs(
+		netlink.Attribute{Type: unix.NFTA_SET_ELEM_LIST_TABLE, Data: []byte(table + "\x00")},
+		netlink.Attribute{Type: unix.NFTA_SET_ELEM_LIST_SET, Data: []byte(set + "\x00")},
+		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_LIST_ELEMENTS, Data: attrs(netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: elem})})
+	c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: netnsFD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	batch := []byte{unix.AF_UNSPEC, unix.NFNETLINK_V0, 0, unix.NFNL_SUBSYS_NFTABLES}
+	if _, err := c.SendMessages([]netlink.Message{
+		{Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN), Flags: netlink.Request}, Data: batch},
+		{Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_NEWSETELEM), Flags: netlink.Request | netlink.Acknowledge | netlink.Create}, Data: append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, msg...)},
+		{Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_END), Flags: netlink.Request}, Data: batch},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Receive(); err != nil {
+		t.Fatalf("add %s element with a quota: %v", set, err)
 	}
 }

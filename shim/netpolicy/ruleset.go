@@ -90,6 +90,9 @@ type setElems struct {
 	// countsFor is, for a used set, the set whose matches it counts: its
 	// elements are keys of countsFor, added by the rules, never planned.
 	countsFor *setElems
+	// odd (dumped sets) maps an element's index to what else it carries
+	// (dumpElems).
+	odd map[int]string
 }
 
 // counted reports whether the set's element counters are read (the used
@@ -163,14 +166,15 @@ func build(p *Plan) *ruleset {
 	}
 	// addCounted adds set s with its used set. Counting in a companion
 	// rather than with an element counter in s itself costs the kernel
-	// nothing per planned element: an element counter is two per-CPU
-	// allocations at insert, most of the install's time and half of its
-	// dump's bytes for 10,000 tuples, while a contract's tuples are
-	// mostly never used. The used set is as large as s, so a rule never
-	// finds it full: were the kernel unable to add an element (out of
-	// memory), the rule would not match and the packet would meet the
-	// deny rules (fail closed). A dynamic set is the kernel's resizable
-	// hash; the declared size sizes it so that it never grows.
+	// nothing per planned element: an element counter is a per-CPU
+	// allocation, made twice at insert (the set's template is cloned,
+	// then the clone), most of the install's time and half of its dump's
+	// bytes for 10,000 tuples, while a contract's tuples are mostly never
+	// used. The used set is as large as s. Were the kernel unable to add
+	// an element (out of memory, or a slot two CPUs adding the same new
+	// key raced for), only the count is lost: the add is in a rule of its
+	// own (counted). A dynamic set is the kernel's resizable hash; the
+	// declared size sizes it so that it never grows.
 	addCounted := func(in *setElems) *countedSet {
 		s := in.set
 		u := addSet(&nftables.Set{Name: s.Name + usedSuffix, KeyType: s.KeyType, KeyByteOrder: s.KeyByteOrder, Dynamic: true, Counter: true}, nil, nil)
@@ -282,7 +286,7 @@ func build(p *Plan) *ruleset {
 		// nothing, and in a shared namespace it cannot tell whose
 		// listener answered.
 		if sets.serve != nil {
-			rule("gensee: count served connections answered"+outsideNote, matcher{}.served(sets.serve, true, false))
+			counted(rule, matcher{}, "count served connections answered"+outsideNote, func(m matcher) []expr.Any { return m.served(sets.serve, true, false) })
 		}
 		return rs
 	}
@@ -331,25 +335,25 @@ func accepts(rule func(string, []expr.Any), m matcher, loopback bool, s allowSet
 	// comes before the reply rule: both look the port up, and the port's
 	// element of serve_used counts once per rule that matches.
 	if s.serve != nil {
-		rule("gensee: served connections answered"+note, m.served(s.serve, true, true))
-		rule("gensee: replies on served ports"+note, m.served(s.serve, false, true))
+		counted(rule, m, "served connections answered"+note, func(m matcher) []expr.Any { return m.served(s.serve, true, true) })
+		counted(rule, m, "replies on served ports"+note, func(m matcher) []expr.Any { return m.served(s.serve, false, true) })
 	}
 	if loopback {
 		rule("gensee: loopback allowed by contract"+note, m.loopback())
 	}
 	if s.a4 != nil {
-		rule("gensee: allowed ipv4 tuples"+note, m.tuples(v4, s.a4, false))
-		rule("gensee: replies from allowed ipv4 tuples"+note, m.tuples(v4, s.a4, true))
+		counted(rule, m, "allowed ipv4 tuples"+note, func(m matcher) []expr.Any { return m.tuples(v4, s.a4, false) })
+		counted(rule, m, "replies from allowed ipv4 tuples"+note, func(m matcher) []expr.Any { return m.tuples(v4, s.a4, true) })
 	}
 	if s.a6 != nil {
-		rule("gensee: allowed ipv6 tuples"+note, m.tuples(v6, s.a6, false))
-		rule("gensee: replies from allowed ipv6 tuples"+note, m.tuples(v6, s.a6, true))
+		counted(rule, m, "allowed ipv6 tuples"+note, func(m matcher) []expr.Any { return m.tuples(v6, s.a6, false) })
+		counted(rule, m, "replies from allowed ipv6 tuples"+note, func(m matcher) []expr.Any { return m.tuples(v6, s.a6, true) })
 	}
 	if s.i4 != nil {
-		rule("gensee: allowed icmp destinations"+note, m.icmp(v4, s.i4))
+		counted(rule, m, "allowed icmp destinations"+note, func(m matcher) []expr.Any { return m.icmp(v4, s.i4) })
 	}
 	if s.i6 != nil {
-		rule("gensee: allowed icmpv6 destinations"+note, m.icmp(v6, s.i6))
+		counted(rule, m, "allowed icmpv6 destinations"+note, func(m matcher) []expr.Any { return m.icmp(v6, s.i6) })
 	}
 	if s.nd != nil {
 		what := "allowed ipv6"
@@ -358,6 +362,16 @@ func accepts(rule func(string, []expr.Any), m matcher, loopback bool, s allowSet
 		}
 		rule("gensee: icmpv6 neighbor discovery for "+what+note, m.nd(s.nd))
 	}
+}
+
+// counted adds the rule "gensee: <what>" that exprs builds for m, after the
+// rule that counts its matches per element in the counted set's used set
+// ("gensee: count per element, <what>"). Apart, so that a key the kernel
+// cannot add to the used set (out of memory, or a slot two CPUs raced for
+// when the set is nearly full) costs a count, never the packet.
+func counted(rule func(string, []expr.Any), m matcher, what string, exprs func(matcher) []expr.Any) {
+	rule("gensee: count per element, "+what, exprs(m.counter()))
+	rule("gensee: "+what, exprs(m))
 }
 
 // tupleKeys encodes concatenated keys: addr | proto + 3 pad | port (BE) + 2 pad.

@@ -22,6 +22,69 @@ func comments(rs *ruleset) []string {
 	return c
 }
 
+// countPrefix starts the comment of every rule that counts per element.
+const countPrefix = "gensee: count per element, "
+
+// checkCounting: a counting rule ends in an add of the key to the used set
+// of the set it looked up last, and neither counts in a named counter nor
+// decides; the rule after it is the one it counts for, the same match.
+func checkCounting(t *testing.T, r *rule) {
+	t.Helper()
+	es := r.nft.Exprs
+	d, ok := es[len(es)-1].(*expr.Dynset)
+	if !ok || d.Operation != unix.NFT_DYNSET_OP_ADD || d.SrcRegKey != 1 || d.Timeout != 0 || d.Invert || len(d.Exprs) > 0 {
+		t.Errorf("counting rule %q does not end in a plain add: %q", ruleName(r), r.exprs)
+		return
+	}
+	var lookups []string
+	for _, e := range es {
+		switch v := e.(type) {
+		case *expr.Objref, *expr.Verdict:
+			t.Errorf("counting rule %q counts in a named counter or decides: %q", ruleName(r), r.exprs)
+		case *expr.Lookup:
+			lookups = append(lookups, v.SetName)
+		}
+	}
+	if len(lookups) == 0 || d.SetName != lookups[len(lookups)-1]+usedSuffix {
+		t.Errorf("counting rule %q adds to %s after looking up %v", ruleName(r), d.SetName, lookups)
+	}
+}
+
+// checkCountedPairs: each counting rule is followed by the rule it counts
+// for, whose expressions are the counting rule's up to its lookup.
+func checkCountedPairs(t *testing.T, rs *ruleset) {
+	t.Helper()
+	names := comments(rs)
+	for i, r := range rs.rules {
+		if !strings.HasPrefix(names[i], countPrefix) {
+			continue
+		}
+		checkCounting(t, r)
+		if i+1 == len(rs.rules) || names[i+1] != "gensee: "+strings.TrimPrefix(names[i], countPrefix) {
+			t.Errorf("counting rule %q is not followed by the rule it counts for", names[i])
+			continue
+		}
+		l := slices.IndexFunc(r.nft.Exprs, func(e expr.Any) bool {
+			lu, ok := e.(*expr.Lookup)
+			return ok && lu.SetName != "cg"
+		})
+		next := rs.rules[i+1].exprs
+		if l < 0 || len(next) < l+1 || !slices.Equal(r.exprs[:l+1], next[:l+1]) {
+			t.Errorf("counting rule %q matches other packets than %q:\n %q\n %q", names[i], names[i+1], r.exprs, next)
+		}
+	}
+}
+
+// ruleAt is the index of the rule with comment c.
+func ruleAt(t *testing.T, rs *ruleset, c string) int {
+	t.Helper()
+	i := slices.Index(comments(rs), c)
+	if i < 0 {
+		t.Fatalf("no rule %q", c)
+	}
+	return i
+}
+
 func canonAll(es ...expr.Any) []string {
 	var out []string
 	for _, e := range es {
@@ -102,19 +165,21 @@ func TestBuildAllowExact(t *testing.T) {
 		"gensee: icmpv6 duplicate address detection (source ::)",
 		"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 		"gensee: loopback allowed by contract",
-		"gensee: allowed ipv4 tuples", "gensee: replies from allowed ipv4 tuples",
-		"gensee: allowed ipv6 tuples", "gensee: replies from allowed ipv6 tuples",
-		"gensee: allowed icmp destinations", "gensee: allowed icmpv6 destinations",
+		"gensee: count per element, allowed ipv4 tuples", "gensee: allowed ipv4 tuples", "gensee: count per element, replies from allowed ipv4 tuples", "gensee: replies from allowed ipv4 tuples",
+		"gensee: count per element, allowed ipv6 tuples", "gensee: allowed ipv6 tuples", "gensee: count per element, replies from allowed ipv6 tuples", "gensee: replies from allowed ipv6 tuples",
+		"gensee: count per element, allowed icmp destinations", "gensee: allowed icmp destinations", "gensee: count per element, allowed icmpv6 destinations", "gensee: allowed icmpv6 destinations",
 		"gensee: icmpv6 neighbor discovery for allowed ipv6",
 		"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 	}
 	if got := comments(rs); !slices.Equal(got, wantComments) {
 		t.Fatalf("rules:\n got %q\nwant %q", got, wantComments)
 	}
+	checkCountedPairs(t, rs)
 
-	// The v4 tuple rule is what nft(8) 1.0.6 emits for
-	// `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 update @allow4_used { ip daddr . meta l4proto . th dport } counter name "allowed" accept`.
-	want := canonAll(
+	// The v4 tuple rules are what nft(8) 1.0.6 emits for
+	// `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 add @allow4_used { ip daddr . meta l4proto . th dport }`
+	// and `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 counter name "allowed" accept`.
+	match := []expr.Any{
 		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
 		&expr.Lookup{SourceRegister: 1, SetName: "cg"},
 		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
@@ -123,15 +188,20 @@ func TestBuildAllowExact(t *testing.T) {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
 		&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Lookup{SourceRegister: 1, SetName: "allow4"},
+	}
+	want := canonAll(append(slices.Clone(match),
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
 		&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-		&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_UPDATE},
+		&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD})...)
+	if r := rs.rules[ruleAt(t, rs, "gensee: count per element, allowed ipv4 tuples")]; !slices.Equal(r.exprs, want) {
+		t.Errorf("ipv4 tuple counting rule:\n got %q\nwant %q", r.exprs, want)
+	}
+	want = canonAll(append(slices.Clone(match),
 		&expr.Objref{Type: 1, Name: "allowed"},
-		&expr.Verdict{Kind: expr.VerdictAccept},
-	)
-	if !slices.Equal(rs.rules[5].exprs, want) {
-		t.Errorf("ipv4 tuple rule:\n got %q\nwant %q", rs.rules[5].exprs, want)
+		&expr.Verdict{Kind: expr.VerdictAccept})...)
+	if r := rs.rules[ruleAt(t, rs, "gensee: allowed ipv4 tuples")]; !slices.Equal(r.exprs, want) {
+		t.Errorf("ipv4 tuple rule:\n got %q\nwant %q", r.exprs, want)
 	}
 	// Duplicate address detection: `meta nfproto ipv6 ip6 saddr :: meta
 	// l4proto ipv6-icmp icmpv6 type nd-neighbor-solicit`, nothing wider.
@@ -153,16 +223,18 @@ func TestBuildAllowExact(t *testing.T) {
 		t.Errorf("duplicate address detection rule:\n got %q\nwant %q", rs.rules[0].exprs, want)
 	}
 	// IPv6: daddr at nh+24 into reg 1, l4proto into reg 2, dport into reg 13.
-	v6 := rs.rules[7].nft.Exprs
+	v6i := ruleAt(t, rs, "gensee: allowed ipv6 tuples")
+	v6 := rs.rules[v6i].nft.Exprs
 	if pl := v6[4].(*expr.Payload); pl.Offset != 24 || pl.Len != 16 || pl.DestRegister != 1 ||
 		v6[5].(*expr.Meta).Register != 2 || v6[6].(*expr.Payload).DestRegister != 13 {
-		t.Errorf("ipv6 tuple rule registers: %q", rs.rules[7].exprs)
+		t.Errorf("ipv6 tuple rule registers: %q", rs.rules[v6i].exprs)
 	}
 	// Replies: ct direction reply, then the source side of the tuple.
-	rp := rs.rules[6].nft.Exprs
+	rpi := ruleAt(t, rs, "gensee: replies from allowed ipv4 tuples")
+	rp := rs.rules[rpi].nft.Exprs
 	if ct := rp[2].(*expr.Ct); ct.Key != expr.CtKeyDIRECTION || !bytes.Equal(rp[3].(*expr.Cmp).Data, []byte{1}) ||
 		rp[6].(*expr.Payload).Offset != 12 || rp[8].(*expr.Payload).Offset != 0 {
-		t.Errorf("reply rule: %q", rs.rules[6].exprs)
+		t.Errorf("reply rule: %q", rs.rules[rpi].exprs)
 	}
 
 	sets := map[string]*setElems{}
@@ -248,6 +320,10 @@ func TestBuildAllowExact(t *testing.T) {
 			}
 		}
 		last := es[len(es)-1]
+		if strings.HasPrefix(comments(rs)[i], countPrefix) {
+			checkCounting(t, r)
+			continue
+		}
 		switch comments(rs)[i] {
 		case "gensee: deny non-local source", "gensee: deny non-local source, no owning process":
 			want := []string{canon(&expr.Objref{Type: 1, Name: "spoofed"}), canon(&expr.Objref{Type: 1, Name: "denied"}), canon(&expr.Verdict{Kind: expr.VerdictDrop})}

@@ -141,9 +141,9 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 		"gensee: icmpv6 duplicate address detection (source ::), outside the cgroup",
 		"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
 		"gensee: loopback allowed by contract, outside the cgroup",
-		"gensee: allowed ipv4 tuples, outside the cgroup", "gensee: replies from allowed ipv4 tuples, outside the cgroup",
-		"gensee: allowed ipv6 tuples, outside the cgroup", "gensee: replies from allowed ipv6 tuples, outside the cgroup",
-		"gensee: allowed icmp destinations, outside the cgroup", "gensee: allowed icmpv6 destinations, outside the cgroup",
+		"gensee: count per element, allowed ipv4 tuples, outside the cgroup", "gensee: allowed ipv4 tuples, outside the cgroup", "gensee: count per element, replies from allowed ipv4 tuples, outside the cgroup", "gensee: replies from allowed ipv4 tuples, outside the cgroup",
+		"gensee: count per element, allowed ipv6 tuples, outside the cgroup", "gensee: allowed ipv6 tuples, outside the cgroup", "gensee: count per element, replies from allowed ipv6 tuples, outside the cgroup", "gensee: replies from allowed ipv6 tuples, outside the cgroup",
+		"gensee: count per element, allowed icmp destinations, outside the cgroup", "gensee: allowed icmp destinations, outside the cgroup", "gensee: count per element, allowed icmpv6 destinations, outside the cgroup", "gensee: allowed icmpv6 destinations, outside the cgroup",
 		"gensee: icmpv6 neighbor discovery for allowed ipv6, outside the cgroup",
 		"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
 	}
@@ -169,22 +169,29 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 		if i >= len(outside)-2 || i == 1 || i == 2 {
 			continue
 		}
-		if o, ok := es[len(es)-2].(*expr.Objref); !ok || o.Name != "allowed_outside" {
-			t.Errorf("outside accept %d does not count allowed_outside: %q", i, r.exprs)
-		}
 		// Each outside accept is its cgroup twin minus the cgroup match
-		// and with the other counter.
-		// The cgroup's copy has one more non-local source rule (no
-		// owning process).
+		// and with the other counter; each counting rule its twin minus
+		// the cgroup match. The cgroup's copy has one more non-local
+		// source rule (no owning process).
 		j := i
 		if i > 2 {
 			j++
 		}
 		twin := cgroupOnly.rules[j].exprs
+		if strings.HasPrefix(ruleName(r), countPrefix) {
+			if !slices.Equal(r.exprs, twin[2:]) {
+				t.Errorf("outside counting rule %d:\n got %q\nwant the tail of %q", i, r.exprs, twin)
+			}
+			continue
+		}
+		if o, ok := es[len(es)-2].(*expr.Objref); !ok || o.Name != "allowed_outside" {
+			t.Errorf("outside accept %d does not count allowed_outside: %q", i, r.exprs)
+		}
 		if !slices.Equal(r.exprs[:len(r.exprs)-2], twin[2:len(twin)-2]) {
 			t.Errorf("outside accept %d:\n got %q\nwant the tail of %q", i, r.exprs, twin)
 		}
 	}
+	checkCountedPairs(t, rs)
 	if last := rs.rules[len(rs.rules)-1].nft.Exprs; len(last) != 2 {
 		t.Errorf("last rule is not an unconditional drop: %q", rs.rules[len(rs.rules)-1].exprs)
 	}

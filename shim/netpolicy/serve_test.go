@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -83,7 +84,28 @@ func TestNewPlanServe(t *testing.T) {
 // servedExprs is what nft(8) 1.0.6 emits for `ct direction reply [tcp flags
 // & (syn | ack) == syn | ack] meta l4proto . th sport @serve counter name
 // "served" [counter name "served_conn"] accept`, after prefix.
+// servedCount is the rule counting per port ahead of servedExprs' rule.
+func servedCount(prefix []expr.Any, synack bool) []string {
+	e := servedMatch(prefix, synack)
+	return canonAll(append(e,
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
+		&expr.Dynset{SrcRegKey: 1, SetName: "serve_used", Operation: unix.NFT_DYNSET_OP_ADD})...)
+}
+
 func servedExprs(prefix []expr.Any, synack, terminal bool) []string {
+	e := append(servedMatch(prefix, synack), &expr.Objref{Type: 1, Name: "served"})
+	if synack {
+		e = append(e, &expr.Objref{Type: 1, Name: "served_conn"})
+	}
+	if terminal {
+		e = append(e, &expr.Verdict{Kind: expr.VerdictAccept})
+	}
+	return canonAll(e...)
+}
+
+// servedMatch: ct direction reply (SYN-ACK), l4proto . th sport ∈ serve.
+func servedMatch(prefix []expr.Any, synack bool) []expr.Any {
 	e := append(slices.Clone(prefix),
 		&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}})
@@ -98,18 +120,8 @@ func servedExprs(prefix []expr.Any, synack, terminal bool) []string {
 	e = append(e,
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
-		&expr.Lookup{SourceRegister: 1, SetName: "serve"},
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
-		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
-		&expr.Dynset{SrcRegKey: 1, SetName: "serve_used", Operation: unix.NFT_DYNSET_OP_UPDATE},
-		&expr.Objref{Type: 1, Name: "served"})
-	if synack {
-		e = append(e, &expr.Objref{Type: 1, Name: "served_conn"})
-	}
-	if terminal {
-		e = append(e, &expr.Verdict{Kind: expr.VerdictAccept})
-	}
-	return canonAll(e...)
+		&expr.Lookup{SourceRegister: 1, SetName: "serve"})
+	return e
 }
 
 var cgPrefix = []expr.Any{
@@ -123,37 +135,41 @@ func TestBuildServe(t *testing.T) {
 		scope    Scope
 		comments []string
 		counters []string
-		// rule index → expressions, for the serve rules
-		served map[int][]string
+		// rule comment → expressions, for the serve rules
+		served map[string][]string
 	}{
 		{ScopeCgroup, []string{
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
-			"gensee: served connections answered", "gensee: replies on served ports",
+			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
 			"gensee: icmpv6 neighbor discovery for served ports",
 			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
-			"gensee: count served connections answered, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "served", "served_conn"}, map[int][]string{
-			4:  servedExprs(cgPrefix, true, true),
-			5:  servedExprs(cgPrefix, false, true),
-			10: servedExprs(nil, true, false), // count only, the last rule
+			"gensee: count per element, count served connections answered, outside the cgroup", "gensee: count served connections answered, outside the cgroup",
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "served", "served_conn"}, map[string][]string{
+			"gensee: count per element, served connections answered":                           servedCount(cgPrefix, true),
+			"gensee: served connections answered":                                              servedExprs(cgPrefix, true, true),
+			"gensee: count per element, replies on served ports":                               servedCount(cgPrefix, false),
+			"gensee: replies on served ports":                                                  servedExprs(cgPrefix, false, true),
+			"gensee: count per element, count served connections answered, outside the cgroup": servedCount(nil, true),
+			"gensee: count served connections answered, outside the cgroup":                    servedExprs(nil, true, false), // count only, the last rule
 		}},
 		{ScopeNetns, []string{
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
-			"gensee: served connections answered", "gensee: replies on served ports",
+			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
 			"gensee: icmpv6 neighbor discovery for served ports",
 			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 			"gensee: icmpv6 duplicate address detection (source ::), outside the cgroup",
 			"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
-			"gensee: served connections answered, outside the cgroup", "gensee: replies on served ports, outside the cgroup",
+			"gensee: count per element, served connections answered, outside the cgroup", "gensee: served connections answered, outside the cgroup", "gensee: count per element, replies on served ports, outside the cgroup", "gensee: replies on served ports, outside the cgroup",
 			"gensee: icmpv6 neighbor discovery for served ports, outside the cgroup",
 			"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside", "served", "served_conn"}, map[int][]string{
-			4:  servedExprs(cgPrefix, true, true),
-			5:  servedExprs(cgPrefix, false, true),
-			13: servedExprs(nil, true, true),
-			14: servedExprs(nil, false, true),
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside", "served", "served_conn"}, map[string][]string{
+			"gensee: served connections answered":                                        servedExprs(cgPrefix, true, true),
+			"gensee: replies on served ports":                                            servedExprs(cgPrefix, false, true),
+			"gensee: count per element, served connections answered, outside the cgroup": servedCount(nil, true),
+			"gensee: served connections answered, outside the cgroup":                    servedExprs(nil, true, true),
+			"gensee: replies on served ports, outside the cgroup":                        servedExprs(nil, false, true),
 		}},
 	} {
 		t.Run(string(tc.scope), func(t *testing.T) {
@@ -172,9 +188,9 @@ func TestBuildServe(t *testing.T) {
 			if !slices.Equal(names, tc.counters) {
 				t.Errorf("counters = %q, want %q", names, tc.counters)
 			}
-			for i, want := range tc.served {
-				if !slices.Equal(rs.rules[i].exprs, want) {
-					t.Errorf("rule %d (%s):\n got %q\nwant %q", i, comments(rs)[i], rs.rules[i].exprs, want)
+			for c, want := range tc.served {
+				if r := rs.rules[ruleAt(t, rs, c)]; !slices.Equal(r.exprs, want) {
+					t.Errorf("rule %q:\n got %q\nwant %q", c, r.exprs, want)
 				}
 			}
 			var serve, used *setElems
@@ -206,6 +222,9 @@ func TestBuildServe(t *testing.T) {
 				_, isVerdict := es[len(es)-1].(*expr.Verdict)
 				_, isLog := es[len(es)-1].(*expr.Log)
 				countOnly := tc.scope == ScopeCgroup && i == len(rs.rules)-1
+				if strings.HasPrefix(comments(rs)[i], countPrefix) {
+					continue // checkCountedPairs
+				}
 				if !isVerdict && !isLog && !countOnly {
 					t.Errorf("rule %d (%s) ends in %T", i, comments(rs)[i], es[len(es)-1])
 				}
@@ -215,6 +234,7 @@ func TestBuildServe(t *testing.T) {
 					}
 				}
 			}
+			checkCountedPairs(t, rs)
 			if d := diff(rs, asDumped(build(p))); len(d) > 0 {
 				t.Errorf("plan does not equal itself: %v", d)
 			}
@@ -248,6 +268,7 @@ func TestBuildWithoutServeUnchanged(t *testing.T) {
 
 func TestDiffServeDrift(t *testing.T) {
 	p := netnsPlan(t, serveNetwork(spec.NetworkDenyAll, spec.ServeRule{Proto: "tcp", Port: 8080}))
+	reply := ruleAt(t, build(p), "gensee: replies on served ports")
 	for _, tc := range []struct {
 		name   string
 		tamper func(rs *ruleset)
@@ -264,11 +285,16 @@ func TestDiffServeDrift(t *testing.T) {
 			rs.counters = slices.DeleteFunc(rs.counters, func(c *nftables.CounterObj) bool { return c.Name == "served_conn" })
 		}, "named counters are"},
 		{"reply rule loses its direction", func(rs *ruleset) {
-			rs.rules[5].exprs = slices.Delete(slices.Clone(rs.rules[5].exprs), 2, 4)
-		}, "rule 5 (gensee: replies on served ports) changed"},
+			rs.rules[reply].exprs = slices.Delete(slices.Clone(rs.rules[reply].exprs), 2, 4)
+		}, fmt.Sprintf("rule %d (gensee: replies on served ports) changed", reply)},
 		{"served before the non-local source check", func(rs *ruleset) {
-			rs.rules[2], rs.rules[5] = rs.rules[5], rs.rules[2]
+			rs.rules[2], rs.rules[reply] = rs.rules[reply], rs.rules[2]
 		}, "gensee: deny non-local source"},
+		{"counting rule counts the wrong set", func(rs *ruleset) {
+			i := reply - 1
+			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
+			rs.rules[i].exprs[len(rs.rules[i].exprs)-1] = canon(&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD})
+		}, fmt.Sprintf("rule %d (gensee: count per element, replies on served ports) changed", reply-1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := asDumped(build(p))
