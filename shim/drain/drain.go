@@ -30,7 +30,7 @@ func StepsFor(m *monitor.Monitor) Steps {
 	k := Steps{drain: cgroup.Drain, kill: cgroup.KillTrees, now: time.Now}
 	if m != nil && m.Binding() != nil {
 		b := m.Binding()
-		k.look, k.listed, k.escaped, k.report = b.Check, b.Escapes, b.Escaped, m.Unbound
+		k.look, k.listed, k.escaped, k.report = b.CheckAfterExit, b.Escapes, b.Escaped, m.Unbound
 	}
 	return k
 }
@@ -51,7 +51,8 @@ type Result struct {
 //
 //  1. a last binding poll, while the cgroup's processes still live: a child
 //     that left the cgroup since the last poll is found through its parent
-//     or the pid namespace;
+//     or the pid namespace (a joined one: the init's exit left nothing of
+//     its own, BindingPoller.CheckAfterExit);
 //  2. the cgroup drain (cgroup.kill: the subtree, atomically);
 //  3. another poll: nothing can leave a drained cgroup, but what left just
 //     before is listed now;

@@ -146,7 +146,7 @@ func (p *BindingPoller) Run(ctx context.Context, report func(Unbound)) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		for _, u := range p.check(false) {
+		for _, u := range p.check(nsScanDue) {
 			report(u)
 		}
 		select {
@@ -157,14 +157,36 @@ func (p *BindingPoller) Run(ctx context.Context, report func(Unbound)) error {
 	}
 }
 
-// Check polls once now and returns what is new: the exit path's last look
-// before it kills. Safe to call while Run runs; each finding is returned to
-// one caller only.
-func (p *BindingPoller) Check() []Unbound { return p.check(true) }
+// Check polls once now, the namespace scan included, and returns what is
+// new. Safe to call while Run runs; each finding is returned to one caller
+// only.
+func (p *BindingPoller) Check() []Unbound { return p.check(nsScanNow) }
 
-// check polls once; the namespace scan waits for its duty cycle unless
-// forced.
-func (p *BindingPoller) check(force bool) []Unbound {
+// CheckAfterExit is Check for the exit path, once the init has exited. When
+// the init was pid 1 of its own pid namespace, that namespace is not
+// scanned: the kernel reports such an init's exit only after it has killed
+// and reaped every other process of the namespace (zap_pid_ns_processes
+// runs before the exit is notified), so nothing of it is left to find,
+// and the scan reads /proc of the whole host. The bound cgroup's members
+// and every process already tracked are checked as in Check.
+func (p *BindingPoller) CheckAfterExit() []Unbound {
+	if p.private {
+		return p.check(nsScanNever)
+	}
+	return p.check(nsScanNow)
+}
+
+// nsScan says when a poll scans the container's pid namespace.
+type nsScan int
+
+const (
+	nsScanDue   nsScan = iota // when its duty cycle allows (Run)
+	nsScanNow                 // now
+	nsScanNever               // not at all
+)
+
+// check polls once, scanning the namespace as scan says.
+func (p *BindingPoller) check(scan nsScan) []Unbound {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.polls++
@@ -202,7 +224,7 @@ func (p *BindingPoller) check(force bool) []Unbound {
 			out = p.judge(out, cgroup.Proc{PID: pid, Start: t.start}, now)
 		}
 	}
-	if p.ns != 0 && (force || !now.Before(p.nsNext)) {
+	if p.ns != 0 && (scan == nsScanNow || scan == nsScanDue && !now.Before(p.nsNext)) {
 		out = p.scanNS(out, inside, now)
 		p.nsNext = now.Add(nsDuty * p.now().Sub(now))
 	}

@@ -19,6 +19,7 @@ type fakeProc struct {
 	procs   map[int]fakeP
 	nsReads int
 	stats   int
+	lists   int
 }
 
 type fakeP struct {
@@ -29,6 +30,7 @@ type fakeP struct {
 }
 
 func (f *fakeProc) List() ([]int, error) {
+	f.lists++
 	var out []int
 	for pid := range f.procs {
 		out = append(out, pid)
@@ -321,18 +323,46 @@ func TestBindingPollerReportsChanges(t *testing.T) {
 }
 
 // TestBindingNSDuty: after a scan that took d, Run's polls skip the
-// namespace scan for nsDuty*d; the exit path's Check always scans.
+// namespace scan for nsDuty*d; Check always scans.
 func TestBindingNSDuty(t *testing.T) {
 	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 900: {start: 1, ns: hostNS, cg: "/"}}}
 	p := fakePoller(f, ourNS, true)
 	clock := time.Unix(1700000000, 0)
 	p.now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
-	p.check(false)
+	p.check(nsScanDue)
 	f.procs[5] = fakeP{start: 12, ppid: 1, ns: ourNS, cg: "/out"}
-	if got := p.check(false); len(got) != 0 {
+	if got := p.check(nsScanDue); len(got) != 0 {
 		t.Fatalf("scanned within the duty cycle: %+v", got)
 	}
 	if got := p.Check(); len(got) != 1 || got[0].Target != "pid 5 in /out" {
 		t.Fatalf("forced check = %+v", got)
+	}
+}
+
+// TestBindingCheckAfterExit: after the init of the container's own pid
+// namespace exited, the exit path's look reads no host-wide /proc (the
+// kernel left nothing of the namespace) but still judges the processes it
+// tracks; in a joined namespace it scans as Check does.
+func TestBindingCheckAfterExit(t *testing.T) {
+	for _, private := range []bool{true, false} {
+		f := &fakeProc{procs: map[int]fakeP{
+			1:  {start: 10, ns: ourNS, cg: "/k/c1"},
+			7:  {start: 11, ppid: 1, ns: ourNS, cg: "/k/c1"},
+			50: {start: 5, ns: hostNS, cg: "/system.slice"},
+		}}
+		p := fakePoller(f, ourNS, private)
+		p.Check()
+		// The init exits; the tracked child is found elsewhere (in a
+		// joined namespace it may outlive the init).
+		delete(f.procs, 1)
+		f.procs[7] = fakeP{start: 11, ppid: 1, ns: ourNS, cg: "/other"}
+		f.lists, f.nsReads = 0, 0
+		got := targets(p.CheckAfterExit())
+		if !slices.Equal(got, []string{"pid 7 in /other"}) {
+			t.Errorf("private %v: escapes %q, want the tracked child", private, got)
+		}
+		if scanned := f.lists > 0; scanned == private {
+			t.Errorf("private %v: host /proc listed %d times", private, f.lists)
+		}
 	}
 }
