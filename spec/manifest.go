@@ -155,6 +155,11 @@ type Served struct {
 	Bytes       uint64        `json:"bytes"`
 	Connections uint64        `json:"connections"`
 	Ports       []ServedCount `json:"ports,omitempty"`
+	// PortsWithheld says why Ports is left out: the per-port counts
+	// exceeded Packets or Bytes, which count the same replies (the table's
+	// counters reset, or its per-port counts written from outside its
+	// rules).
+	PortsWithheld string `json:"ports_withheld,omitempty"`
 }
 
 // ServedCount is one serve port's reply counters.

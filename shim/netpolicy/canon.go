@@ -38,9 +38,15 @@ func canon(e expr.Any) string {
 	case *expr.Counter:
 		e = &expr.Counter{}
 	case *expr.Dynset:
+		// Its expressions render canonically too, not as the pointers
+		// %+v prints.
 		c := *v
-		c.SetID = 0
-		e = &c
+		c.SetID, c.Exprs = 0, nil
+		s := fmt.Sprintf("Dynset%+v", c)
+		for _, x := range v.Exprs {
+			s += " with " + canon(x)
+		}
+		return s
 	}
 	return fmt.Sprintf("%s%+v", reflect.TypeOf(e).Elem().Name(), reflect.ValueOf(e).Elem().Interface())
 }
@@ -231,10 +237,10 @@ func decodeFib(data []byte) (*expr.Fib, error) {
 	return f, nil
 }
 
-// decodeDynset accepts only what build emits: an update of a set by a key
-// register, no timeout, no flags, no data register and no expressions of
-// its own (the used sets give each element its counter). Anything else is
-// an error, so it never reads as the plan.
+// decodeDynset accepts only what build emits: an add to a set by a key
+// register with one counter expression at zero (a counter preset to other
+// values would start every element there), no timeout, no flags and no
+// data register. Anything else is an error, so it never reads as the plan.
 func decodeDynset(data []byte) (*expr.Dynset, error) {
 	d := &expr.Dynset{}
 	for a := range attrsOf(data) {
@@ -260,6 +266,15 @@ func decodeDynset(data []byte) (*expr.Dynset, error) {
 			if len(a.data) != 8 || binary.BigEndian.Uint64(a.data) != 0 {
 				return nil, fmt.Errorf("timeout %x", a.data)
 			}
+		case unix.NFTA_DYNSET_EXPR:
+			c, ok := counterExpr(a.data)
+			if !ok || len(d.Exprs) > 0 {
+				return nil, fmt.Errorf("expression %s", exprName(a.data))
+			}
+			if c.Packets != 0 || c.Bytes != 0 {
+				return nil, fmt.Errorf("counter preset to %d packets, %d bytes", c.Packets, c.Bytes)
+			}
+			d.Exprs = []expr.Any{&expr.Counter{}}
 		case unix.NFTA_DYNSET_SET_ID, unix.NFTA_DYNSET_PAD:
 			// The set's batch-local id, which the kernel does not
 			// echo (as for a lookup), and padding.

@@ -138,7 +138,8 @@ func TestDiffFindsDrift(t *testing.T) {
 		{"used element not allowed", func(g *ruleset) {
 			g.sets[2].elems = append(g.sets[2].elems, nftables.SetElement{Key: []byte{192, 0, 2, 99, 6, 0, 0, 0, 0, 22, 0, 0}, Counter: &expr.Counter{}})
 		}, "set allow4_used has 1 elements not in allow4: 192.0.2.99:22/tcp"},
-		{"used set counts nothing", func(g *ruleset) { g.sets[2].exprs = nil }, "set allow4_used gives its elements [], want [counter]"},
+		{"used set declares a counter", func(g *ruleset) { g.sets[2].exprs = []string{"counter packets 9 bytes 900"} }, "set allow4_used gives its elements [counter packets 9 bytes 900], want []"},
+		{"element expression", func(g *ruleset) { g.sets[0].odd = map[int]string{0: "expressions [quota]"} }, "set cg: element cgroup id 4242 carries expressions [quota]"},
 		{"used set gone", func(g *ruleset) { g.sets = slices.Delete(g.sets, 2, 3) }, "set allow4_used is missing"},
 		{"used set not dynamic", func(g *ruleset) { g.sets[2].set.Dynamic = false }, "set allow4_used is {"},
 		{"allowed element with a counter", func(g *ruleset) { g.sets[1].elems[0].Counter = &expr.Counter{} }, "element 192.0.2.10:443/tcp carries a counter"},
@@ -229,10 +230,14 @@ func TestCountersOf(t *testing.T) {
 	if _, err := countersOf(build(p), got); err != nil {
 		t.Errorf("tuple counts summing to allowed: err = %v", err)
 	}
-	got.counters[0].Packets = 5
-	if _, err := countersOf(build(p), got); err == nil || !strings.Contains(err.Error(), "exceed allowed and allowed_outside") {
-		t.Errorf("tuple counts above allowed: err = %v, want the excess named", err)
+	for _, allowed := range []Count{{5, 500}, {6, 49}} { // packets, then bytes, above
+		got.counters[0].Packets, got.counters[0].Bytes = allowed.Packets, allowed.Bytes
+		c, err := countersOf(build(p), got)
+		if err != nil || c.Tuples != nil || c.Allowed != allowed || c.Denied != (Count{2, 120}) || !strings.Contains(c.ElementsWithheld, "exceed allowed and allowed_outside") {
+			t.Errorf("tuple counts above allowed %+v: %+v, %v; want the named counters, no tuple counts, and why", allowed, c, err)
+		}
 	}
+	got.counters[0].Packets, got.counters[0].Bytes = 7, 500
 	got.counters = got.counters[:1]
 	if _, err := countersOf(build(p), got); err == nil {
 		t.Error("missing denied counter: want error")

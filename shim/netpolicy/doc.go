@@ -19,7 +19,7 @@
 //	set icmp4, icmp6 { type ipv4_addr / ipv6_addr }                  icmp destinations (no ports)
 //	set serve   { type inet_proto . inet_service }                   network.serve: local ports
 //	set allow4_used, allow6_used, icmp4_used, icmp6_used, serve_used
-//	            { same type and size; flags dynamic; counter }       the keys matched, counted
+//	            { same type and size; flags dynamic }                the keys matched, counted
 //	set nd6     { type icmpv6_type }                                 only with IPv6 tuples or served ports
 //	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
 //	  N(C, allowed)
@@ -44,7 +44,7 @@
 //	and A(M, counter) the accepts,
 //	each starting with M (nothing for "-") and counting in counter,
 //	where every rule matching a set X comes after its twin that only
-//	adds the key to X_used (`M … @X add @X_used { key }`, left out below):
+//	adds the key to X_used (`M … @X add @X_used { key counter }`, left out below):
 //	  M ct direction reply tcp flags & (syn|ack) == syn|ack meta l4proto . th sport @serve
 //	                                              → served, served_conn, accept
 //	  M ct direction reply meta l4proto . th sport @serve → served, accept
@@ -118,22 +118,28 @@
 // Per-tuple counts. A counted set (allow4, allow6, icmp4, icmp6, serve)
 // holds no counters of its own. Each rule that matches it follows a twin
 // rule ("gensee: count per element, …") with the same match that adds the
-// matched key to the set's used set, whose elements carry a counter each,
-// and decides nothing. The kernel allocates an element counter only for a
-// key some packet matched, instead of for every planned element at
-// install: for 10,000 tuples that was most of the install's time and half
-// of what the read-back reads. Should the kernel fail to add an element
-// (out of memory, or two CPUs racing to add the same new key to a nearly
-// full set), the twin rule ends and only the count is lost: the packet
-// meets its rule as before. Read-back checks a used set's declaration
-// (dynamic, a counter at zero, key, size) and that every element it holds
-// is a key of its set carrying a counter and nothing else; elements of
-// the other sets must carry nothing at all (a quota or limit on an element
-// would end every rule that matches it). The counters read at exit are the
-// used sets' elements, read before the named counters: a key never
-// matched counts zero, and per-element counts above allowed and
-// allowed_outside (tuples) or served (ports) are refused as counts set
-// from outside the rules.
+// matched key to the set's used set with a counter, and decides nothing.
+// The kernel allocates an element counter only for a key some packet
+// matched, instead of for every planned element at install: for 10,000
+// tuples that was most of the install's time and half of what the
+// read-back reads. Should the kernel fail to add an element (out of
+// memory, or two CPUs racing to add the same new key to a nearly full
+// set), the twin rule ends and only the count is lost: the packet meets
+// its rule as before. The counter is the add's, not the used set's: the
+// kernel dumps an add's expressions only for a set that has none, so
+// read-back sees that it starts at zero. Read-back checks each used set's
+// declaration (dynamic, no expression, key, size), that the add carries
+// one counter at zero, and that every element the used set holds is a
+// key of its set carrying a counter and nothing else; elements of the
+// other sets must carry nothing at all (a quota or limit on an element
+// would end every rule that matches it once spent). The counters read at
+// exit are the used sets' elements, read before the named counters: a key
+// never matched counts zero, and per-element counts above allowed and
+// allowed_outside (tuples) or served (ports), which counted the same
+// packets, are withheld with the reason (Counters.ElementsWithheld: the
+// named counters were reset, or elements written from outside the rules);
+// the named counters are still reported. A count written from outside
+// that stays under them is not told apart.
 //
 // It never touches a table whose name does not start with "gensee_", never
 // resolves host names, never widens or narrows a contract's tuples, and never

@@ -135,7 +135,10 @@ func (m matcher) tuples(f family, set *countedSet, reply bool) []expr.Any {
 }
 
 // match is key ∈ s.in; in a counting rule, then the key added to s.used
-// (`add @s.used { key }`), whose element counter counts the match. key
+// with a counter (`add @s.used { key counter }`), which counts the match.
+// The counter is the add's, not the set's: the kernel dumps an add's
+// expressions only for a set that has none, so only this way does
+// read-back see that it starts at zero. key
 // loads the key into register 1 onward; a counting rule calls it twice, as
 // nft(8) compiles the add: the lookup's registers loaded again. An add of a
 // key already there changes nothing but the element's counter; unlike an
@@ -145,7 +148,8 @@ func (m matcher) match(s *countedSet, key func() []expr.Any) []expr.Any {
 	if !m.count {
 		return e
 	}
-	return join(e, key(), []expr.Any{&expr.Dynset{SrcRegKey: reg1, SetName: s.used.Name, SetID: s.used.ID, Operation: unix.NFT_DYNSET_OP_ADD}})
+	return join(e, key(), []expr.Any{&expr.Dynset{SrcRegKey: reg1, SetName: s.used.Name, SetID: s.used.ID, Operation: unix.NFT_DYNSET_OP_ADD,
+		Exprs: []expr.Any{&expr.Counter{}}}})
 }
 
 func ctReply() []expr.Any {

@@ -258,6 +258,7 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 func (k *netlinkKernel) dumpCounters(table string, sets []string) (*ruleset, error) {
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: table}
 	rs := &ruleset{table: t}
+	var missing []string
 	if len(sets) > 0 {
 		nl, err := k.rawConn()
 		if err != nil {
@@ -267,7 +268,10 @@ func (k *netlinkKernel) dumpCounters(table string, sets []string) (*ruleset, err
 		for _, s := range sets {
 			elems, _, err := dumpElems(nl, table, s, 0)
 			if errors.Is(err, unix.ENOENT) {
-				return nil, errNoTable
+				// The table, or only the set: the objects' read
+				// below tells which.
+				missing = append(missing, s)
+				continue
 			}
 			if err != nil {
 				return nil, err
@@ -289,6 +293,9 @@ func (k *netlinkKernel) dumpCounters(table string, sets []string) (*ruleset, err
 	}
 	if rs.counters, err = counterObjs(objs, table); err != nil {
 		return nil, err
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("table %s lacks its sets %v", table, missing)
 	}
 	return rs, nil
 }

@@ -70,7 +70,7 @@ func nftScript(p *Plan, cgPath string) string {
 			fmt.Fprintf(&b, "\t\t%s . %s . %d%s", t.Addr, ProtoName(t.Proto), t.Port, sep)
 		}
 		b.WriteString("\t} }\n")
-		fmt.Fprintf(&b, "\tset allow4_used { type ipv4_addr . inet_proto . inet_service; size %d; flags dynamic; counter; }\n", len(p.Allow))
+		fmt.Fprintf(&b, "\tset allow4_used { type ipv4_addr . inet_proto . inet_service; size %d; flags dynamic; }\n", len(p.Allow))
 	}
 	if serve {
 		var els []string
@@ -78,7 +78,7 @@ func nftScript(p *Plan, cgPath string) string {
 			els = append(els, fmt.Sprintf("%s . %d", ProtoName(s.Proto), s.Port))
 		}
 		fmt.Fprintf(&b, "\tset serve { type inet_proto . inet_service; size %d; elements = { %s } }\n", len(p.Serve), strings.Join(els, ", "))
-		fmt.Fprintf(&b, "\tset serve_used { type inet_proto . inet_service; size %d; flags dynamic; counter; }\n", len(p.Serve))
+		fmt.Fprintf(&b, "\tset serve_used { type inet_proto . inet_service; size %d; flags dynamic; }\n", len(p.Serve))
 		b.WriteString("\tset nd6 { type icmpv6_type; size 3; elements = { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } }\n")
 	}
 	policy := "accept"
@@ -89,7 +89,7 @@ func nftScript(p *Plan, cgPath string) string {
 	// counted writes the rule that adds match's key to set's used set,
 	// then the rule itself: match, then rest.
 	counted := func(match, key, set, rest, what string) {
-		fmt.Fprintf(&b, "\t\t%s add @%s_used { %s } comment \"gensee: count per element, %s\"\n", match, set, key, what)
+		fmt.Fprintf(&b, "\t\t%s add @%s_used { %s counter } comment \"gensee: count per element, %s\"\n", match, set, key, what)
 		fmt.Fprintf(&b, "\t\t%s %s comment \"gensee: %s\"\n", match, rest, what)
 	}
 	synack := func(m, note string, verdict string) {
@@ -215,12 +215,13 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 		{"dport", "meta l4proto . th sport @serve counter", "meta l4proto . th dport @serve counter"},
 		// What the used sets count: the key added, the set added to,
 		// how, and that the set counts at all.
-		{"counts another key", "add @serve_used { meta l4proto . th sport }", "add @serve_used { meta l4proto . th dport }"},
+		{"counts another key", "add @serve_used { meta l4proto . th sport counter }", "add @serve_used { meta l4proto . th dport counter }"},
 		{"counts with an update", "add @serve_used", "update @serve_used"},
-		{"counts nothing", "flags dynamic; counter; }", "flags dynamic; }"},
-		{"counter preset", "flags dynamic; counter; }", "flags dynamic; counter packets 7 bytes 700; }"},
-		{"set quota", "flags dynamic; counter; }", "flags dynamic; counter; quota 1000 bytes; }"},
-		{"not counted", " add @serve_used { meta l4proto . th sport } comment", " comment"},
+		{"counts nothing", "th sport counter }", "th sport }"},
+		{"counter preset", "th sport counter }", "th sport counter packets 7 bytes 700 }"},
+		{"set counter", "flags dynamic; }", "flags dynamic; counter; }"},
+		{"set counter preset", "flags dynamic; }", "flags dynamic; counter packets 7 bytes 700; }"},
+		{"not counted", " add @serve_used { meta l4proto . th sport counter } comment", " comment"},
 		// The non-local source check: its address, its type, its place.
 		{"fib daddr", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib daddr type != local counter name \"spoofed\" counter name \"denied_outside\""},
 		{"fib type unicast", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib saddr type unicast counter name \"spoofed\" counter name \"denied_outside\""},

@@ -34,40 +34,48 @@ func counterAttr(t *testing.T, packets, bytes uint64) []byte {
 }
 
 // TestDecodeDynset: what the kernel dumps for the planned add decodes as
-// the plan; anything else is an error, never a near match.
+// the plan; anything else is an error or decodes as something else.
 func TestDecodeDynset(t *testing.T) {
-	plain := []netlink.Attribute{
+	base := []netlink.Attribute{
 		{Type: unix.NFTA_DYNSET_SREG_KEY, Data: u32(1)},
 		{Type: unix.NFTA_DYNSET_OP, Data: u32(unix.NFT_DYNSET_OP_ADD)},
 		{Type: unix.NFTA_DYNSET_SET_NAME, Data: []byte("allow4_used\x00")},
 		{Type: unix.NFTA_DYNSET_TIMEOUT, Data: make([]byte, 8)},
 		{Type: unix.NFTA_DYNSET_FLAGS, Data: u32(0)},
 	}
-	d, err := decodeDynset(attrBytes(t, plain...))
-	if err != nil {
-		t.Fatal(err)
+	with := func(as ...netlink.Attribute) []byte {
+		return attrBytes(t, append(append([]netlink.Attribute(nil), base...), as...)...)
 	}
-	if got, want := canon(d), canon(&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD}); got != want {
+	counter := func(p, b uint64) netlink.Attribute {
+		return netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_DYNSET_EXPR, Data: counterAttr(t, p, b)}
+	}
+	want := canon(&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD, Exprs: []expr.Any{&expr.Counter{}}})
+	if got := decodeExpr("dynset", with(counter(0, 0))); got != want {
 		t.Fatalf("decoded %s, want %s", got, want)
 	}
+	if got := decodeExpr("dynset", with()); got == want {
+		t.Error("an add without its counter reads as the plan")
+	}
 	for _, tc := range []struct {
-		name string
-		attr netlink.Attribute
-		want string
+		name  string
+		attrs []netlink.Attribute
+		want  string
 	}{
-		{"inverted", netlink.Attribute{Type: unix.NFTA_DYNSET_FLAGS, Data: u32(unix.NFT_DYNSET_F_INV)}, "flags"},
-		{"timeout", netlink.Attribute{Type: unix.NFTA_DYNSET_TIMEOUT, Data: binary.BigEndian.AppendUint64(nil, 1000)}, "timeout"},
-		{"data register", netlink.Attribute{Type: unix.NFTA_DYNSET_SREG_DATA, Data: u32(2)}, "unknown attribute"},
-		{"own expression", netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_DYNSET_EXPR, Data: counterAttr(t, 7, 700)}, "unknown attribute"},
-		{"short register", netlink.Attribute{Type: unix.NFTA_DYNSET_SREG_KEY, Data: []byte{1}}, "bytes"},
+		{"preset counter", []netlink.Attribute{counter(7, 700)}, "counter preset to 7 packets, 700 bytes"},
+		{"two counters", []netlink.Attribute{counter(0, 0), counter(0, 0)}, "expression counter"},
+		{"quota", []netlink.Attribute{{Type: unix.NLA_F_NESTED | unix.NFTA_DYNSET_EXPR, Data: exprAttr(t, "quota", netlink.Attribute{Type: unix.NFTA_QUOTA_BYTES, Data: make([]byte, 8)})}}, "expression quota"},
+		{"inverted", []netlink.Attribute{counter(0, 0), {Type: unix.NFTA_DYNSET_FLAGS, Data: u32(unix.NFT_DYNSET_F_INV)}}, "flags"},
+		{"timeout", []netlink.Attribute{counter(0, 0), {Type: unix.NFTA_DYNSET_TIMEOUT, Data: binary.BigEndian.AppendUint64(nil, 1000)}}, "timeout"},
+		{"data register", []netlink.Attribute{counter(0, 0), {Type: unix.NFTA_DYNSET_SREG_DATA, Data: u32(2)}}, "unknown attribute"},
+		{"expression list", []netlink.Attribute{{Type: unix.NLA_F_NESTED | expr.NFTA_DYNSET_EXPRESSIONS, Data: attrBytes(t, netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: counterAttr(t, 0, 0)})}}, "unknown attribute"},
+		{"short register", []netlink.Attribute{counter(0, 0), {Type: unix.NFTA_DYNSET_SREG_KEY, Data: []byte{1}}}, "bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			as := append([]netlink.Attribute(nil), plain...)
-			as = append(as, tc.attr)
-			if _, err := decodeDynset(attrBytes(t, as...)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			b := with(tc.attrs...)
+			if _, err := decodeDynset(b); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want one mentioning %q", err, tc.want)
 			}
-			if s := decodeExpr("dynset", attrBytes(t, as...)); !strings.HasPrefix(s, "undecodable dynset") {
+			if s := decodeExpr("dynset", b); !strings.HasPrefix(s, "undecodable dynset") {
 				t.Errorf("rendered %q", s)
 			}
 		})

@@ -36,9 +36,9 @@ const (
 	setServe          = "serve"  // inet_proto . inet_service
 	// usedSuffix names the companion of each counted set (allow4_used,
 	// ..., serve_used): a dynamic set, empty at install, into which the
-	// rules that match the counted set add the key they matched, with an
-	// element counter. Its elements are the tuples (or ports) used, with
-	// their counts.
+	// rules that match the counted set add the key they matched, each new
+	// element with a counter of its own. Its elements are the tuples (or
+	// ports) used, with their counts.
 	usedSuffix = "_used"
 )
 
@@ -84,8 +84,9 @@ type setElems struct {
 	ports []ServePort
 	// index maps a key to its position in elems; see indexKeys.
 	index map[string]int32
-	// exprs names the expressions the set gives each element it holds:
-	// "counter" for the used sets.
+	// exprs names the expressions the set's declaration gives each
+	// element (none for every gensee set: a used set's counters come from
+	// the add, whose counter a dump shows only when the set has none).
 	exprs []string
 	// countsFor is, for a used set, the set whose matches it counts: its
 	// elements are keys of countsFor, added by the rules, never planned.
@@ -177,9 +178,8 @@ func build(p *Plan) *ruleset {
 	// declared size sizes it so that it never grows.
 	addCounted := func(in *setElems) *countedSet {
 		s := in.set
-		u := addSet(&nftables.Set{Name: s.Name + usedSuffix, KeyType: s.KeyType, KeyByteOrder: s.KeyByteOrder, Dynamic: true, Counter: true}, nil, nil)
+		u := addSet(&nftables.Set{Name: s.Name + usedSuffix, KeyType: s.KeyType, KeyByteOrder: s.KeyByteOrder, Dynamic: true}, nil, nil)
 		u.set.Size = s.Size
-		u.exprs = []string{"counter"}
 		u.countsFor = in
 		return &countedSet{in: s, used: u.set}
 	}

@@ -32,21 +32,30 @@ func checkCounting(t *testing.T, r *rule) {
 	t.Helper()
 	es := r.nft.Exprs
 	d, ok := es[len(es)-1].(*expr.Dynset)
-	if !ok || d.Operation != unix.NFT_DYNSET_OP_ADD || d.SrcRegKey != 1 || d.Timeout != 0 || d.Invert || len(d.Exprs) > 0 {
-		t.Errorf("counting rule %q does not end in a plain add: %q", ruleName(r), r.exprs)
+	if !ok || d.Operation != unix.NFT_DYNSET_OP_ADD || d.SrcRegKey != 1 || d.Timeout != 0 || d.Invert ||
+		len(d.Exprs) != 1 || canon(d.Exprs[0]) != canon(&expr.Counter{}) {
+		t.Errorf("counting rule %q does not end in an add with a counter: %q", ruleName(r), r.exprs)
 		return
 	}
 	var lookups []string
-	for _, e := range es {
+	last := -1
+	for i, e := range es {
 		switch v := e.(type) {
 		case *expr.Objref, *expr.Verdict:
 			t.Errorf("counting rule %q counts in a named counter or decides: %q", ruleName(r), r.exprs)
 		case *expr.Lookup:
-			lookups = append(lookups, v.SetName)
+			lookups, last = append(lookups, v.SetName), i
 		}
 	}
 	if len(lookups) == 0 || d.SetName != lookups[len(lookups)-1]+usedSuffix {
 		t.Errorf("counting rule %q adds to %s after looking up %v", ruleName(r), d.SetName, lookups)
+		return
+	}
+	// The key added is the key looked up: the loads between the lookup
+	// and the add are the ones just before the lookup.
+	reload := r.exprs[last+1 : len(es)-1]
+	if n := len(reload); n == 0 || last < n || !slices.Equal(reload, r.exprs[last-n:last]) {
+		t.Errorf("counting rule %q adds another key than it looked up: %q", ruleName(r), r.exprs)
 	}
 }
 
@@ -177,7 +186,7 @@ func TestBuildAllowExact(t *testing.T) {
 	checkCountedPairs(t, rs)
 
 	// The v4 tuple rules are what nft(8) 1.0.6 emits for
-	// `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 add @allow4_used { ip daddr . meta l4proto . th dport }`
+	// `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 add @allow4_used { ip daddr . meta l4proto . th dport counter }`
 	// and `socket cgroupv2 level 2 @cg ip daddr . meta l4proto . th dport @allow4 counter name "allowed" accept`.
 	match := []expr.Any{
 		&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
@@ -193,7 +202,7 @@ func TestBuildAllowExact(t *testing.T) {
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
 		&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-		&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD})...)
+		&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD, Exprs: []expr.Any{&expr.Counter{}}})...)
 	if r := rs.rules[ruleAt(t, rs, "gensee: count per element, allowed ipv4 tuples")]; !slices.Equal(r.exprs, want) {
 		t.Errorf("ipv4 tuple counting rule:\n got %q\nwant %q", r.exprs, want)
 	}
@@ -264,10 +273,10 @@ func TestBuildAllowExact(t *testing.T) {
 		t.Errorf("icmp4 = %v", k)
 	}
 	// Each counted set has its used set: same key, as large, dynamic,
-	// counting, empty.
+	// empty, no expressions of its own (the add gives the counter).
 	for _, name := range []string{"allow4", "allow6", "icmp4", "icmp6"} {
 		in, u := sets[name], sets[name+"_used"]
-		if u == nil || u.countsFor != in || !u.set.Dynamic || !u.set.Counter || !slices.Equal(u.exprs, []string{"counter"}) ||
+		if u == nil || u.countsFor != in || !u.set.Dynamic || u.set.Counter || len(u.exprs) != 0 ||
 			u.set.KeyType != in.set.KeyType || u.set.KeyByteOrder != in.set.KeyByteOrder || u.set.Size != in.set.Size || len(u.elems) != 0 {
 			t.Errorf("%s_used = %+v", name, u)
 		}

@@ -90,7 +90,7 @@ func servedCount(prefix []expr.Any, synack bool) []string {
 	return canonAll(append(e,
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 2},
-		&expr.Dynset{SrcRegKey: 1, SetName: "serve_used", Operation: unix.NFT_DYNSET_OP_ADD})...)
+		&expr.Dynset{SrcRegKey: 1, SetName: "serve_used", Operation: unix.NFT_DYNSET_OP_ADD, Exprs: []expr.Any{&expr.Counter{}}})...)
 }
 
 func servedExprs(prefix []expr.Any, synack, terminal bool) []string {
@@ -205,7 +205,7 @@ func TestBuildServe(t *testing.T) {
 			if serve == nil || serve.set.Counter || serve.set.Concatenation || serve.set.KeyType.Bytes != 8 || serve.set.Size != 2 {
 				t.Fatalf("serve set = %+v", serve)
 			}
-			if used == nil || !used.set.Counter || !used.set.Dynamic || used.set.KeyType != serve.set.KeyType || used.set.Size != 2 || len(used.elems) != 0 || used.countsFor != serve {
+			if used == nil || used.set.Counter || !used.set.Dynamic || used.set.KeyType != serve.set.KeyType || used.set.Size != 2 || len(used.elems) != 0 || used.countsFor != serve {
 				t.Fatalf("serve_used set = %+v", used)
 			}
 			// Sorted: tcp (6) before udp (17). proto + 3 pad, port BE + 2 pad.
@@ -293,7 +293,7 @@ func TestDiffServeDrift(t *testing.T) {
 		{"counting rule counts the wrong set", func(rs *ruleset) {
 			i := reply - 1
 			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
-			rs.rules[i].exprs[len(rs.rules[i].exprs)-1] = canon(&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD})
+			rs.rules[i].exprs[len(rs.rules[i].exprs)-1] = canon(&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD, Exprs: []expr.Any{&expr.Counter{}}})
 		}, fmt.Sprintf("rule %d (gensee: count per element, replies on served ports) changed", reply-1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,6 +330,16 @@ func TestCountersOfServe(t *testing.T) {
 	want := []ServeCount{{ServePort{ProtoTCP, 8080}, Count{20, 2000}}, {ServePort{ProtoUDP, 53}, Count{10, 1000}}}
 	if c.Served != (Count{30, 3000}) || c.ServedConnections != 4 || !slices.Equal(c.ServeCounts, want) || len(c.Tuples) != 1 {
 		t.Errorf("counters = %+v, want served 30/3000, 4 connections, serve counts %+v, one tuple", c, want)
+	}
+	// The per-port counts above served (reset, or written from outside):
+	// withheld, served still read.
+	for _, o := range got.counters {
+		if o.Name == "served" {
+			o.Packets = 29
+		}
+	}
+	if c, err := countersOf(build(p), got); err != nil || c.ServeCounts != nil || c.Served != (Count{29, 3000}) || !strings.Contains(c.ElementsWithheld, "per-port counts (30 packets, 3000 bytes) exceed served") {
+		t.Errorf("per-port counts above served: %+v, %v", c, err)
 	}
 	got.counters = slices.DeleteFunc(got.counters, func(c *nftables.CounterObj) bool { return c.Name == "served" })
 	if _, err := countersOf(build(p), got); err == nil || !strings.Contains(err.Error(), `"served"`) {

@@ -76,6 +76,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 			sv.Ports = append(sv.Ports, spec.ServedCount{Proto: netpolicy.ProtoName(p.Port.Proto), Port: int(p.Port.Port),
 				Packets: p.Count.Packets, Bytes: p.Count.Bytes})
 		}
+		sv.PortsWithheld = c.ElementsWithheld
 		m.Observation.Served = sv
 	}
 	return m
