@@ -316,7 +316,7 @@ func counterObjs(objs []nftables.Obj, table string) ([]*nftables.CounterObj, err
 
 // rawConn opens a plain nf_tables netlink socket in the namespace, for the
 // dumps this package decodes itself.
-func (k *netlinkKernel) rawConn() (*netlink.Conn, error) {
+func (k *netlinkKernel) rawConn() (*dumpConn, error) {
 	cfg := &netlink.Config{}
 	if k.netnsFD > 0 {
 		cfg.NetNS = k.netnsFD
@@ -325,7 +325,7 @@ func (k *netlinkKernel) rawConn() (*netlink.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open netlink socket: %w", err)
 	}
-	return c, nil
+	return &dumpConn{c: c}, nil
 }
 
 // sameNetns reports whether fd refers to the caller's own network namespace.

@@ -16,10 +16,21 @@ import (
 // dump took ~150 round trips and 23 ms; with 64 KiB reads, a few ms.
 const dumpRecvBuf = 64 << 10
 
+// dumpConn is a netlink socket for dumps, with the one receive buffer all
+// of them reuse: a read-back makes several dumps, and the watchdog reads
+// back twice a second for the task's whole life.
+type dumpConn struct {
+	c   *netlink.Conn
+	buf []byte
+}
+
+func (d *dumpConn) Close() error { return d.c.Close() }
+
 // dump sends a NLM_F_DUMP request and calls fn with the payload (after the
 // nlmsghdr) of every reply message. The payload is only valid during the
-// call: one receive buffer is reused.
-func dump(c *netlink.Conn, msgType uint16, data []byte, fn func(payload []byte) error) error {
+// call: the receive buffer is reused.
+func dump(d *dumpConn, msgType uint16, data []byte, fn func(payload []byte) error) error {
+	c := d.c
 	req, err := c.Send(netlink.Message{
 		Header: netlink.Header{Type: netlink.HeaderType(msgType), Flags: netlink.Request | netlink.Dump},
 		Data:   data,
@@ -31,7 +42,10 @@ func dump(c *netlink.Conn, msgType uint16, data []byte, fn func(payload []byte) 
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, dumpRecvBuf)
+	if d.buf == nil {
+		d.buf = make([]byte, dumpRecvBuf)
+	}
+	buf := d.buf
 	for {
 		var n int
 		var rerr error

@@ -25,7 +25,7 @@ const nftElemCatchall = 0x2
 // most one counter (another expression, an object reference, an attribute
 // this package does not know) to what it carries: a quota or limit on an
 // element ends every rule that matches it once spent.
-func dumpElems(c *netlink.Conn, table, set string, hint int) (elems []nftables.SetElement, odd map[int]string, err error) {
+func dumpElems(c *dumpConn, table, set string, hint int) (elems []nftables.SetElement, odd map[int]string, err error) {
 	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{
 		{Type: unix.NFTA_SET_ELEM_LIST_TABLE, Data: []byte(table + "\x00")},
 		{Type: unix.NFTA_SET_ELEM_LIST_SET, Data: []byte(set + "\x00")},
@@ -95,7 +95,7 @@ const (
 // its elements (NFT_MSG_GETSET dump). google/nftables v0.3.0 decodes no
 // set expression: a used set that counted nothing would read back like one
 // that counts.
-func dumpSetExprs(c *netlink.Conn, table string) (map[string][]string, error) {
+func dumpSetExprs(c *dumpConn, table string) (map[string][]string, error) {
 	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_SET_TABLE, Data: []byte(table + "\x00")}})
 	if err != nil {
 		return nil, err

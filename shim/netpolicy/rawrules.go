@@ -11,7 +11,7 @@ import (
 
 // dumpRules lists the rules of a table straight from nf_tables netlink
 // (NFT_MSG_GETRULE dump) and decodes them with decodeExpr.
-func dumpRules(c *netlink.Conn, table string) ([]*rule, error) {
+func dumpRules(c *dumpConn, table string) ([]*rule, error) {
 	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_RULE_TABLE, Data: []byte(table + "\x00")}})
 	if err != nil {
 		return nil, err
