@@ -240,11 +240,13 @@ func setString(s *nftables.Set) string {
 func diffElems(want, got *setElems) []string {
 	var d []string
 	name := want.set.Name
+	// A used set's elements are keys of the set it counts for, each with
+	// the add's counter.
+	used := want.countsFor != nil
 	keys, index := want, want.indexKeys()
-	if want.countsFor != nil {
+	if used {
 		keys, index = want.countsFor, want.countsFor.indexKeys()
 	}
-	counted := want.countsFor != nil // its elements carry the add's counter
 	seen := make([]bool, len(keys.elems))
 	var extra, odd []string
 	for j, e := range got.elems {
@@ -256,7 +258,7 @@ func diffElems(want, got *setElems) []string {
 		switch {
 		case !ok || e.Key == nil:
 			extra = append(extra, key)
-		case seen[i] && want.countsFor == nil:
+		case seen[i] && !used:
 			odd = append(odd, "duplicate "+key)
 		default:
 			seen[i] = true
@@ -264,14 +266,14 @@ func diffElems(want, got *setElems) []string {
 		if len(e.Val) > 0 || len(e.KeyEnd) > 0 || e.IntervalEnd || e.Timeout != 0 || e.VerdictData != nil {
 			odd = append(odd, "element "+key+" carries data, an interval end or a timeout")
 		}
-		if counted && e.Counter == nil {
+		if used && e.Counter == nil {
 			odd = append(odd, "element "+key+" has no counter")
 		}
-		if !counted && e.Counter != nil {
+		if !used && e.Counter != nil {
 			odd = append(odd, "element "+key+" carries a counter")
 		}
 	}
-	if want.countsFor != nil {
+	if used {
 		if len(extra) > 0 {
 			d = append(d, fmt.Sprintf("set %s has %d elements not in %s: %s", name, len(extra), keys.set.Name, firstFew(extra)))
 		}
