@@ -155,10 +155,11 @@ type Served struct {
 	Bytes       uint64        `json:"bytes"`
 	Connections uint64        `json:"connections"`
 	Ports       []ServedCount `json:"ports,omitempty"`
-	// PortsWithheld says why Ports is left out: the per-port counts
-	// exceeded Packets or Bytes, which count the same replies (the table's
-	// counters reset, or its per-port counts written from outside its
-	// rules).
+	// PortsWithheld says why Ports is left out: the table's per-element
+	// counts (per port, or per allowed tuple) exceeded the named counters
+	// that counted the same packets (Packets and Bytes here, or the
+	// allowed counters), so the table's counters were reset or its
+	// elements written from outside its rules.
 	PortsWithheld string `json:"ports_withheld,omitempty"`
 }
 
