@@ -157,18 +157,16 @@ func (p *BindingPoller) Run(ctx context.Context, report func(Unbound)) error {
 	}
 }
 
-// Check polls once now, the namespace scan included, and returns what is
-// new. Safe to call while Run runs; each finding is returned to one caller
-// only.
-func (p *BindingPoller) Check() []Unbound { return p.check(nsScanNow) }
-
-// CheckAfterExit is Check for the exit path, once the init has exited. When
-// the init was pid 1 of its own pid namespace, that namespace is not
-// scanned: the kernel reports such an init's exit only after it has killed
-// and reaped every other process of the namespace (zap_pid_ns_processes
-// runs before the exit is notified), so nothing of it is left to find,
-// and the scan reads /proc of the whole host. The bound cgroup's members
-// and every process already tracked are checked as in Check.
+// CheckAfterExit polls once now and returns what is new: the exit path's
+// look, once the init has exited. Safe to call while Run runs; each finding
+// is returned to one caller only. A joined pid namespace is scanned
+// whatever the duty cycle. When the init was pid 1 of its own pid
+// namespace, that namespace is not scanned: the kernel reports such an
+// init's exit only after it has killed and reaped every other process of
+// the namespace (zap_pid_ns_processes runs before the exit is notified),
+// so nothing of it is left to find, and the scan reads /proc of the whole
+// host. The bound cgroup's members and every process already tracked are
+// checked either way.
 func (p *BindingPoller) CheckAfterExit() []Unbound {
 	if p.private {
 		return p.check(nsScanNever)

@@ -169,7 +169,7 @@ func TestBindingEscapes(t *testing.T) {
 				if pl.change != nil {
 					pl.change(f)
 				}
-				got := targets(p.Check())
+				got := targets(p.check(nsScanNow))
 				if !slices.Equal(got, pl.want) {
 					t.Fatalf("poll %d: targets %q, want %q", i, got, pl.want)
 				}
@@ -191,12 +191,12 @@ func TestBindingEscapes(t *testing.T) {
 func TestBindingRaceOnReuse(t *testing.T) {
 	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 2: {start: 11, ppid: 1, ns: ourNS, cg: "/k/c1"}}}
 	p := fakePoller(f, 0, false)
-	p.Check()
+	p.check(nsScanNow)
 	p.pathOf = func(pid int) (string, error) {
 		f.procs[pid] = fakeP{start: 77, cg: "/host"} // reused while the cgroup was read
 		return "/host", nil
 	}
-	if got := p.Check(); len(got) != 0 {
+	if got := p.check(nsScanNow); len(got) != 0 {
 		t.Fatalf("unbound %+v for a reused pid", got)
 	}
 	if e := p.Escaped(); len(e) != 0 {
@@ -216,7 +216,7 @@ func TestBindingNSScanBounded(t *testing.T) {
 	var reads []int
 	for i := 0; i < nsRefreshPolls+2; i++ {
 		f.nsReads = 0
-		p.Check()
+		p.check(nsScanNow)
 		reads = append(reads, f.nsReads)
 	}
 	if reads[0] != nsReadsPerPoll || reads[1] != host-nsReadsPerPoll || reads[2] != 0 {
@@ -227,7 +227,7 @@ func TestBindingNSScanBounded(t *testing.T) {
 	}
 	// An exited pid leaves the cache.
 	delete(f.procs, 100)
-	p.Check()
+	p.check(nsScanNow)
 	if _, ok := p.nsSeen[100]; ok {
 		t.Error("exited pid still cached")
 	}
@@ -240,11 +240,11 @@ func TestBindingEscapesCapped(t *testing.T) {
 		f.procs[pid] = fakeP{start: 20, ppid: 1, ns: ourNS, cg: "/out"}
 	}
 	p := fakePoller(f, ourNS, true)
-	got := p.Check() // n < nsReadsPerPoll: all classified in one poll
+	got := p.check(nsScanNow) // n < nsReadsPerPoll: all classified in one poll
 	if len(got) != MaxEscapes+1 || got[MaxEscapes].Target != "" || !strings.Contains(got[MaxEscapes].Detail, "not listed") {
 		t.Fatalf("%d unbounds, want %d escapes and one overflow note", len(got), MaxEscapes)
 	}
-	if again := p.Check(); len(again) != 0 {
+	if again := p.check(nsScanNow); len(again) != 0 {
 		t.Fatalf("second poll: %d unbounds", len(again))
 	}
 	if len(p.Escapes()) != MaxEscapes || len(p.Escaped()) != n {
@@ -268,7 +268,7 @@ func TestBindingCgroupItself(t *testing.T) {
 			p := newBindingPoller(ref, &fakeProc{})
 			p.idOf = func(string) (uint64, error) { return c.id, c.idErr }
 			p.pathOf = func(int) (string, error) { return "", fs.ErrNotExist }
-			got := p.Check()
+			got := p.check(nsScanNow)
 			if c.want == "" {
 				if len(got) != 0 {
 					t.Fatalf("unbound %+v", got)
@@ -276,9 +276,9 @@ func TestBindingCgroupItself(t *testing.T) {
 				return
 			}
 			if len(got) != 1 || !strings.Contains(got[0].Detail, c.want) || got[0].Target != "" || got[0].Escape != nil {
-				t.Fatalf("Check = %+v, want one %q with no target", got, c.want)
+				t.Fatalf("check = %+v, want one %q with no target", got, c.want)
 			}
-			if again := p.Check(); len(again) != 0 {
+			if again := p.check(nsScanNow); len(again) != 0 {
 				t.Fatalf("reported twice: %+v", again)
 			}
 		})
@@ -323,7 +323,7 @@ func TestBindingPollerReportsChanges(t *testing.T) {
 }
 
 // TestBindingNSDuty: after a scan that took d, Run's polls skip the
-// namespace scan for nsDuty*d; Check always scans.
+// namespace scan for nsDuty*d; a forced poll always scans.
 func TestBindingNSDuty(t *testing.T) {
 	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 900: {start: 1, ns: hostNS, cg: "/"}}}
 	p := fakePoller(f, ourNS, true)
@@ -334,7 +334,7 @@ func TestBindingNSDuty(t *testing.T) {
 	if got := p.check(nsScanDue); len(got) != 0 {
 		t.Fatalf("scanned within the duty cycle: %+v", got)
 	}
-	if got := p.Check(); len(got) != 1 || got[0].Target != "pid 5 in /out" {
+	if got := p.check(nsScanNow); len(got) != 1 || got[0].Target != "pid 5 in /out" {
 		t.Fatalf("forced check = %+v", got)
 	}
 }
@@ -342,7 +342,7 @@ func TestBindingNSDuty(t *testing.T) {
 // TestBindingCheckAfterExit: after the init of the container's own pid
 // namespace exited, the exit path's look reads no host-wide /proc (the
 // kernel left nothing of the namespace) but still judges the processes it
-// tracks; in a joined namespace it scans as Check does.
+// tracks; in a joined namespace it scans as a forced poll does.
 func TestBindingCheckAfterExit(t *testing.T) {
 	for _, private := range []bool{true, false} {
 		f := &fakeProc{procs: map[int]fakeP{
@@ -351,7 +351,7 @@ func TestBindingCheckAfterExit(t *testing.T) {
 			50: {start: 5, ns: hostNS, cg: "/system.slice"},
 		}}
 		p := fakePoller(f, ourNS, private)
-		p.Check()
+		p.check(nsScanNow)
 		// The init exits; the tracked child is found elsewhere (in a
 		// joined namespace it may outlive the init).
 		delete(f.procs, 1)

@@ -328,15 +328,15 @@ func BenchmarkBindingPollHost(b *testing.B) {
 	b.Run(fmt.Sprintf("warm/%d-pids", len(pids)), func(b *testing.B) {
 		p := mk()
 		for range nsRefreshPolls {
-			p.Check() // every pid classified and its refresh spread out
+			p.check(nsScanNow) // every pid classified and its refresh spread out
 		}
 		for b.Loop() {
-			p.Check()
+			p.check(nsScanNow)
 		}
 	})
 	b.Run(fmt.Sprintf("cold/%d-pids", len(pids)), func(b *testing.B) {
 		for b.Loop() {
-			mk().Check()
+			mk().check(nsScanNow)
 		}
 	})
 }
