@@ -484,23 +484,16 @@ func TestRootRuleExprs(t *testing.T) {
 // netlink: one batch of one NEWSETELEM.
 func addElemQuota(t *testing.T, netnsFD int, table, set string, key []byte) {
 	t.Helper()
-	attrs := func(as ...netlink.Attribute) []byte {
-		b, err := netlink.MarshalAttributes(as)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	quota := attrs(netlink.Attribute{Type: unix.NFTA_QUOTA_BYTES, Data: binary.BigEndian.AppendUint64(nil, 1)}, netlink.Attribute{Type: unix.NFTA_QUOTA_FLAGS, Data: make([]byte, 4)})
-	elem := attrs(
-		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_KEY, Data: attrs(netlink.Attribute{Type: unix.NFTA_DATA_VALUE, Data: key})},
-		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_EXPR, Data: attrs(
-			netlink.Attribute{Type: unix.NFTA_EXPR_NAME, Data: []byte("quota\x00")},
-			netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_EXPR_DATA, Data: quota})})
-	msg := attrs(
+	quota := exprAttr(t, "quota",
+		netlink.Attribute{Type: unix.NFTA_QUOTA_BYTES, Data: binary.BigEndian.AppendUint64(nil, 1)},
+		netlink.Attribute{Type: unix.NFTA_QUOTA_FLAGS, Data: make([]byte, 4)})
+	elem := attrBytes(t,
+		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_KEY, Data: attrBytes(t, netlink.Attribute{Type: unix.NFTA_DATA_VALUE, Data: key})},
+		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_EXPR, Data: quota})
+	msg := attrBytes(t,
 		netlink.Attribute{Type: unix.NFTA_SET_ELEM_LIST_TABLE, Data: []byte(table + "\x00")},
 		netlink.Attribute{Type: unix.NFTA_SET_ELEM_LIST_SET, Data: []byte(set + "\x00")},
-		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_LIST_ELEMENTS, Data: attrs(netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: elem})})
+		netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_LIST_ELEMENTS, Data: attrBytes(t, netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: elem})})
 	c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: netnsFD})
 	if err != nil {
 		t.Fatal(err)
