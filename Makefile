@@ -19,9 +19,13 @@ deps: ## install Debian packages and build the pinned tools into bin/ (root)
 
 build: ## build bin/gensee, bin/containerd-shim-gensee-v2, bin/gensee-gate-helper and bin/gensee-oci-hook
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
+	# The shim, the helper and the hook are exec'd on every container's
+	# path: static, without cgo, as containerd builds its own shims
+	# (SHIM_CGO_ENABLED=0), so no exec of them pays the dynamic loader and
+	# libc's start-up. The CLI keeps cgo: its user lookups go through NSS.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...

@@ -30,7 +30,7 @@ fi
 build() {
 	local name=$1 dir=$2 pkg=$3; shift 3
 	local stamp=$bin/.$name.stamp sum
-	sum=$(cat "$top/integration/tools/$dir/go.mod" "$top/integration/tools/$dir/go.sum" | sha256sum | cut -c1-16)
+	sum=$( (cat "$top/integration/tools/$dir/go.mod" "$top/integration/tools/$dir/go.sum"; echo "CGO_ENABLED=${CGO_ENABLED-} $*") | sha256sum | cut -c1-16)
 	if [ -x "$bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
 		return
 	fi
@@ -40,7 +40,9 @@ build() {
 }
 build containerd containerd github.com/containerd/containerd/v2/cmd/containerd
 build ctr containerd github.com/containerd/containerd/v2/cmd/ctr
-build containerd-shim-runc-v2 containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+# The stock shim as containerd's own Makefile builds it (SHIM_CGO_ENABLED=0: static), the
+# peer the benchmarks measure gensee's shim, built the same way, against.
+CGO_ENABLED=0 build containerd-shim-runc-v2 containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
 CGO_ENABLED=1 build runc runc github.com/opencontainers/runc -tags seccomp
 build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl
 build staticcheck staticcheck honnef.co/go/tools/cmd/staticcheck
