@@ -3,6 +3,7 @@ package events
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gensee/gensee/spec"
@@ -100,5 +101,67 @@ func TestSanitize(t *testing.T) {
 	e := Sanitize(spec.Event{Kind: spec.EventEgressDenied, Control: "net\nwork", Target: "1.2.3.4:5/tcp\n", Detail: "a\tb token=zzz", Hint: "h\n2"})
 	if e.Control != "net work" || e.Target != "1.2.3.4:5/tcp" || e.Detail != "a b token=[REDACTED]" || e.Hint != "h 2" {
 		t.Fatalf("Sanitize = %+v", e)
+	}
+}
+
+// needCorpus holds strings near every rule's edge: each literal a need
+// looks for, in other cases, cut short, with the Kelvin sign and the long
+// s, and runs one short of and at 32.
+func needCorpus() []string {
+	c := []string{"", "plain text", pemKey, "-----BEGIN", "-----begin RSA PRIVATE KEY-----x",
+		"Authorization: x", "AUTHORIZATION=y", "authorizatio: z", "\u212Aey=v", "autho\u017Fization: z",
+		"Bearer abc", "BASIC x", "bas ic x", "bearer", "ba\u017Fic x",
+		"https://u:p@h", "https://u:p h@", "x@y://z", "s3://bucket/a@b", "a://",
+		"password=x", "PASSWD: y", "pwd=1", "Token = t", "secret:", "api-key=1", "ACCESS_KEY: 2", "private-key=3", "credential=4", "session_key=5",
+		"to\u212Aen=x", "pa\u017F\u017Fword=x", "password x", "key", "monkey: 1", "passage=1",
+		"AKIAIOSFODNN7EXAMPLE", "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "github_pat_0123456789abcdefghijklmnopqrstuv",
+		"xoxb-0123456789", "AIza0123456789abcdefghijklmnopqrstuvw", "sk-0123456789abcdefghijk", "glpat-0123456789abcdefghijk",
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig123", "eyJ", "x.eyJabcde.fghij.",
+		strings.Repeat("a", 31), strings.Repeat("A", 32), strings.Repeat("0f", 16), "sha256:" + strings.Repeat("ab", 32),
+		strings.Repeat("Z9", 15) + "+", strings.Repeat("Z9", 16), "/" + strings.Repeat("a1B", 11), strings.Repeat("x", 31) + "=",
+		"capability CAP_NET_RAW removed from the spec: AF_PACKET sockets would bypass the network table",
+	}
+	n := len(c)
+	for i := range n {
+		c = append(c, strings.ToUpper(c[i]), strings.ToLower(c[i]), "pre "+c[i]+" post")
+	}
+	return c
+}
+
+// TestRedactNeeds: a string without a rule's need is never matched by
+// the rule's regexp, so skipping the regexp leaves every string as the
+// regexp would.
+func TestRedactNeeds(t *testing.T) {
+	for _, s := range needCorpus() {
+		checkNeeds(t, s)
+	}
+}
+
+func checkNeeds(t *testing.T, s string) {
+	t.Helper()
+	for i, r := range rules() {
+		if r.need != nil && !r.need(s) && r.re.MatchString(s) {
+			t.Errorf("rule %d (%s): its need refuses %q, which it matches", i, r.re, s)
+		}
+	}
+}
+
+// FuzzRedactNeeds: the same for any string.
+func FuzzRedactNeeds(f *testing.F) {
+	for _, s := range needCorpus() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkNeeds(t, strings.ToValidUTF8(s, "\uFFFD")) })
+}
+
+// TestHexFoldsASCII: (?i) folds no character outside ASCII into a hex
+// letter, so the hex rule's need may look at bytes.
+func TestHexFoldsASCII(t *testing.T) {
+	for _, r := range "abcdefABCDEF" {
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf {
+				t.Errorf("%q folds to %q", r, f)
+			}
+		}
 	}
 }
