@@ -24,6 +24,11 @@ type netBoundary struct {
 	private bool
 	log     *log.Entry
 
+	// starting is held from sensorsDue until startSensors returns: the
+	// exit path, armed before the sensors start, drains with them and
+	// stops them only once they have started.
+	starting sync.WaitGroup
+
 	mu      sync.Mutex
 	netns   *os.File         // guarded by mu; nil once removed
 	plan    *netpolicy.Plan  // guarded by mu
@@ -69,19 +74,30 @@ func (b *netBoundary) noteDeferred(ev spec.Event) {
 	}
 }
 
-// startSensors starts the watchdog and binding sensor for the init.
-func (b *netBoundary) startSensors(init cgroup.Proc) {
+// sensorsDue says startSensors is on its way: until it returns, the
+// drain's steps and stopSensors wait for it.
+func (b *netBoundary) sensorsDue() { b.starting.Add(1) }
+
+// startSensors starts the watchdog and binding sensor for the init of
+// sub (none without a subject), and ends what sensorsDue began.
+func (b *netBoundary) startSensors(sub *spec.Subject) {
+	defer b.starting.Done()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.mon != nil && b.netns != nil {
-		b.mon.Start(int(b.netns.Fd()), b.plan, init)
+	if sub != nil && b.mon != nil && b.netns != nil {
+		b.mon.Start(int(b.netns.Fd()), b.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 }
 
-// drainSteps are the drain's steps with this boundary's binding sensor.
-func (b *netBoundary) drainSteps() drain.Steps { return drain.StepsFor(b.monitor()) }
+// drainSteps are the drain's steps with this boundary's binding sensor,
+// once it has started.
+func (b *netBoundary) drainSteps() drain.Steps {
+	b.starting.Wait()
+	return drain.StepsFor(b.monitor())
+}
 
 func (b *netBoundary) stopSensors() {
+	b.starting.Wait()
 	if m := b.monitor(); m != nil {
 		m.StopSensors()
 	}

@@ -52,11 +52,14 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		return nil, err
 	}
 	op.life.move("start", opRunning)
-	if sub := op.admission.Subject; sub != nil {
-		op.net.startSensors(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
-	}
 	s.startDeadline(op)
+	// The exit path is armed before the sensors start, which takes a few
+	// milliseconds: a trivial init is gone by then, and the gate helper's
+	// start-up overlaps theirs. The pipeline drains and stops the sensors
+	// only once they have started.
+	op.net.sensorsDue()
 	go s.watchExit(op, watch)
+	op.net.startSensors(op.admission.Subject)
 	return resp, nil
 }
 

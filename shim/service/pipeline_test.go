@@ -791,3 +791,31 @@ func TestExitPipelineStartsOnPidfd(t *testing.T) {
 		t.Fatal("Delete hangs after the inner Wait answered")
 	}
 }
+
+// TestSensorsBeforeDrain: the exit path is armed before the sensors
+// start (Start); its drain and its stop of the sensors wait until they
+// have, and a boundary whose sensors were never due waits for nothing.
+func TestSensorsBeforeDrain(t *testing.T) {
+	var never netBoundary
+	never.stopSensors()
+	never.drainSteps()
+
+	var b netBoundary
+	b.sensorsDue()
+	var started atomic.Bool
+	done := make(chan string, 2)
+	go func() { b.drainSteps(); done <- fmt.Sprint("drain after start: ", started.Load()) }()
+	go func() { b.stopSensors(); done <- fmt.Sprint("stop after start: ", started.Load()) }()
+	select {
+	case got := <-done:
+		t.Fatalf("%s: returned before the sensors started", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	started.Store(true)
+	b.startSensors(nil)
+	for range 2 {
+		if got := <-done; !strings.HasSuffix(got, "true") {
+			t.Fatal(got)
+		}
+	}
+}
