@@ -18,9 +18,10 @@ const Redacted = "[REDACTED]"
 // when set, is a condition every string re matches meets (a literal re
 // requires, a run it needs): a string without it is left as it is, and
 // re never runs on it. Most details carry no candidate secret, and the
-// ten regexps cost ~0.3 ms per event here.
+// ten regexps cost ~0.3 ms per event here. A rule's regexp is compiled
+// the first time a string meets its need: most shims compile none.
 type rule struct {
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp
 	repl string
 	fn   func(match string) string
 	need func(s string) bool
@@ -33,48 +34,55 @@ type rule struct {
 func redactions() []rule {
 	return []rule{
 		// PEM private keys, including a block cut off before its END line.
-		{re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)`), repl: Redacted,
+		{re: lazy(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)`), repl: Redacted,
 			need: func(s string) bool { return strings.Contains(s, "-----BEGIN ") }},
 		// Authorization / Proxy-Authorization headers: the rest of the line.
-		{re: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)(\s*[:=]\s*)[^\r\n"']*`), repl: "${1}${2}" + Redacted,
+		{re: lazy(`(?i)\b((?:proxy-)?authorization)(\s*[:=]\s*)[^\r\n"']*`), repl: "${1}${2}" + Redacted,
 			need: foldHasAny("authorization")},
 		// Bearer and Basic credentials anywhere (no word boundary: a
 		// prefix glued to "Bearer" must not save the token).
-		{re: regexp.MustCompile(`(?i)(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+`), repl: "${1}${2}" + Redacted,
+		{re: lazy(`(?i)(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+`), repl: "${1}${2}" + Redacted,
 			need: foldHasAny("bearer", "basic")},
 		// user:password@ in URLs.
-		{re: regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@`), repl: "${1}:" + Redacted + "@",
+		{re: lazy(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@`), repl: "${1}:" + Redacted + "@",
 			need: func(s string) bool { i := strings.Index(s, "://"); return i >= 0 && strings.Contains(s[i:], "@") }},
 		// key=value and "key": "value" where the key names a secret.
-		{re: regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd|token|secret|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|session[_-]?key)[A-Za-z0-9_.-]*["']?\s*[:=]\s*)("[^"]*"?|'[^']*'?|[^\s&,;"']+)`), repl: "${1}" + Redacted,
+		{re: lazy(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd|token|secret|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|session[_-]?key)[A-Za-z0-9_.-]*["']?\s*[:=]\s*)("[^"]*"?|'[^']*'?|[^\s&,;"']+)`), repl: "${1}" + Redacted,
 			// Every keyword holds one of these; a colon or an equals sign follows it.
 			need: func(s string) bool {
 				return strings.ContainsAny(s, ":=") && foldHasAny("pass", "pwd", "token", "secret", "key", "credential")(s)
 			}},
 		// Well-known token shapes.
-		{re: regexp.MustCompile(`(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}`), repl: Redacted},
-		{re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|sk-[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,})`), repl: Redacted,
+		{re: lazy(`(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}`), repl: Redacted,
+			need: hasAny("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ABIA", "ACCA")},
+		{re: lazy(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|sk-[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,})`), repl: Redacted,
 			need: hasAny("gh", "github_pat_", "xox", "AIza", "sk-", "glpat-")},
 		// JSON Web Tokens.
-		{re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), repl: Redacted,
+		{re: lazy(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), repl: Redacted,
 			need: hasAny("eyJ")},
 		// Long hex runs (keys, tokens), except digests named as such.
-		{re: regexp.MustCompile(`(?i)(sha(?:1|224|256|384|512):)?\b[0-9a-f]{32,}\b`), fn: keepDigest,
+		{re: lazy(`(?i)(sha(?:1|224|256|384|512):)?\b[0-9a-f]{32,}\b`), fn: keepDigest,
 			need: runOf(32, func(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f' })},
 		// Long base64 runs with mixed case and digits (AWS secret keys and
 		// the like). A run starting with '/' is a path and is kept.
-		{re: regexp.MustCompile(`/?[A-Za-z0-9+/_-]{32,}={0,2}`), fn: base64Secret,
+		{re: lazy(`/?[A-Za-z0-9+/_-]{32,}={0,2}`), fn: base64Secret,
 			need: runOf(32, func(c byte) bool {
 				return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z' || c == '+' || c == '/' || c == '_' || c == '-'
 			})},
 	}
 }
 
-// rules are compiled on first use, not at init: every shim process (the
-// start and delete actions too, both on a container's start and delete
-// path) would pay for ten regexps only the long-lived shim uses. Read-only
-// once built.
+// rules are built on first use, not at init, and each regexp on the
+// first string that needs it: every shim process (the start and delete
+// actions too, both on a container's start and delete path) would pay for
+// ten regexps only the long-lived shim uses, and that one rarely needs
+// any. Read-only once built.
 var rules = sync.OnceValue(redactions)
+
+// lazy compiles pattern on the first call.
+func lazy(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
 
 // hasAny is a need: s holds one of the literals.
 func hasAny(lits ...string) func(string) bool {
@@ -157,9 +165,9 @@ func Redact(s string) string {
 			continue
 		}
 		if r.fn != nil {
-			s = r.re.ReplaceAllStringFunc(s, r.fn)
+			s = r.re().ReplaceAllStringFunc(s, r.fn)
 		} else {
-			s = r.re.ReplaceAllString(s, r.repl)
+			s = r.re().ReplaceAllString(s, r.repl)
 		}
 	}
 	return spec.TruncateDetail(oneLine(s))
