@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 func TestFindIn(t *testing.T) {
@@ -146,5 +148,44 @@ func TestSelfAlive(t *testing.T) {
 	}
 	if (Proc{PID: me.PID, Start: me.Start + 1}).Alive() {
 		t.Error("a pid with another start time is alive")
+	}
+}
+
+// TestFindKeeps: Find reads the mount table once and gives the same
+// hierarchy again while its mountpoint resolves to the mount it read;
+// a mount id that no longer matches makes it read the table again.
+func TestFindKeeps(t *testing.T) {
+	dir := t.TempDir()
+	id := mountID(dir)
+	if id <= 0 {
+		t.Fatalf("statx gives no mount id for %s", dir)
+	}
+	reads := 0
+	readID := id
+	old := getMounts
+	getMounts = func(f mountinfo.FilterFunc) ([]*mountinfo.Info, error) {
+		reads++
+		return []*mountinfo.Info{{ID: readID, Mountpoint: dir, Root: "/", FSType: "cgroup2"}}, nil
+	}
+	found.h, found.id = Hierarchy{}, 0
+	t.Cleanup(func() { getMounts = old; found.h, found.id = Hierarchy{}, 0 })
+
+	want := Hierarchy{Mountpoint: dir, Root: "/"}
+	for i := range 3 {
+		if h, err := Find(); err != nil || h != want {
+			t.Fatalf("Find #%d = %+v, %v; want %+v", i, h, err, want)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("three Finds read the mount table %d times, want once", reads)
+	}
+	// The table said another mount: the mountpoint never resolves to
+	// it, so every Find reads again.
+	readID = id + 1000
+	found.id = readID
+	Find()
+	Find()
+	if reads != 3 {
+		t.Fatalf("with a mount id the mountpoint does not resolve to, %d reads, want 3", reads)
 	}
 }

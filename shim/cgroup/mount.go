@@ -7,8 +7,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoCgroup2 means no cgroup2 file system is mounted in the caller's mount
@@ -29,12 +31,48 @@ type Hierarchy struct {
 // Find reads the caller's mount table (moby/sys/mountinfo, as containerd
 // does) and returns the cgroup2 hierarchy: the first cgroup2 mount, wherever
 // it is (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
+//
+// The answer is kept with its mount's id, and given again while the
+// mountpoint still resolves to that mount (statx STATX_MNT_ID): a shim
+// asks five or six times per container, and each read of the mount table
+// costs the kernel's formatting of every mount and the parse. Anything
+// mounted over the mountpoint, or over a directory on the way to it,
+// changes the id and the table is read again.
 func Find() (Hierarchy, error) {
-	ms, err := mountinfo.GetMounts(firstCgroup2)
+	found.Lock()
+	defer found.Unlock()
+	if found.id > 0 && mountID(found.h.Mountpoint) == found.id {
+		return found.h, nil
+	}
+	ms, err := getMounts(firstCgroup2)
 	if err != nil {
 		return Hierarchy{}, fmt.Errorf("find cgroup2 mount: %w", err)
 	}
-	return hierarchyOf(ms)
+	h, err := hierarchyOf(ms)
+	if err == nil {
+		found.h, found.id = h, ms[0].ID
+	}
+	return h, err
+}
+
+// found is the hierarchy Find last read and its mount's id (0: none).
+var found struct {
+	sync.Mutex
+	h  Hierarchy
+	id int
+}
+
+// getMounts reads the caller's mount table; a test counts the reads.
+var getMounts = mountinfo.GetMounts
+
+// mountID is the id of the mount path resolves to, as mountinfo's first
+// field numbers it; -1 if the kernel does not say.
+func mountID(path string) int {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_MNT_ID, &st); err != nil || st.Mask&unix.STATX_MNT_ID == 0 {
+		return -1
+	}
+	return int(st.Mnt_id)
 }
 
 // FindIn reads a mountinfo table (as /proc/self/mountinfo prints it) and

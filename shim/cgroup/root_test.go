@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/internal/roottest"
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -209,5 +210,24 @@ func TestRootListPIDs(t *testing.T) {
 	pids, err := ListPIDs()
 	if err != nil || !slices.Contains(pids, os.Getpid()) || !slices.Contains(pids, 1) {
 		t.Fatalf("ListPIDs = %d pids, %v; want it to hold 1 and %d", len(pids), err, os.Getpid())
+	}
+}
+
+// TestRootFindKeeps: on this host's cgroup2 mount, statx's mount id is
+// the mount table's, so Find reads the table once.
+func TestRootFindKeeps(t *testing.T) {
+	roottest.Require(t)
+	reads := 0
+	old := getMounts
+	getMounts = func(f mountinfo.FilterFunc) ([]*mountinfo.Info, error) { reads++; return old(f) }
+	found.h, found.id = Hierarchy{}, 0
+	t.Cleanup(func() { getMounts = old; found.h, found.id = Hierarchy{}, 0 })
+	first, err := Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Find()
+	if err != nil || again != first || reads != 1 {
+		t.Fatalf("second Find = %+v, %v after %d reads; want %+v after one", again, err, reads, first)
 	}
 }
