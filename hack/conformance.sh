@@ -22,7 +22,7 @@ mirrored=(registry.k8s.io gcr.io k8s.gcr.io)
 say() { echo "conformance: $*" >&2; }
 
 # tool NAME MODULE-DIR PACKAGE: build a pinned tool from integration/tools/DIR into bin/,
-# stamped like hack/deps.sh so a tool at its pinned version is kept.
+# stamped by its module's go.mod and go.sum so a tool at its pinned version is kept.
 tool() {
 	local name=$1 mod=$top/integration/tools/$2 pkg=$3 sum
 	sum=$(cat "$mod/go.mod" "$mod/go.sum" | sha256sum | cut -c1-16)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 func TestFindIn(t *testing.T) {
@@ -152,23 +153,24 @@ func TestSelfAlive(t *testing.T) {
 }
 
 // TestFindKeeps: Find reads the mount table once and gives the same
-// hierarchy again while its mountpoint resolves to the mount it read;
-// a mount id that no longer matches makes it read the table again.
+// hierarchy again while its mountpoint resolves to the mount it read (by
+// unique mount id); a table whose mount is not the one the mountpoint
+// resolves to is never kept.
 func TestFindKeeps(t *testing.T) {
 	dir := t.TempDir()
-	id := mountID(dir)
-	if id <= 0 {
-		t.Fatalf("statx gives no mount id for %s", dir)
+	id := mountID(dir, unix.STATX_MNT_ID)
+	if id == 0 || uniqueMountID(dir) == 0 {
+		t.Fatalf("statx gives no mount ids for %s (kernel before 6.8?)", dir)
 	}
 	reads := 0
-	readID := id
+	readID := int(id)
 	old := getMounts
 	getMounts = func(f mountinfo.FilterFunc) ([]*mountinfo.Info, error) {
 		reads++
 		return []*mountinfo.Info{{ID: readID, Mountpoint: dir, Root: "/", FSType: "cgroup2"}}, nil
 	}
-	found.h, found.id = Hierarchy{}, 0
-	t.Cleanup(func() { getMounts = old; found.h, found.id = Hierarchy{}, 0 })
+	found.h, found.unique = Hierarchy{}, 0
+	t.Cleanup(func() { getMounts = old; found.h, found.unique = Hierarchy{}, 0 })
 
 	want := Hierarchy{Mountpoint: dir, Root: "/"}
 	for i := range 3 {
@@ -179,13 +181,22 @@ func TestFindKeeps(t *testing.T) {
 	if reads != 1 {
 		t.Fatalf("three Finds read the mount table %d times, want once", reads)
 	}
-	// The table said another mount: the mountpoint never resolves to
-	// it, so every Find reads again.
-	readID = id + 1000
-	found.id = readID
+	if found.unique == uint64(readID) {
+		t.Fatalf("kept the reusable mount id %d, want the unique one", readID)
+	}
+	// A kept id that no longer names the mountpoint's mount: read again.
+	found.unique++
+	Find()
+	if reads != 2 {
+		t.Fatalf("a kept mount the mountpoint no longer resolves to: %d reads, want 2", reads)
+	}
+	// The table names another mount than the one the mountpoint resolves
+	// to: nothing is kept, every Find reads.
+	readID = int(id) + 1000
+	found.h, found.unique = Hierarchy{}, 0
 	Find()
 	Find()
-	if reads != 3 {
-		t.Fatalf("with a mount id the mountpoint does not resolve to, %d reads, want 3", reads)
+	if reads != 4 {
+		t.Fatalf("with a mount id the mountpoint does not resolve to, %d reads, want 4", reads)
 	}
 }

@@ -32,16 +32,18 @@ type Hierarchy struct {
 // does) and returns the cgroup2 hierarchy: the first cgroup2 mount, wherever
 // it is (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
 //
-// The answer is kept with its mount's id, and given again while the
-// mountpoint still resolves to that mount (statx STATX_MNT_ID): a shim
-// asks five or six times per container, and each read of the mount table
-// costs the kernel's formatting of every mount and the parse. Anything
-// mounted over the mountpoint, or over a directory on the way to it,
-// changes the id and the table is read again.
+// The answer is kept with its mount's unique id (statx STATX_MNT_ID_UNIQUE,
+// never reused while the system runs) and given again while the
+// mountpoint still resolves to that mount: a shim asks five or six times
+// per container, and each read of the mount table costs the kernel's
+// formatting of every mount and the parse. A mount replaced, or anything
+// mounted over the mountpoint or over a directory on the way to it,
+// changes the id, and the table is read again. A kernel without unique
+// mount ids (before 6.8) gets no keeping: every Find reads the table.
 func Find() (Hierarchy, error) {
 	found.Lock()
 	defer found.Unlock()
-	if found.id > 0 && mountID(found.h.Mountpoint) == found.id {
+	if found.unique != 0 && uniqueMountID(found.h.Mountpoint) == found.unique {
 		return found.h, nil
 	}
 	ms, err := getMounts(firstCgroup2)
@@ -49,30 +51,49 @@ func Find() (Hierarchy, error) {
 		return Hierarchy{}, fmt.Errorf("find cgroup2 mount: %w", err)
 	}
 	h, err := hierarchyOf(ms)
+	found.h, found.unique = h, 0
 	if err == nil {
-		found.h, found.id = h, ms[0].ID
+		found.unique = uniqueIDOf(h.Mountpoint, ms[0].ID)
 	}
 	return h, err
 }
 
-// found is the hierarchy Find last read and its mount's id (0: none).
+// found is the hierarchy Find last read and its mount's unique id (0:
+// none to keep).
 var found struct {
 	sync.Mutex
-	h  Hierarchy
-	id int
+	h      Hierarchy
+	unique uint64
 }
 
 // getMounts reads the caller's mount table; a test counts the reads.
 var getMounts = mountinfo.GetMounts
 
-// mountID is the id of the mount path resolves to, as mountinfo's first
-// field numbers it; -1 if the kernel does not say.
-func mountID(path string) int {
-	var st unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_MNT_ID, &st); err != nil || st.Mask&unix.STATX_MNT_ID == 0 {
-		return -1
+// uniqueIDOf is the unique id of the mount path resolves to, if that is
+// the mount the table numbered id (mountinfo's reusable id, asked before
+// and after: a mount swapped in between shows), else 0.
+func uniqueIDOf(path string, id int) uint64 {
+	before := mountID(path, unix.STATX_MNT_ID)
+	unique := mountID(path, unix.STATX_MNT_ID_UNIQUE)
+	if before != uint64(id) || mountID(path, unix.STATX_MNT_ID) != before {
+		return 0
 	}
-	return int(st.Mnt_id)
+	return unique
+}
+
+// uniqueMountID is the unique id of the mount path resolves to, 0 if the
+// kernel does not say.
+func uniqueMountID(path string) uint64 { return mountID(path, unix.STATX_MNT_ID_UNIQUE) }
+
+// mountID asks statx for the mount id kind (STATX_MNT_ID or
+// STATX_MNT_ID_UNIQUE) of the mount path resolves to; 0 if the kernel does
+// not give that kind.
+func mountID(path string, kind int) uint64 {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, kind, &st); err != nil || st.Mask&uint32(kind) == 0 {
+		return 0
+	}
+	return st.Mnt_id
 }
 
 // FindIn reads a mountinfo table (as /proc/self/mountinfo prints it) and

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -214,14 +215,15 @@ func TestRootListPIDs(t *testing.T) {
 }
 
 // TestRootFindKeeps: on this host's cgroup2 mount, statx's mount id is
-// the mount table's, so Find reads the table once.
+// the mount table's, so Find keeps the mount's unique id and reads the
+// table once.
 func TestRootFindKeeps(t *testing.T) {
 	roottest.Require(t)
 	reads := 0
 	old := getMounts
 	getMounts = func(f mountinfo.FilterFunc) ([]*mountinfo.Info, error) { reads++; return old(f) }
-	found.h, found.id = Hierarchy{}, 0
-	t.Cleanup(func() { getMounts = old; found.h, found.id = Hierarchy{}, 0 })
+	found.h, found.unique = Hierarchy{}, 0
+	t.Cleanup(func() { getMounts = old; found.h, found.unique = Hierarchy{}, 0 })
 	first, err := Find()
 	if err != nil {
 		t.Fatal(err)
@@ -229,5 +231,43 @@ func TestRootFindKeeps(t *testing.T) {
 	again, err := Find()
 	if err != nil || again != first || reads != 1 {
 		t.Fatalf("second Find = %+v, %v after %d reads; want %+v after one", again, err, reads, first)
+	}
+}
+
+// TestRootFindRemounted: in a private mount namespace (a child of the
+// test, under unshare -m), the cgroup2 mount is unmounted and a tmpfs
+// mounted in its place, which the kernel may give the same reusable mount
+// id: Find must not give the kept hierarchy again.
+func TestRootFindRemounted(t *testing.T) {
+	roottest.Require(t)
+	if os.Getenv("GENSEE_FIND_REMOUNT_CHILD") == "1" {
+		findRemountedChild(t)
+		return
+	}
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", os.Args[0], "-test.run=^TestRootFindRemounted$", "-test.v")
+	cmd.Env = append(os.Environ(), "GENSEE_FIND_REMOUNT_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestRootFindRemounted") {
+		t.Fatalf("child in a private mount namespace: %v\n%s", err, out)
+	}
+}
+
+func findRemountedChild(t *testing.T) {
+	// Every thread of this process is in the private namespace unshare
+	// made before exec, so statx on any thread sees its mounts.
+	first, err := Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(first.Mountpoint, unix.MNT_DETACH); err != nil {
+		t.Fatalf("unmount %s: %v", first.Mountpoint, err)
+	}
+	if err := unix.Mount("none", first.Mountpoint, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("mount tmpfs on %s: %v", first.Mountpoint, err)
+	}
+	if again, err := Find(); err == nil && again == first {
+		var st unix.Statfs_t
+		unix.Statfs(first.Mountpoint, &st)
+		t.Fatalf("Find kept %+v after the mount there was replaced (now fs type %#x)", first, st.Type)
 	}
 }

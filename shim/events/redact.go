@@ -56,7 +56,7 @@ func redactions() []rule {
 		{re: lazy(`(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}`), repl: Redacted,
 			need: hasAny("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ABIA", "ACCA")},
 		{re: lazy(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|sk-[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,})`), repl: Redacted,
-			need: hasAny("gh", "github_pat_", "xox", "AIza", "sk-", "glpat-")},
+			need: hasAny("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza", "sk-", "glpat-")},
 		// JSON Web Tokens.
 		{re: lazy(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), repl: Redacted,
 			need: hasAny("eyJ")},
@@ -161,16 +161,19 @@ func base64Secret(m string) string {
 func Redact(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	for _, r := range rules() {
-		if r.need != nil && !r.need(s) {
-			continue
-		}
-		if r.fn != nil {
-			s = r.re().ReplaceAllStringFunc(s, r.fn)
-		} else {
-			s = r.re().ReplaceAllString(s, r.repl)
+		if r.need == nil || r.need(s) {
+			s = r.apply(s)
 		}
 	}
 	return spec.TruncateDetail(oneLine(s))
+}
+
+// apply replaces every match of the rule in s.
+func (r rule) apply(s string) string {
+	if r.fn != nil {
+		return r.re().ReplaceAllStringFunc(s, r.fn)
+	}
+	return r.re().ReplaceAllString(s, r.repl)
 }
 
 // oneLine turns control characters and runs of white space into single

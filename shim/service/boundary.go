@@ -160,8 +160,10 @@ func (b *netBoundary) close(ctx context.Context) {
 }
 
 // closeMonitor closes the monitor after the exit path read it; the events
-// log is fsynced first.
+// log is fsynced first. Sensors still starting (a shutdown racing Start)
+// have started before they are stopped.
 func (b *netBoundary) closeMonitor() {
+	b.starting.Wait()
 	if m := b.monitor(); m != nil {
 		m.Close()
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// Start arms the exit path before the inner Start (an instant exit cannot
-// slip past it), then starts the sensors and the contract deadline.
+// Start arms the exit watch before the inner Start (an instant exit cannot
+// slip past it), then the contract deadline, the exit path and the
+// sensors, in that order.
 func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
 	op := s.get(r.ID)
 	if r.ExecID != "" || op == nil {

@@ -793,19 +793,22 @@ func TestExitPipelineStartsOnPidfd(t *testing.T) {
 }
 
 // TestSensorsBeforeDrain: the exit path is armed before the sensors
-// start (Start); its drain and its stop of the sensors wait until they
-// have, and a boundary whose sensors were never due waits for nothing.
+// start (Start); its drain, its stop of the sensors and a monitor close (a
+// shutdown racing Start) wait until they have, and a boundary whose
+// sensors were never due waits for nothing.
 func TestSensorsBeforeDrain(t *testing.T) {
 	var never netBoundary
 	never.stopSensors()
 	never.drainSteps()
+	never.closeMonitor()
 
 	var b netBoundary
 	b.sensorsDue()
 	var started atomic.Bool
-	done := make(chan string, 2)
+	done := make(chan string, 3)
 	go func() { b.drainSteps(); done <- fmt.Sprint("drain after start: ", started.Load()) }()
 	go func() { b.stopSensors(); done <- fmt.Sprint("stop after start: ", started.Load()) }()
+	go func() { b.closeMonitor(); done <- fmt.Sprint("close after start: ", started.Load()) }()
 	select {
 	case got := <-done:
 		t.Fatalf("%s: returned before the sensors started", got)
@@ -813,7 +816,7 @@ func TestSensorsBeforeDrain(t *testing.T) {
 	}
 	started.Store(true)
 	b.startSensors(nil)
-	for range 2 {
+	for range 3 {
 		if got := <-done; !strings.HasSuffix(got, "true") {
 			t.Fatal(got)
 		}
