@@ -179,6 +179,15 @@ func (k *netlinkKernel) tables() ([]string, error) {
 }
 
 func (k *netlinkKernel) dump(table string) (*ruleset, error) {
+	nl, err := k.rawConn()
+	if err != nil {
+		return nil, err
+	}
+	defer nl.Close()
+	// The generation before and after the dump: the same, and no commit
+	// happened while it read (gen.go). Not knowing it only costs the
+	// watcher a read-back it could have skipped.
+	before, genErr := readGen(nl)
 	c, err := k.dial(0)
 	if err != nil {
 		return nil, err
@@ -215,11 +224,6 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sets: %w", err)
 	}
-	nl, err := k.rawConn()
-	if err != nil {
-		return nil, err
-	}
-	defer nl.Close()
 	exprs, err := dumpSetExprs(nl, table)
 	if err != nil {
 		return nil, err
@@ -246,6 +250,9 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	}
 	if rs.counters, err = counterObjs(objs, table); err != nil {
 		return nil, err
+	}
+	if after, err := readGen(nl); genErr == nil && err == nil && after == before {
+		rs.gen, rs.genOK = before, true
 	}
 	return rs, nil
 }

@@ -25,20 +25,41 @@ func Install(ctx context.Context, netnsFD int, p *Plan) error {
 // and compares them to plan p. Any difference is a *DriftError naming what
 // differs.
 func ReadBack(ctx context.Context, netnsFD int, p *Plan) error {
+	_, err := ReadBackAt(ctx, netnsFD, p)
+	return err
+}
+
+// ReadBackAt is ReadBack, and says at which generation of the namespace's
+// nf_tables the table matched its plan (gen.go): ok is false when a commit
+// happened while it read, or the kernel did not say.
+func ReadBackAt(ctx context.Context, netnsFD int, p *Plan) (Matched, error) {
 	e, err := newEngine(netnsFD)
 	if err != nil {
-		return fmt.Errorf("read back table %s: %w", tableOf(p), err)
+		return Matched{}, fmt.Errorf("read back table %s: %w", tableOf(p), err)
 	}
 	return e.readBack(ctx, p)
+}
+
+// Matched is the generation a read-back found the table equal to its plan
+// at; OK is false when it is not known (gen.go).
+type Matched struct {
+	Gen uint32
+	OK  bool
 }
 
 // Apply is Install then ReadBack; if the read-back differs or fails, the
 // table is removed and the error says why. Run it before any code of the
 // image runs: only a table that read back equal to its plan is a boundary.
 func Apply(ctx context.Context, netnsFD int, p *Plan) error {
+	_, err := ApplyAt(ctx, netnsFD, p)
+	return err
+}
+
+// ApplyAt is Apply, and says at which generation its read-back matched.
+func ApplyAt(ctx context.Context, netnsFD int, p *Plan) (Matched, error) {
 	e, err := newEngine(netnsFD)
 	if err != nil {
-		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
+		return Matched{}, fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
 	return e.apply(ctx, p)
 }
@@ -207,33 +228,33 @@ func (e engine) flush(p *Plan) error {
 	return nil
 }
 
-func (e engine) readBack(ctx context.Context, p *Plan) error {
+func (e engine) readBack(ctx context.Context, p *Plan) (Matched, error) {
 	if err := p.check(); err != nil {
-		return fmt.Errorf("read back table %s: %w", tableOf(p), err)
+		return Matched{}, fmt.Errorf("read back table %s: %w", tableOf(p), err)
 	}
 	return e.readBackRS(ctx, p, build(p))
 }
 
-func (e engine) readBackRS(ctx context.Context, p *Plan, want *ruleset) error {
+func (e engine) readBackRS(ctx context.Context, p *Plan, want *ruleset) (Matched, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("read back table %s: %w", p.Table, err)
+		return Matched{}, fmt.Errorf("read back table %s: %w", p.Table, err)
 	}
 	got, err := e.k.dump(p.Table)
 	if errors.Is(err, errNoTable) {
-		return &DriftError{Table: p.Table, Diffs: []string{"table inet " + p.Table + " is missing"}}
+		return Matched{}, &DriftError{Table: p.Table, Diffs: []string{"table inet " + p.Table + " is missing"}}
 	}
 	if err != nil {
-		return fmt.Errorf("read back table %s: %w", p.Table, err)
+		return Matched{}, fmt.Errorf("read back table %s: %w", p.Table, err)
 	}
 	if d := diff(want, got); len(d) > 0 {
-		return &DriftError{Table: p.Table, Diffs: d}
+		return Matched{}, &DriftError{Table: p.Table, Diffs: d}
 	}
-	return nil
+	return Matched{Gen: got.gen, OK: got.genOK}, nil
 }
 
-func (e engine) apply(ctx context.Context, p *Plan) error {
+func (e engine) apply(ctx context.Context, p *Plan) (Matched, error) {
 	if err := p.check(); err != nil {
-		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
+		return Matched{}, fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
 	rs := build(p)
 	// Index the planned set elements on the other core while the
@@ -243,22 +264,22 @@ func (e engine) apply(ctx context.Context, p *Plan) error {
 	err := e.installTable(ctx, p, rs)
 	<-prepared
 	if err != nil {
-		return err
+		return Matched{}, err
 	}
 	// The conntrack flush (after the install, as Install does it) and the
 	// read-back touch different netlink subsystems: side by side. Either
 	// failing removes the table.
 	flushed := make(chan error, 1)
 	go func() { flushed <- e.flush(p) }()
-	err = e.readBackRS(ctx, p, rs)
+	m, err := e.readBackRS(ctx, p, rs)
 	if ferr := <-flushed; ferr != nil && err == nil {
 		err = ferr
 	}
 	if err != nil {
 		if rerr := e.k.remove(p.Table); rerr != nil {
-			return errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
+			return Matched{}, errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
 		}
-		return fmt.Errorf("apply table %s (rolled back): %w", p.Table, err)
+		return Matched{}, fmt.Errorf("apply table %s (rolled back): %w", p.Table, err)
 	}
-	return nil
+	return m, nil
 }

@@ -511,3 +511,51 @@ func addElemQuota(t *testing.T, netnsFD int, table, set string, key []byte) {
 		t.Fatalf("add %s element with a quota: %v", set, err)
 	}
 }
+
+// TestRootGeneration: the read-back of an install says the generation it
+// matched at; a commit of any table in the namespace moves it, and the
+// dataplane's own updates (counters, the twin rule's add to a used set)
+// do not.
+func TestRootGeneration(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	n := spec.Network{Mode: spec.NetworkAllowExact, Allow: []spec.AllowRule{{IP: "192.0.2.2", Proto: "tcp", Port: 8080}}}
+	p, err := NewPlan("op-gen-"+kerneltest.RandHex(4), n, tp.cgroupRef(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	m, err := ApplyAt(ctx, tp.client.FD, p)
+	if err != nil {
+		t.Fatalf("ApplyAt: %v", err)
+	}
+	t.Cleanup(func() { Remove(context.Background(), tp.client.FD, p.Table) })
+	if !m.OK {
+		t.Fatalf("ApplyAt matched at an unknown generation: %+v", m)
+	}
+	g, err := OpenGen(tp.client.FD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	gen := func() uint32 {
+		t.Helper()
+		v, err := g.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if now := gen(); now != m.Gen {
+		t.Fatalf("generation %d right after the install's read-back at %d", now, m.Gen)
+	}
+	tp.expect(t, probeCase{tp.ctr, "tcp", "192.0.2.2:8080", true})
+	if again, err := ReadBackAt(ctx, tp.client.FD, p); err != nil || again != m {
+		t.Fatalf("after allowed traffic: ReadBackAt = %+v, %v; want %+v (the dataplane's updates are no commit)", again, err, m)
+	}
+	tp.client.Nft(t, "add", "table", "inet", "zz_other")
+	t.Cleanup(func() { tp.client.Nft(t, "delete", "table", "inet", "zz_other") })
+	if now := gen(); now == m.Gen {
+		t.Fatalf("a commit of another table left the generation at %d", now)
+	}
+}

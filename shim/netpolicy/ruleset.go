@@ -64,6 +64,10 @@ type ruleset struct {
 	sets     []*setElems
 	chains   []*nftables.Chain
 	rules    []*rule
+	// gen is the namespace's generation a dump read, when genOK: the
+	// same before and after it (no commit while it read).
+	gen   uint32
+	genOK bool
 }
 
 // rule is one rule in canonical form, comparable between plan and dump.

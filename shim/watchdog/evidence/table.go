@@ -28,17 +28,28 @@ type TableWatcher struct {
 	OnError  func(err error)  // optional: read-back and monitor failures, for the log
 	src      tableSource      // guarded by Run: one Run at a time
 	now      func() time.Time // clock of the reports
+	from     netpolicy.Matched
 }
 
 // tableSource is the watcher's seam to the kernel.
 type tableSource interface {
 	// ReadBack compares the live table with the plan (a
-	// *netpolicy.DriftError when they differ).
-	ReadBack(ctx context.Context) error
+	// *netpolicy.DriftError when they differ) and says at which
+	// generation of the namespace's nf_tables it matched.
+	ReadBack(ctx context.Context) (netpolicy.Matched, error)
+	// Generation is the namespace's nf_tables generation id now.
+	Generation() (uint32, error)
 	// Monitor subscribes to ruleset changes in the namespace. The channel
 	// closes when the subscription ends (stop, or messages were lost).
 	Monitor() (gens <-chan generation, stop func(), err error)
+	// Close releases what the source holds; Run calls it on return.
+	Close()
 }
+
+// From says the table read back equal to its plan at m (the install's
+// read-back): Run's first read-back is skipped if no commit happened in
+// the namespace since then. Call it before Run.
+func (w *TableWatcher) From(m netpolicy.Matched) { w.from = m }
 
 // generation is one committed ruleset change as the monitor reports it.
 type generation struct {
@@ -53,7 +64,10 @@ func NewTableWatcher(netnsFD int, p *netpolicy.Plan) *TableWatcher {
 	return &TableWatcher{src: &kernelTable{netnsFD: netnsFD, plan: p}, now: time.Now}
 }
 
-// Run watches until ctx is done and returns nil then. report is called on
+// Run watches until ctx is done and returns nil then. A read-back that
+// matched the plan is not repeated while the namespace's nf_tables
+// generation stays where it was (no commit of any table since): a poll
+// then only reads the generation. report is called on
 // Run's goroutine, once per change: a drift is reported when it appears or
 // changes, not again while it stays; a change the monitor saw that left the
 // table equal to its plan is reported too.
@@ -65,11 +79,21 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var (
-		gens  <-chan generation
-		stop  = func() {}
-		shown string // the drift last reported; "" while the table matches
+		gens    <-chan generation
+		stop    = func() {}
+		shown   string   // the drift last reported; "" while the table matches
+		matched = w.from // where the table last matched its plan
 	)
 	defer func() { stop() }()
+	defer w.src.Close()
+	// unmoved: no commit since the table last matched its plan.
+	unmoved := func() bool {
+		if !matched.OK {
+			return false
+		}
+		gen, err := w.src.Generation()
+		return err == nil && gen == matched.Gen
+	}
 	subscribe := func() {
 		g, s, err := w.src.Monitor()
 		if err != nil {
@@ -79,7 +103,8 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 		gens, stop = g, s
 	}
 	check := func(g *generation) {
-		err := w.src.ReadBack(ctx)
+		m, err := w.src.ReadBack(ctx)
+		matched = m
 		var d *netpolicy.DriftError
 		switch {
 		case errors.As(err, &d):
@@ -99,7 +124,11 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 		}
 	}
 	subscribe()
-	check(nil)
+	// Subscribed: a commit from now on is an event, and one since the
+	// install's read-back (from) has moved the generation.
+	if !unmoved() {
+		check(nil)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -118,7 +147,9 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 			if gens == nil {
 				subscribe()
 			}
-			check(nil)
+			if !unmoved() {
+				check(nil)
+			}
 		}
 	}
 }

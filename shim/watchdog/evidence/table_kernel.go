@@ -13,10 +13,32 @@ import (
 type kernelTable struct {
 	netnsFD int
 	plan    *netpolicy.Plan
+	gen     *netpolicy.GenConn // opened on first use, closed by Close
 }
 
-func (k *kernelTable) ReadBack(ctx context.Context) error {
-	return netpolicy.ReadBack(ctx, k.netnsFD, k.plan)
+func (k *kernelTable) ReadBack(ctx context.Context) (netpolicy.Matched, error) {
+	return netpolicy.ReadBackAt(ctx, k.netnsFD, k.plan)
+}
+
+// Generation reads the generation on a socket of its own, kept for the
+// watcher's life: a poll costs one request, not a socket made in the
+// namespace.
+func (k *kernelTable) Generation() (uint32, error) {
+	if k.gen == nil {
+		g, err := netpolicy.OpenGen(k.netnsFD)
+		if err != nil {
+			return 0, err
+		}
+		k.gen = g
+	}
+	return k.gen.Read()
+}
+
+func (k *kernelTable) Close() {
+	if k.gen != nil {
+		k.gen.Close()
+		k.gen = nil
+	}
 }
 
 // Monitor subscribes on a connection of its own in the namespace, so the

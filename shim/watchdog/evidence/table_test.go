@@ -11,21 +11,42 @@ import (
 	"github.com/gensee/gensee/shim/netpolicy"
 )
 
-// fakeTable is a tableSource whose read-back result the test sets.
+// fakeTable is a tableSource whose read-back result the test sets. Its
+// generation moves with every set, as a commit moves the kernel's.
 type fakeTable struct {
 	mu     sync.Mutex
 	err    error
+	gen    uint32
+	reads  int // read-backs
 	gens   chan generation
 	subs   int
 	monErr error
 }
 
-func (f *fakeTable) set(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock() }
+func (f *fakeTable) set(err error) { f.mu.Lock(); f.err = err; f.gen++; f.mu.Unlock() }
 
-func (f *fakeTable) ReadBack(context.Context) error {
+func (f *fakeTable) ReadBack(context.Context) (netpolicy.Matched, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.err
+	f.reads++
+	if f.err != nil {
+		return netpolicy.Matched{}, f.err
+	}
+	return netpolicy.Matched{Gen: f.gen, OK: true}, nil
+}
+
+func (f *fakeTable) Generation() (uint32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen, nil
+}
+
+func (f *fakeTable) Close() {}
+
+func (f *fakeTable) readBacks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
 }
 
 func (f *fakeTable) Monitor() (<-chan generation, func(), error) {
@@ -171,5 +192,57 @@ func TestTableWatcherErrors(t *testing.T) {
 	defer mu.Unlock()
 	if len(errs) == 0 {
 		t.Fatal("errors not passed to OnError")
+	}
+}
+
+// TestTableWatcherReadsBackWhenMoved: a read-back that matched is not
+// repeated while the namespace's generation stays; a commit (the
+// generation moving) brings one more read-back, and a drift is read back
+// every poll while it stays.
+func TestTableWatcherReadsBackWhenMoved(t *testing.T) {
+	src := &fakeTable{}
+	w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
+	out := runWatcher(t, w)
+	none(t, out, 60*time.Millisecond)
+	if n := src.readBacks(); n != 1 {
+		t.Fatalf("%d read-backs with the generation unmoved, want the first alone", n)
+	}
+	src.set(nil) // a commit that left the table as planned
+	none(t, out, 60*time.Millisecond)
+	if n := src.readBacks(); n != 2 {
+		t.Fatalf("%d read-backs after one commit, want 2", n)
+	}
+	src.set(drift("extra rule at position 0"))
+	next(t, out, time.Second)
+	before := src.readBacks()
+	none(t, out, 60*time.Millisecond)
+	if n := src.readBacks(); n < before+3 {
+		t.Fatalf("a drift that stays was read back %d times in 60 ms of 5 ms polls, want every poll", n-before)
+	}
+}
+
+// TestTableWatcherFrom: a watcher told where the install's read-back
+// matched (From) skips its first read-back while no commit happened since,
+// and makes it when one did.
+func TestTableWatcherFrom(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		from  netpolicy.Matched
+		reads bool
+	}{
+		{"unmoved", netpolicy.Matched{Gen: 3, OK: true}, false},
+		{"moved", netpolicy.Matched{Gen: 2, OK: true}, true},
+		{"unknown", netpolicy.Matched{Gen: 3}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := &fakeTable{gen: 3}
+			w := &TableWatcher{Interval: time.Hour, src: src, now: time.Now}
+			w.From(c.from)
+			out := runWatcher(t, w)
+			none(t, out, 30*time.Millisecond)
+			if got := src.readBacks() > 0; got != c.reads {
+				t.Fatalf("read back: %v, want %v", got, c.reads)
+			}
+		})
 	}
 }
