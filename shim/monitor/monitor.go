@@ -59,10 +59,6 @@ type Monitor struct {
 	// bind follows the container's processes (nil without a cgroup2
 	// mount). Set by start, before the exit path can run.
 	bind *evidence.BindingPoller
-	// matched is where the install's read-back found the table equal to
-	// its plan (Matched): the table watcher's first read-back is skipped
-	// while no commit happened since.
-	matched netpolicy.Matched
 
 	cancel    context.CancelFunc // nil until start
 	wg        sync.WaitGroup     // the sensor goroutines
@@ -169,10 +165,6 @@ func sharedLogGroup(opID string) uint16 {
 	return uint16(10000 + h%50000)
 }
 
-// Matched records where the install's read-back found the table equal to
-// its plan (netpolicy.ApplyAt). Call it before Start.
-func (m *Monitor) Matched(at netpolicy.Matched) { m.matched = at }
-
 // Start runs the reader and the sensors until stop. init is the task's
 // init, just started.
 func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
@@ -204,10 +196,8 @@ func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	} else {
 		close(m.rdDone)
 	}
-	tw := evidence.NewTableWatcher(netnsFD, plan)
-	tw.From(m.matched)
 	m.run(func() error {
-		return tw.Run(ctx, func(d evidence.Drift) {
+		return evidence.NewTableWatcher(netnsFD, plan).Run(ctx, func(d evidence.Drift) {
 			m.emit(m.wd.TableDrift(d.Detail, d.At, time.Now()))
 		})
 	})

@@ -9,12 +9,19 @@ import (
 )
 
 // A namespace's nf_tables generation id (NFT_MSG_GETGEN) moves with every
-// committed change of any table there; the dataplane's own updates (a
-// counter, a rule's add to a dynamic set) do not move it. A read-back
-// that found the table equal to its plan, with the generation the same
-// before and after it, says the table matches its plan for as long as the
-// generation stays: a watcher then need not read the table back again
-// until it moves (GenConn).
+// committed transaction of any table there, not with the dataplane's own
+// updates (a counter, a rule's add to a dynamic set) nor with a batch that
+// aborts. A read-back reads it before and after its dumps (Matched).
+//
+// The same generation before, after and later says no transaction
+// committed in between. It does not prove the table unchanged, because the
+// dumps are lock-free: a batch's in-place changes (a table woken from
+// dormant) are visible while the batch runs and vanish if it aborts, and a
+// commit moves the generation before it applies its changes (a chain's
+// policy), so a read-back may match a state the generation never had. The
+// table watcher uses it only to space out its read-backs between two full
+// ones (evidence.TableWatcher), never as proof that the table still
+// matches.
 
 // GenConn reads a namespace's generation on one lasting socket.
 type GenConn struct{ d *dumpConn }

@@ -30,8 +30,9 @@ func ReadBack(ctx context.Context, netnsFD int, p *Plan) error {
 }
 
 // ReadBackAt is ReadBack, and says at which generation of the namespace's
-// nf_tables the table matched its plan (gen.go): ok is false when a commit
-// happened while it read, or the kernel did not say.
+// nf_tables the table matched its plan (OK is false when a commit happened
+// while it read, or the kernel did not say). What that is worth, and what
+// not, gen.go says.
 func ReadBackAt(ctx context.Context, netnsFD int, p *Plan) (Matched, error) {
 	e, err := newEngine(netnsFD)
 	if err != nil {
@@ -51,17 +52,12 @@ type Matched struct {
 // table is removed and the error says why. Run it before any code of the
 // image runs: only a table that read back equal to its plan is a boundary.
 func Apply(ctx context.Context, netnsFD int, p *Plan) error {
-	_, err := ApplyAt(ctx, netnsFD, p)
-	return err
-}
-
-// ApplyAt is Apply, and says at which generation its read-back matched.
-func ApplyAt(ctx context.Context, netnsFD int, p *Plan) (Matched, error) {
 	e, err := newEngine(netnsFD)
 	if err != nil {
-		return Matched{}, fmt.Errorf("apply table %s: %w", tableOf(p), err)
+		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
-	return e.apply(ctx, p)
+	_, err = e.apply(ctx, p)
+	return err
 }
 
 // Remove deletes table name from the namespace. An absent table is not an

@@ -512,10 +512,9 @@ func addElemQuota(t *testing.T, netnsFD int, table, set string, key []byte) {
 	}
 }
 
-// TestRootGeneration: the read-back of an install says the generation it
-// matched at; a commit of any table in the namespace moves it, and the
-// dataplane's own updates (counters, the twin rule's add to a used set)
-// do not.
+// TestRootGeneration: a read-back says the generation it matched at; a
+// commit of any table in the namespace moves it, and the dataplane's own
+// updates (counters, the twin rule's add to a used set) do not.
 func TestRootGeneration(t *testing.T) {
 	roottest.Require(t)
 	tp := newTopology(t)
@@ -525,13 +524,10 @@ func TestRootGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	m, err := ApplyAt(ctx, tp.client.FD, p)
-	if err != nil {
-		t.Fatalf("ApplyAt: %v", err)
-	}
-	t.Cleanup(func() { Remove(context.Background(), tp.client.FD, p.Table) })
-	if !m.OK {
-		t.Fatalf("ApplyAt matched at an unknown generation: %+v", m)
+	applyT(t, tp.client, p)
+	m, err := ReadBackAt(ctx, tp.client.FD, p)
+	if err != nil || !m.OK {
+		t.Fatalf("ReadBackAt = %+v, %v; want a match at a known generation", m, err)
 	}
 	g, err := OpenGen(tp.client.FD)
 	if err != nil {
@@ -547,7 +543,7 @@ func TestRootGeneration(t *testing.T) {
 		return v
 	}
 	if now := gen(); now != m.Gen {
-		t.Fatalf("generation %d right after the install's read-back at %d", now, m.Gen)
+		t.Fatalf("generation %d right after a read-back at %d", now, m.Gen)
 	}
 	tp.expect(t, probeCase{tp.ctr, "tcp", "192.0.2.2:8080", true})
 	if again, err := ReadBackAt(ctx, tp.client.FD, p); err != nil || again != m {

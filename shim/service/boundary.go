@@ -50,11 +50,7 @@ func (b *netBoundary) install(ctx context.Context, f *os.File, plan *netpolicy.P
 	b.mu.Lock()
 	b.netns, b.plan, b.mon = f, plan, mon
 	b.mu.Unlock()
-	at, err := netpolicy.ApplyAt(ctx, int(f.Fd()), plan)
-	if err == nil {
-		mon.Matched(at)
-	}
-	return err
+	return netpolicy.Apply(ctx, int(f.Fd()), plan)
 }
 
 func (b *netBoundary) monitor() *monitor.Monitor {

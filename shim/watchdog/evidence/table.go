@@ -11,8 +11,18 @@ import (
 )
 
 // DefaultInterval is how often sensors poll. With it a table change the
-// monitor missed is still reported well within 2 s.
+// monitor missed is still reported within 2 s: at the next poll if it
+// moved the namespace's nf_tables generation, else at the next full
+// read-back (fullEvery).
 const DefaultInterval = 500 * time.Millisecond
+
+// fullEvery is how many polls at most pass between two read-backs of the
+// table, whether or not the generation moved. An unmoved generation only
+// says no transaction committed: a dump is lock-free, so a read-back may
+// have seen a batch's in-place change that then aborted, or a commit's
+// state before it was applied (both leave the generation where the dump
+// saw it). Such a read-back is never trusted for longer than this.
+const fullEvery = 3
 
 // Drift is one change of the table's state.
 type Drift struct {
@@ -28,7 +38,6 @@ type TableWatcher struct {
 	OnError  func(err error)  // optional: read-back and monitor failures, for the log
 	src      tableSource      // guarded by Run: one Run at a time
 	now      func() time.Time // clock of the reports
-	from     netpolicy.Matched
 }
 
 // tableSource is the watcher's seam to the kernel.
@@ -46,11 +55,6 @@ type tableSource interface {
 	Close()
 }
 
-// From says the table read back equal to its plan at m (the install's
-// read-back): Run's first read-back is skipped if no commit happened in
-// the namespace since then. Call it before Run.
-func (w *TableWatcher) From(m netpolicy.Matched) { w.from = m }
-
 // generation is one committed ruleset change as the monitor reports it.
 type generation struct {
 	PID     uint32
@@ -64,10 +68,11 @@ func NewTableWatcher(netnsFD int, p *netpolicy.Plan) *TableWatcher {
 	return &TableWatcher{src: &kernelTable{netnsFD: netnsFD, plan: p}, now: time.Now}
 }
 
-// Run watches until ctx is done and returns nil then. A read-back that
-// matched the plan is not repeated while the namespace's nf_tables
-// generation stays where it was (no commit of any table since): a poll
-// then only reads the generation. report is called on
+// Run watches until ctx is done and returns nil then. A poll reads the
+// table back when the namespace's nf_tables generation moved since the
+// last read-back that matched, when the monitor was not subscribed for
+// all of that time, and in any case every fullEvery polls; the other polls
+// only read the generation. report is called on
 // Run's goroutine, once per change: a drift is reported when it appears or
 // changes, not again while it stays; a change the monitor saw that left the
 // table equal to its plan is reported too.
@@ -81,14 +86,17 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 	var (
 		gens    <-chan generation
 		stop    = func() {}
-		shown   string   // the drift last reported; "" while the table matches
-		matched = w.from // where the table last matched its plan
+		shown   string            // the drift last reported; "" while the table matches
+		matched netpolicy.Matched // where the last read-back matched, subscribed throughout
+		skipped int               // polls since the last read-back
 	)
 	defer func() { stop() }()
 	defer w.src.Close()
-	// unmoved: no commit since the table last matched its plan.
-	unmoved := func() bool {
-		if !matched.OK {
+	// skip: this poll need not read back. The last read-back matched
+	// under a live subscription, the generation has not moved since, and
+	// the last full read-back is less than fullEvery polls old.
+	skip := func() bool {
+		if !matched.OK || gens == nil || skipped+1 >= fullEvery {
 			return false
 		}
 		gen, err := w.src.Generation()
@@ -103,8 +111,12 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 		gens, stop = g, s
 	}
 	check := func(g *generation) {
+		subscribed := gens != nil
 		m, err := w.src.ReadBack(ctx)
-		matched = m
+		matched, skipped = m, 0
+		if !subscribed {
+			matched = netpolicy.Matched{} // a commit meanwhile may have gone unseen
+		}
 		var d *netpolicy.DriftError
 		switch {
 		case errors.As(err, &d):
@@ -124,11 +136,7 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 		}
 	}
 	subscribe()
-	// Subscribed: a commit from now on is an event, and one since the
-	// install's read-back (from) has moved the generation.
-	if !unmoved() {
-		check(nil)
-	}
+	check(nil)
 	for {
 		select {
 		case <-ctx.Done():
@@ -147,9 +155,11 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 			if gens == nil {
 				subscribe()
 			}
-			if !unmoved() {
-				check(nil)
+			if skip() {
+				skipped++
+				continue
 			}
+			check(nil)
 		}
 	}
 }

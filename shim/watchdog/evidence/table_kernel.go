@@ -31,7 +31,11 @@ func (k *kernelTable) Generation() (uint32, error) {
 		}
 		k.gen = g
 	}
-	return k.gen.Read()
+	gen, err := k.gen.Read()
+	if err != nil {
+		k.Close() // opened again at the next poll
+	}
+	return gen, err
 }
 
 func (k *kernelTable) Close() {

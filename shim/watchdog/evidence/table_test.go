@@ -18,6 +18,7 @@ type fakeTable struct {
 	err    error
 	gen    uint32
 	reads  int // read-backs
+	polls  int // generation reads
 	gens   chan generation
 	subs   int
 	monErr error
@@ -38,6 +39,7 @@ func (f *fakeTable) ReadBack(context.Context) (netpolicy.Matched, error) {
 func (f *fakeTable) Generation() (uint32, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.polls++
 	return f.gen, nil
 }
 
@@ -47,6 +49,12 @@ func (f *fakeTable) readBacks() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.reads
+}
+
+func (f *fakeTable) genReads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.polls
 }
 
 func (f *fakeTable) Monitor() (<-chan generation, func(), error) {
@@ -195,54 +203,45 @@ func TestTableWatcherErrors(t *testing.T) {
 	}
 }
 
-// TestTableWatcherReadsBackWhenMoved: a read-back that matched is not
-// repeated while the namespace's generation stays; a commit (the
-// generation moving) brings one more read-back, and a drift is read back
-// every poll while it stays.
+// TestTableWatcherReadsBackWhenMoved: while the generation stays, polls
+// between two full read-backs only read it, and a full read-back comes at
+// least every fullEvery polls; a commit brings a read-back at the next
+// poll; a drift is read back every poll while it stays; without a live
+// subscription every poll reads back.
 func TestTableWatcherReadsBackWhenMoved(t *testing.T) {
 	src := &fakeTable{}
 	w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
 	out := runWatcher(t, w)
-	none(t, out, 60*time.Millisecond)
-	if n := src.readBacks(); n != 1 {
-		t.Fatalf("%d read-backs with the generation unmoved, want the first alone", n)
+	none(t, out, 100*time.Millisecond)
+	reads, polls := src.readBacks(), src.genReads()
+	if reads < 2 || polls < 1 || polls > (fullEvery-1)*reads {
+		t.Fatalf("unmoved for 100 ms of 5 ms polls: %d read-backs, %d generation reads; want full read-backs every %d polls and the others skipped", reads, polls, fullEvery)
 	}
 	src.set(nil) // a commit that left the table as planned
-	none(t, out, 60*time.Millisecond)
-	if n := src.readBacks(); n != 2 {
-		t.Fatalf("%d read-backs after one commit, want 2", n)
+	deadline := time.Now().Add(time.Second)
+	for src.readBacks() == reads && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if src.readBacks() == reads {
+		t.Fatal("no read-back after the generation moved")
 	}
 	src.set(drift("extra rule at position 0"))
 	next(t, out, time.Second)
-	before := src.readBacks()
+	reads, polls = src.readBacks(), src.genReads()
 	none(t, out, 60*time.Millisecond)
-	if n := src.readBacks(); n < before+3 {
-		t.Fatalf("a drift that stays was read back %d times in 60 ms of 5 ms polls, want every poll", n-before)
+	if n := src.readBacks() - reads; n < 3 || src.genReads() != polls {
+		t.Fatalf("a drift that stays: %d read-backs and %d skipped polls in 60 ms of 5 ms polls, want every poll read back", n, src.genReads()-polls)
 	}
 }
 
-// TestTableWatcherFrom: a watcher told where the install's read-back
-// matched (From) skips its first read-back while no commit happened since,
-// and makes it when one did.
-func TestTableWatcherFrom(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		from  netpolicy.Matched
-		reads bool
-	}{
-		{"unmoved", netpolicy.Matched{Gen: 3, OK: true}, false},
-		{"moved", netpolicy.Matched{Gen: 2, OK: true}, true},
-		{"unknown", netpolicy.Matched{Gen: 3}, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			src := &fakeTable{gen: 3}
-			w := &TableWatcher{Interval: time.Hour, src: src, now: time.Now}
-			w.From(c.from)
-			out := runWatcher(t, w)
-			none(t, out, 30*time.Millisecond)
-			if got := src.readBacks() > 0; got != c.reads {
-				t.Fatalf("read back: %v, want %v", got, c.reads)
-			}
-		})
+// TestTableWatcherMonitorDownReadsBack: with no subscription (it fails),
+// no poll is skipped.
+func TestTableWatcherMonitorDownReadsBack(t *testing.T) {
+	src := &fakeTable{monErr: errors.New("no monitor")}
+	w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
+	runWatcher(t, w)
+	time.Sleep(60 * time.Millisecond)
+	if src.genReads() != 0 || src.readBacks() < 4 {
+		t.Fatalf("monitor down: %d read-backs, %d skipped polls; want every poll read back", src.readBacks(), src.genReads())
 	}
 }
