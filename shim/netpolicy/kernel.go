@@ -185,8 +185,8 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	}
 	defer nl.Close()
 	// The generation before and after the dump: the same, and no commit
-	// happened while it read (gen.go). Not knowing it only costs the
-	// watcher a read-back it could have skipped.
+	// moved it while it read (what that proves, gen.go says). Not knowing
+	// it only costs the watcher a read-back it could have skipped.
 	before, genErr := readGen(nl)
 	c, err := k.dial(0)
 	if err != nil {

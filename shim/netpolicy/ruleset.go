@@ -65,7 +65,8 @@ type ruleset struct {
 	chains   []*nftables.Chain
 	rules    []*rule
 	// gen is the namespace's generation a dump read, when genOK: the
-	// same before and after it (no commit while it read).
+	// same before and after it (no commit moved it while it read; what
+	// that proves, gen.go says).
 	gen   uint32
 	genOK bool
 }

@@ -4,9 +4,10 @@
 //
 //   - TableWatcher: the operation's nftables table changed or vanished
 //     (nftables Monitor on its own connection, plus a periodic read-back
-//     compared with the plan, since monitor messages can be lost; a poll
-//     reads the table back only when the namespace's nf_tables generation
-//     moved since the last read-back that matched, see netpolicy's gen.go);
+//     compared with the plan, since monitor messages can be lost; between
+//     two full read-backs, at most fullEvery polls apart, a poll reads the
+//     table back only when the namespace's nf_tables generation moved, see
+//     netpolicy's gen.go);
 //   - FlowPoller: conntrack holds a flow that got a reply from a watched
 //     (earlier denied) target;
 //   - CounterPoller: the table's allow and deny counters moved;

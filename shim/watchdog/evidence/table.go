@@ -88,13 +88,13 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 		stop    = func() {}
 		shown   string            // the drift last reported; "" while the table matches
 		matched netpolicy.Matched // where the last read-back matched, subscribed throughout
-		skipped int               // polls since the last read-back
+		skipped int               // polls since the last read-back not brought by an event
 	)
 	defer func() { stop() }()
 	defer w.src.Close()
 	// skip: this poll need not read back. The last read-back matched
 	// under a live subscription, the generation has not moved since, and
-	// the last full read-back is less than fullEvery polls old.
+	// the polls' last read-back is less than fullEvery polls old.
 	skip := func() bool {
 		if !matched.OK || gens == nil || skipped+1 >= fullEvery {
 			return false
@@ -113,7 +113,12 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 	check := func(g *generation) {
 		subscribed := gens != nil
 		m, err := w.src.ReadBack(ctx)
-		matched, skipped = m, 0
+		matched = m
+		if g == nil {
+			// Only a poll's own read-back restarts the count: one an
+			// event brought came when a committer chose.
+			skipped = 0
+		}
 		if !subscribed {
 			matched = netpolicy.Matched{} // a commit meanwhile may have gone unseen
 		}

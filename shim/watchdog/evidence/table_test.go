@@ -245,3 +245,24 @@ func TestTableWatcherMonitorDownReadsBack(t *testing.T) {
 		t.Fatalf("monitor down: %d read-backs, %d skipped polls; want every poll read back", src.readBacks(), src.genReads())
 	}
 }
+
+// TestTableWatcherEventsDoNotPutOffPolls: read-backs that monitor events
+// bring (at times a committer chooses) do not postpone the polls' own
+// full read-backs.
+func TestTableWatcherEventsDoNotPutOffPolls(t *testing.T) {
+	src := &fakeTable{}
+	w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
+	runWatcher(t, w)
+	for src.monitor() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	start := src.readBacks()
+	events := 0
+	for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); events++ {
+		src.monitor() <- generation{PID: 1, Comm: "nft", Unknown: 1} // a set element changed somewhere
+		time.Sleep(4 * time.Millisecond)
+	}
+	if got := src.readBacks() - start; got < events+3 {
+		t.Fatalf("%d read-backs for %d events in 150 ms of 5 ms polls: the polls' full read-backs were put off", got, events)
+	}
+}
