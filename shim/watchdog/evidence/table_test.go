@@ -163,11 +163,7 @@ func TestTableWatcherMonitor(t *testing.T) {
 // followed by a read-back and a new subscription.
 func TestTableWatcherResubscribes(t *testing.T) {
 	src := &fakeTable{}
-	w := &TableWatcher{Interval: 10 * time.Millisecond, src: src, now: time.Now}
-	runWatcher(t, w)
-	for src.monitor() == nil {
-		time.Sleep(time.Millisecond)
-	}
+	subscribed(t, src, 10*time.Millisecond)
 	close(src.monitor())
 	deadline := time.Now().Add(time.Second)
 	for {
@@ -251,11 +247,7 @@ func TestTableWatcherMonitorDownReadsBack(t *testing.T) {
 // full read-backs.
 func TestTableWatcherEventsDoNotPutOffPolls(t *testing.T) {
 	src := &fakeTable{}
-	w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
-	runWatcher(t, w)
-	for src.monitor() == nil {
-		time.Sleep(time.Millisecond)
-	}
+	subscribed(t, src, 5*time.Millisecond)
 	start := src.readBacks()
 	events := 0
 	for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); events++ {
@@ -265,4 +257,15 @@ func TestTableWatcherEventsDoNotPutOffPolls(t *testing.T) {
 	if got := src.readBacks() - start; got < events+3 {
 		t.Fatalf("%d read-backs for %d events in 150 ms of 5 ms polls: the polls' full read-backs were put off", got, events)
 	}
+}
+
+// subscribed runs a watcher on src polling every interval until cleanup,
+// and returns once it has subscribed.
+func subscribed(t *testing.T, src *fakeTable, interval time.Duration) <-chan Drift {
+	t.Helper()
+	out := runWatcher(t, &TableWatcher{Interval: interval, src: src, now: time.Now})
+	for src.monitor() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	return out
 }
