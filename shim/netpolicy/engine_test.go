@@ -49,7 +49,7 @@ func (f *fakeKernel) remove(table string) error {
 func TestApplyRollsBackOnDrift(t *testing.T) {
 	p := exactPlan(t)
 	f := &fakeKernel{tamper: func(rs *ruleset) { rs.rules = rs.rules[1:] }}
-	_, err := engine{k: f}.apply(context.Background(), p)
+	err := engine{k: f}.apply(context.Background(), p)
 	var de *DriftError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("apply = %v, want a rolled-back DriftError", err)
@@ -62,7 +62,7 @@ func TestApplyRollsBackOnDrift(t *testing.T) {
 func TestApplyNeverRemovesWhatItDidNotInstall(t *testing.T) {
 	p := exactPlan(t)
 	f := &fakeKernel{installErr: unix.EEXIST}
-	_, err := engine{k: f}.apply(context.Background(), p)
+	err := engine{k: f}.apply(context.Background(), p)
 	if !errors.Is(err, unix.EEXIST) || len(f.removed) != 0 {
 		t.Fatalf("apply = %v, removed %v; want EEXIST and nothing removed", err, f.removed)
 	}
@@ -85,7 +85,7 @@ func TestApplyOK(t *testing.T) {
 	f := &fakeKernel{}
 	flushed := 0
 	e := engine{k: f, flushCT: func() error { flushed++; return nil }}
-	if _, err := e.apply(context.Background(), p); err != nil {
+	if err := e.apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	if flushed != 1 || len(f.removed) != 0 {
@@ -98,7 +98,7 @@ func TestApplyOK(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.apply(ctx, p); !errors.Is(err, context.Canceled) {
+	if err := e.apply(ctx, p); !errors.Is(err, context.Canceled) {
 		t.Fatalf("apply with a done context = %v", err)
 	}
 }

@@ -56,8 +56,7 @@ func Apply(ctx context.Context, netnsFD int, p *Plan) error {
 	if err != nil {
 		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
-	_, err = e.apply(ctx, p)
-	return err
+	return e.apply(ctx, p)
 }
 
 // Remove deletes table name from the namespace. An absent table is not an
@@ -248,9 +247,9 @@ func (e engine) readBackRS(ctx context.Context, p *Plan, want *ruleset) (Matched
 	return Matched{Gen: got.gen, OK: got.genOK}, nil
 }
 
-func (e engine) apply(ctx context.Context, p *Plan) (Matched, error) {
+func (e engine) apply(ctx context.Context, p *Plan) error {
 	if err := p.check(); err != nil {
-		return Matched{}, fmt.Errorf("apply table %s: %w", tableOf(p), err)
+		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
 	rs := build(p)
 	// Index the planned set elements on the other core while the
@@ -260,22 +259,22 @@ func (e engine) apply(ctx context.Context, p *Plan) (Matched, error) {
 	err := e.installTable(ctx, p, rs)
 	<-prepared
 	if err != nil {
-		return Matched{}, err
+		return err
 	}
 	// The conntrack flush (after the install, as Install does it) and the
 	// read-back touch different netlink subsystems: side by side. Either
 	// failing removes the table.
 	flushed := make(chan error, 1)
 	go func() { flushed <- e.flush(p) }()
-	m, err := e.readBackRS(ctx, p, rs)
+	_, err = e.readBackRS(ctx, p, rs)
 	if ferr := <-flushed; ferr != nil && err == nil {
 		err = ferr
 	}
 	if err != nil {
 		if rerr := e.k.remove(p.Table); rerr != nil {
-			return Matched{}, errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
+			return errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
 		}
-		return Matched{}, fmt.Errorf("apply table %s (rolled back): %w", p.Table, err)
+		return fmt.Errorf("apply table %s (rolled back): %w", p.Table, err)
 	}
-	return m, nil
+	return nil
 }

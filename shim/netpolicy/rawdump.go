@@ -18,7 +18,8 @@ const dumpRecvBuf = 64 << 10
 
 // dumpConn is a netlink socket for dumps, with the one receive buffer all
 // of them reuse: a read-back makes several dumps, and the watchdog reads
-// back twice a second for the task's whole life.
+// back every poll the generation moved, and at least every third, for the
+// task's whole life.
 type dumpConn struct {
 	c   *netlink.Conn
 	buf []byte
