@@ -14,10 +14,10 @@ import (
 const Redacted = "[REDACTED]"
 
 // rule is one redaction: every match of re is replaced by repl (regexp
-// expansion syntax), or by repl applied through fn when fn is set. need,
-// when set, is a condition every string re matches meets (a literal re
-// requires, a run it needs): a string without it is left as it is, and
-// re never runs on it. Most details carry no candidate secret, and the
+// expansion syntax), or by repl applied through fn when fn is set. need
+// is a condition every string re matches meets (a literal re requires, a
+// run it needs): a string without it is left as it is, and re never runs
+// on it. Most details carry no candidate secret, and the
 // ten regexps cost ~0.3 ms per event here. A rule's regexp is compiled
 // the first time a string meets its need: most shims compile none.
 type rule struct {
@@ -101,13 +101,14 @@ func hasAny(lits ...string) func(string) bool {
 // meets it: (?i) also folds the Kelvin sign into k and the long s into s,
 // which an ASCII lower-casing would miss.
 func foldHasAny(lits ...string) func(string) bool {
+	has := hasAny(lits...)
 	return func(s string) bool {
 		for i := 0; i < len(s); i++ {
 			if s[i] >= utf8.RuneSelf {
 				return true
 			}
 		}
-		return hasAny(lits...)(strings.ToLower(s))
+		return has(strings.ToLower(s))
 	}
 }
 
@@ -161,7 +162,7 @@ func base64Secret(m string) string {
 func Redact(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	for _, r := range rules() {
-		if r.need == nil || r.need(s) {
+		if r.need(s) {
 			s = r.apply(s)
 		}
 	}
