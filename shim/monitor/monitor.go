@@ -172,8 +172,10 @@ func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	m.cancel = cancel
 	if m.reader() != nil {
 		ch := make(chan nflog.Attempt, 256)
-		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.rd.Run(ctx, ch); close(ch) }()
+		// Not a sensor: StopSensors leaves it reading, so that Finish can
+		// wait for it to hear what the deny counter counted. Finish and
+		// Close end it by closing it.
+		go func() { m.rd.Run(context.Background(), ch); close(ch) }()
 		go func() {
 			defer close(m.rdDone)
 			for a := range ch {
