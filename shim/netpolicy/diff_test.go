@@ -1,6 +1,7 @@
 package netpolicy
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -241,5 +242,35 @@ func TestCountersOf(t *testing.T) {
 	got.counters = got.counters[:1]
 	if _, err := countersOf(build(p), got); err == nil {
 		t.Error("missing denied counter: want error")
+	}
+}
+
+// BenchmarkDiffIntact is the diff every read-back of an intact table pays:
+// deny_all, and the contract cap of 1024 tuples.
+func BenchmarkDiffIntact(b *testing.B) {
+	deny, err := NewPlan("op1", spec.Network{Mode: spec.NetworkDenyAll}, testCG)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var allow []spec.AllowRule
+	for i := range 1024 {
+		allow = append(allow, spec.AllowRule{IP: netip.AddrFrom4([4]byte{198, 18, byte(i / 256), byte(i % 256)}).String(), Proto: "tcp", Port: 443})
+	}
+	exact, err := NewPlan("op1", spec.Network{Mode: spec.NetworkAllowExact, Allow: allow}, testCG)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		p    *Plan
+	}{{"deny_all", deny}, {"allow_1024", exact}} {
+		want, got := build(c.p), asDumped(build(c.p))
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if d := diff(want, got); len(d) > 0 {
+					b.Fatal(d)
+				}
+			}
+		})
 	}
 }
