@@ -248,3 +248,59 @@ func TestFromBundle(t *testing.T) {
 		t.Errorf("no config.json: err = %v, want ErrInvalidBundle", err)
 	}
 }
+
+// TestHashAhead: a hash started ahead gives what Hash alone gives, of the
+// bytes of the file opened by Prepare (a file renamed over the path
+// afterwards is not what is hashed); Close after HashAhead waits for it,
+// and Hash then still gives the hash taken. A closed observation never
+// hashed has no hash.
+func TestHashAhead(t *testing.T) {
+	root := tree(t, map[string]string{"bin/tool": "the tool"})
+	cfg := proc([]string{"/bin/tool"}, nil, "/")
+	want, err := FromRootfs(root, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(root, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.HashAhead()
+	p.HashAhead() // started once
+	other := filepath.Join(root, "bin/.other")
+	if err := os.WriteFile(other, []byte("other bytes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, filepath.Join(root, "bin/tool")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || got.ExecutableSHA256 != sum("the tool") {
+		t.Fatalf("hash ahead = %+v, want %+v", got, want)
+	}
+
+	p, err = Prepare(root, cfg) // the renamed file now
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.HashAhead()
+	p.Close()
+	p.Close()
+	p.HashAhead() // closed: nothing to start again
+	if got, err := p.Hash(); err != nil || got.ExecutableSHA256 != sum("other bytes") {
+		t.Fatalf("Hash after Close = %+v, %v; want the hash taken ahead, of %q", got, err, "other bytes")
+	}
+
+	p, err = Prepare(root, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	p.HashAhead()
+	if _, err := p.Hash(); err == nil {
+		t.Fatal("Hash of a closed observation never hashed succeeded")
+	}
+}
