@@ -7,22 +7,20 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/spec"
 )
 
-// warmCodecs parses an operator config and builds encoding/json's
-// per-type caches (struct fields, encoders) for the documents a task's
-// Create, bind and exit path decode and encode, and pages in the code that
-// does it, while the shim waits for containerd's first request after its
-// start: a cold decode of a bundle's config.json costs about 1 ms on the
-// 2-vCPU VMs, a warm one 0.1 ms. Each type goes through an encode and a
-// decode of a skeleton (skeleton), so the caches of the types nested in it
-// are built too. Nothing it builds is kept but the caches; a request that
-// comes first builds what it needs itself, as without it.
+// warmCodecs builds encoding/json's per-type caches (struct fields,
+// encoders) for the documents a task's Create, bind and exit path decode
+// and encode, and pages in the code that does it, while the shim waits for
+// containerd's first request after its start: a cold decode of a bundle's
+// config.json costs about 1 ms on the 2-vCPU VMs, a warm one 0.1 ms. Each
+// type goes through an encode and a decode of a skeleton (skeleton), so
+// the caches of the types nested in it are built too. Nothing it builds is
+// kept but the caches; a request that comes first builds what it needs
+// itself, as without it.
 func warmCodecs() {
-	_, _ = config.Parse("(warm-up)", []byte(warmConfig))
 	for _, v := range warmTypes {
 		t := reflect.TypeOf(v).Elem()
 		b, err := json.Marshal(skeleton(t, 0).Addr().Interface())
@@ -44,16 +42,6 @@ var warmTypes = []any{
 	(*spec.Admission)(nil), (*spec.Event)(nil), (*spec.Manifest)(nil),
 	(*gate.Input)(nil), (*gate.Result)(nil),
 }
-
-// warmConfig is an operator config with a key of each kind (the TOML
-// decoder keeps no cache: this pages its code in).
-const warmConfig = `catalog = "/warm"
-gate_timeout = "1s"
-notify_command = ["/warm"]
-[runc]
-[retention]
-max_count = 1
-`
 
 // skeletonDepth bounds skeleton's descent (recursive types).
 const skeletonDepth = 8
