@@ -31,7 +31,6 @@ type service struct {
 }
 
 func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdingPublisher) *service {
-	go warmCodecs() // while containerd connects and sends Create
 	return &service{
 		TTRPCTaskService: inner,
 		ctx:              ctx,
