@@ -97,11 +97,6 @@ type Pending struct {
 	rootfs string
 	obs    spec.Observation // all but ExecutableSHA256
 	exe    executable
-	// ahead is closed when the hash HashAhead started is done, with its
-	// result in sum and err; nil until HashAhead.
-	ahead chan struct{}
-	sum   string
-	err   error
 }
 
 // Prepare resolves config's process against rootfs and opens its
@@ -147,33 +142,11 @@ func Prepare(rootfs string, config *specs.Spec) (*Pending, error) {
 // decision may use that checks no inference or preflight observation.
 func (p *Pending) Partial() spec.Observation { return p.obs }
 
-// HashAhead starts reading and hashing the open executable on a goroutine
-// of its own, while the caller goes on; Hash waits for that hash. It does
-// nothing when the hash is started already or the executable is closed.
-func (p *Pending) HashAhead() {
-	if p.ahead != nil || p.exe.f == nil {
-		return
-	}
-	p.ahead = make(chan struct{})
-	exe, done := p.exe, p.ahead
-	go func() {
-		defer close(done)
-		p.sum, p.err = hashExecutable(exe)
-	}()
-}
-
-// Hash reads and hashes the open executable (or waits for HashAhead's
-// hash), closes it, and returns the whole observation.
+// Hash reads and hashes the open executable, closes it, and returns the
+// whole observation.
 func (p *Pending) Hash() (spec.Observation, error) {
 	defer p.Close()
-	var sum string
-	var err error
-	if p.ahead != nil {
-		<-p.ahead
-		sum, err = p.sum, p.err
-	} else {
-		sum, err = hashExecutable(p.exe)
-	}
+	sum, err := hashExecutable(p.exe)
 	if err != nil {
 		return spec.Observation{}, fmt.Errorf("observe rootfs %s: %w", p.rootfs, err)
 	}
@@ -182,12 +155,8 @@ func (p *Pending) Hash() (spec.Observation, error) {
 	return obs, nil
 }
 
-// Close releases the executable, after HashAhead's hash is done; safe
-// after Hash and more than once.
+// Close releases the executable; safe after Hash and more than once.
 func (p *Pending) Close() {
-	if p.ahead != nil {
-		<-p.ahead
-	}
 	if p.exe.f != nil {
 		p.exe.f.Close()
 		p.exe.f = nil

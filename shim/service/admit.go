@@ -201,10 +201,9 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		err  error
 		took time.Duration
 	}
-	// The decision waits for the hash only until runc has created the
-	// task (persist) when nothing runs before the image: with spec hooks
-	// (the operator's allowlisted ones run during runc create) it is
-	// final before runc starts.
+	// The hash waits for runc only when nothing runs before the image:
+	// with spec hooks (the operator's allowlisted ones run during runc
+	// create) the decision is final before runc starts.
 	hashNow := len(inference) > 0 || len(preflight) > 0 || specpolicy.HasHooks(oci)
 	oc := make(chan observed, 1)
 	go func() {
@@ -215,9 +214,6 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 			o.p = nil
 			o.obs, o.err = p.Hash()
 		} else if err == nil {
-			// The bytes are hashed beside the catalog's check and Create's
-			// spec checks, ahead of persist's wait for them.
-			p.HashAhead()
 			o.obs = p.Partial()
 		}
 		o.took = time.Since(t)

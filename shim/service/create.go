@@ -193,7 +193,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		if recErr := recorded(); recErr != nil {
 			var re *refusedError
 			if errors.As(recErr, &re) {
-				// The decision with the executable's hash refused it;
+				// The hash taken while runc created the task refused it;
 				// the init never left runc init.
 				return s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: re.Reason, Message: re.Message + "; task rolled back"})
 			}
@@ -282,15 +282,14 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 	return op, nil
 }
 
-// persist completes the admission (a pending observation's hash, which
-// admit started, waited for and the decision taken again with it:
-// admitted.complete), then creates the operation's directory, index and
-// admission.json (each fsynced), while the caller goes on to the inner
-// Create; it returns the wait for it (safe to call more than once). This
-// runs while runc works: the init stays blocked in runc init until Start,
-// so the decision is final and the records are durable before anything
-// of the image runs, and the hash and the journal commits leave Create's
-// path. Create waits before it binds
+// persist completes the admission (a pending observation hashed and the
+// decision taken again with it: admitted.complete), then creates the
+// operation's directory, index and admission.json (each fsynced), while
+// the caller goes on to the inner Create; it returns the wait for it (safe
+// to call more than once). This runs while runc works: the init stays
+// blocked in runc init until Start, so the decision is final and the
+// records are durable before anything of the image runs, and the hash and
+// the journal commits leave Create's path. Create waits before it binds
 // the boundary (the monitor's log lives in the operation's directory) and
 // rolls the task back if they failed (a *refusedError when complete
 // refused it: nothing is written then). Until the wait returns, only
