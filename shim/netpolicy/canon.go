@@ -19,12 +19,22 @@ import (
 // gone. Every expression in a dump is accounted for: one this package does
 // not use renders as "unknown <name> <hex>" and never equals the plan.
 
+// canonRule is a built rule, its canonical form rendered on first use
+// (canonExprs): install and the counters' read need none of it.
 func canonRule(r *nftables.Rule) *rule {
-	out := &rule{chain: r.Chain.Name, userData: r.UserData, nft: r}
-	for _, e := range r.Exprs {
-		out.exprs = append(out.exprs, canon(e))
+	return &rule{chain: r.Chain.Name, userData: r.UserData, nft: r}
+}
+
+// canonExprs is the rule's expressions in canonical form: a dumped rule's,
+// decoded with it; a built rule's, rendered now if not yet.
+func (r *rule) canonExprs() []string {
+	if r.exprs == nil && r.nft != nil {
+		r.exprs = make([]string, 0, len(r.nft.Exprs))
+		for _, e := range r.nft.Exprs {
+			r.exprs = append(r.exprs, canon(e))
+		}
 	}
-	return out
+	return r.exprs
 }
 
 // canon renders an expression, leaving out what the kernel does not echo (a

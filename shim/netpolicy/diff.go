@@ -135,13 +135,13 @@ func diffRules(want, got []*rule) []string {
 		if len(missing) == 1 && len(extra) == 1 {
 			w, g := want[missing[0]], got[extra[0]]
 			d = append(d, fmt.Sprintf("rule %d (%s) changed (handle %d): is %s%s[%s], want [%s]",
-				missing[0], ruleName(w), g.handle, chainNote(g, w), commentNote(g, w), strings.Join(g.exprs, " "), strings.Join(w.exprs, " ")))
+				missing[0], ruleName(w), g.handle, chainNote(g, w), commentNote(g, w), strings.Join(g.canonExprs(), " "), strings.Join(w.canonExprs(), " ")))
 		} else {
 			for _, i := range missing {
 				d = append(d, fmt.Sprintf("rule %d (%s) is missing", i, ruleName(want[i])))
 			}
 			for _, j := range extra {
-				d = append(d, fmt.Sprintf("extra rule at position %d (handle %d, chain %s, %s): [%s]", j, got[j].handle, got[j].chain, ruleName(got[j]), strings.Join(got[j].exprs, " ")))
+				d = append(d, fmt.Sprintf("extra rule at position %d (handle %d, chain %s, %s): [%s]", j, got[j].handle, got[j].chain, ruleName(got[j]), strings.Join(got[j].canonExprs(), " ")))
 			}
 		}
 		missing, extra = nil, nil
@@ -170,7 +170,7 @@ func diffRules(want, got []*rule) []string {
 func ruleKeys(rs []*rule) []string {
 	keys := make([]string, len(rs))
 	for i, r := range rs {
-		keys[i] = r.chain + "\x00" + string(r.userData) + "\x00" + strings.Join(r.exprs, " ")
+		keys[i] = r.chain + "\x00" + string(r.userData) + "\x00" + strings.Join(r.canonExprs(), " ")
 	}
 	return keys
 }

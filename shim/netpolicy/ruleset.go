@@ -76,7 +76,7 @@ type rule struct {
 	chain    string
 	handle   uint64 // dumped rules only
 	userData []byte
-	exprs    []string       // canonical renderings (canon)
+	exprs    []string       // canonical renderings (canon); a built rule's on first use: canonExprs
 	nft      *nftables.Rule // built rules only: what install sends
 }
 

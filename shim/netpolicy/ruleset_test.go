@@ -34,7 +34,7 @@ func checkCounting(t *testing.T, r *rule) {
 	d, ok := es[len(es)-1].(*expr.Dynset)
 	if !ok || d.Operation != unix.NFT_DYNSET_OP_ADD || d.SrcRegKey != 1 || d.Timeout != 0 || d.Invert ||
 		len(d.Exprs) != 1 || canon(d.Exprs[0]) != canon(&expr.Counter{}) {
-		t.Errorf("counting rule %q does not end in an add with a counter: %q", ruleName(r), r.exprs)
+		t.Errorf("counting rule %q does not end in an add with a counter: %q", ruleName(r), r.canonExprs())
 		return
 	}
 	var lookups []string
@@ -42,7 +42,7 @@ func checkCounting(t *testing.T, r *rule) {
 	for i, e := range es {
 		switch v := e.(type) {
 		case *expr.Objref, *expr.Verdict:
-			t.Errorf("counting rule %q counts in a named counter or decides: %q", ruleName(r), r.exprs)
+			t.Errorf("counting rule %q counts in a named counter or decides: %q", ruleName(r), r.canonExprs())
 		case *expr.Lookup:
 			lookups, last = append(lookups, v.SetName), i
 		}
@@ -53,9 +53,9 @@ func checkCounting(t *testing.T, r *rule) {
 	}
 	// The key added is the key looked up: the loads between the lookup
 	// and the add are the ones just before the lookup.
-	reload := r.exprs[last+1 : len(es)-1]
-	if n := len(reload); n == 0 || last < n || !slices.Equal(reload, r.exprs[last-n:last]) {
-		t.Errorf("counting rule %q adds another key than it looked up: %q", ruleName(r), r.exprs)
+	reload := r.canonExprs()[last+1 : len(es)-1]
+	if n := len(reload); n == 0 || last < n || !slices.Equal(reload, r.canonExprs()[last-n:last]) {
+		t.Errorf("counting rule %q adds another key than it looked up: %q", ruleName(r), r.canonExprs())
 	}
 }
 
@@ -77,9 +77,9 @@ func checkCountedPairs(t *testing.T, rs *ruleset) {
 			lu, ok := e.(*expr.Lookup)
 			return ok && lu.SetName != "cg"
 		})
-		next := rs.rules[i+1].exprs
-		if l < 0 || len(next) < l+1 || !slices.Equal(r.exprs[:l+1], next[:l+1]) {
-			t.Errorf("counting rule %q matches other packets than %q:\n %q\n %q", names[i], names[i+1], r.exprs, next)
+		next := rs.rules[i+1].canonExprs()
+		if l < 0 || len(next) < l+1 || !slices.Equal(r.canonExprs()[:l+1], next[:l+1]) {
+			t.Errorf("counting rule %q matches other packets than %q:\n %q\n %q", names[i], names[i+1], r.canonExprs(), next)
 		}
 	}
 }
@@ -161,8 +161,8 @@ func TestBuildDenyAll(t *testing.T) {
 		t.Fatalf("rules %q", comments(rs))
 	}
 	for i, w := range want {
-		if !slices.Equal(rs.rules[i].exprs, w) {
-			t.Errorf("rule %d:\n got %q\nwant %q", i, rs.rules[i].exprs, w)
+		if !slices.Equal(rs.rules[i].canonExprs(), w) {
+			t.Errorf("rule %d:\n got %q\nwant %q", i, rs.rules[i].canonExprs(), w)
 		}
 	}
 }
@@ -203,14 +203,14 @@ func TestBuildAllowExact(t *testing.T) {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
 		&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Dynset{SrcRegKey: 1, SetName: "allow4_used", Operation: unix.NFT_DYNSET_OP_ADD, Exprs: []expr.Any{&expr.Counter{}}})...)
-	if r := rs.rules[ruleAt(t, rs, "gensee: count per element, allowed ipv4 tuples")]; !slices.Equal(r.exprs, want) {
-		t.Errorf("ipv4 tuple counting rule:\n got %q\nwant %q", r.exprs, want)
+	if r := rs.rules[ruleAt(t, rs, "gensee: count per element, allowed ipv4 tuples")]; !slices.Equal(r.canonExprs(), want) {
+		t.Errorf("ipv4 tuple counting rule:\n got %q\nwant %q", r.canonExprs(), want)
 	}
 	want = canonAll(append(slices.Clone(match),
 		&expr.Objref{Type: 1, Name: "allowed"},
 		&expr.Verdict{Kind: expr.VerdictAccept})...)
-	if r := rs.rules[ruleAt(t, rs, "gensee: allowed ipv4 tuples")]; !slices.Equal(r.exprs, want) {
-		t.Errorf("ipv4 tuple rule:\n got %q\nwant %q", r.exprs, want)
+	if r := rs.rules[ruleAt(t, rs, "gensee: allowed ipv4 tuples")]; !slices.Equal(r.canonExprs(), want) {
+		t.Errorf("ipv4 tuple rule:\n got %q\nwant %q", r.canonExprs(), want)
 	}
 	// Duplicate address detection: `meta nfproto ipv6 ip6 saddr :: meta
 	// l4proto ipv6-icmp icmpv6 type nd-neighbor-solicit`, nothing wider.
@@ -228,22 +228,22 @@ func TestBuildAllowExact(t *testing.T) {
 		&expr.Objref{Type: 1, Name: "allowed"},
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	)
-	if !slices.Equal(rs.rules[0].exprs, want) {
-		t.Errorf("duplicate address detection rule:\n got %q\nwant %q", rs.rules[0].exprs, want)
+	if !slices.Equal(rs.rules[0].canonExprs(), want) {
+		t.Errorf("duplicate address detection rule:\n got %q\nwant %q", rs.rules[0].canonExprs(), want)
 	}
 	// IPv6: daddr at nh+24 into reg 1, l4proto into reg 2, dport into reg 13.
 	v6i := ruleAt(t, rs, "gensee: allowed ipv6 tuples")
 	v6 := rs.rules[v6i].nft.Exprs
 	if pl := v6[4].(*expr.Payload); pl.Offset != 24 || pl.Len != 16 || pl.DestRegister != 1 ||
 		v6[5].(*expr.Meta).Register != 2 || v6[6].(*expr.Payload).DestRegister != 13 {
-		t.Errorf("ipv6 tuple rule registers: %q", rs.rules[v6i].exprs)
+		t.Errorf("ipv6 tuple rule registers: %q", rs.rules[v6i].canonExprs())
 	}
 	// Replies: ct direction reply, then the source side of the tuple.
 	rpi := ruleAt(t, rs, "gensee: replies from allowed ipv4 tuples")
 	rp := rs.rules[rpi].nft.Exprs
 	if ct := rp[2].(*expr.Ct); ct.Key != expr.CtKeyDIRECTION || !bytes.Equal(rp[3].(*expr.Cmp).Data, []byte{1}) ||
 		rp[6].(*expr.Payload).Offset != 12 || rp[8].(*expr.Payload).Offset != 0 {
-		t.Errorf("reply rule: %q", rs.rules[rpi].exprs)
+		t.Errorf("reply rule: %q", rs.rules[rpi].canonExprs())
 	}
 
 	sets := map[string]*setElems{}
@@ -301,7 +301,7 @@ func TestBuildAllowExact(t *testing.T) {
 			t.Errorf("rule %d (%s): the non-local source rules are 1..3, right after duplicate address detection and before every other accept", i, comments(rs)[i])
 		}
 		if s, ok := es[0].(*expr.Socket); !ok || s.Key != expr.SocketKeyCgroupv2 || s.Level != p.Cgroup.Level {
-			t.Errorf("rule %d does not start with the cgroup match: %q", i, r.exprs)
+			t.Errorf("rule %d does not start with the cgroup match: %q", i, r.canonExprs())
 		}
 		if l, ok := es[1].(*expr.Lookup); !ok || l.SetName != "cg" || l.SetID != sets["cg"].set.ID {
 			t.Errorf("rule %d: second expression is not the @cg lookup", i)
@@ -311,9 +311,9 @@ func TestBuildAllowExact(t *testing.T) {
 			case *expr.Cmp:
 				// Only equality, the `meta skuid >= 0` tautology, and
 				// `fib saddr type != local` in the non-local source rules.
-				fibNeq := spoof(i) && v.Op == expr.CmpOpNeq && slices.Equal(r.exprs[2:4], canonAll(notLocalSource()...))
+				fibNeq := spoof(i) && v.Op == expr.CmpOpNeq && slices.Equal(r.canonExprs()[2:4], canonAll(notLocalSource()...))
 				if v.Op != expr.CmpOpEq && (v.Op != expr.CmpOpGte || !bytes.Equal(v.Data, []byte{0, 0, 0, 0})) && !fibNeq {
-					t.Errorf("rule %d uses a negative or range comparison: %q", i, r.exprs)
+					t.Errorf("rule %d uses a negative or range comparison: %q", i, r.canonExprs())
 				}
 			case *expr.Lookup:
 				if v.Invert {
@@ -339,8 +339,8 @@ func TestBuildAllowExact(t *testing.T) {
 			if strings.HasSuffix(comments(rs)[i], "process") {
 				want[1] = canon(&expr.Objref{Type: 1, Name: "denied_kernel"})
 			}
-			if !slices.Equal(r.exprs[len(es)-3:], want) {
-				t.Errorf("rule %d (%s) does not count spoofed and drop: %q", i, comments(rs)[i], r.exprs)
+			if !slices.Equal(r.canonExprs()[len(es)-3:], want) {
+				t.Errorf("rule %d (%s) does not count spoofed and drop: %q", i, comments(rs)[i], r.canonExprs())
 			}
 		case "gensee: log denied", "gensee: log non-local source":
 			if _, ok := last.(*expr.Log); !ok {
@@ -352,7 +352,7 @@ func TestBuildAllowExact(t *testing.T) {
 			}
 		case "gensee: deny, no owning process":
 			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictDrop || i != len(rs.rules)-1 || len(es) != 4 {
-				t.Errorf("the last rule is not cgroup → drop: %q", r.exprs)
+				t.Errorf("the last rule is not cgroup → drop: %q", r.canonExprs())
 			}
 		default:
 			if v, ok := last.(*expr.Verdict); !ok || v.Kind != expr.VerdictAccept {

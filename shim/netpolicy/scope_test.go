@@ -87,8 +87,8 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 	// The cgroup's rules are exactly the cgroup scope's.
 	cgroupOnly := build(mustPlan(t, spec.Network{Mode: spec.NetworkDenyAll}))
 	for i, r := range cgroupOnly.rules {
-		if !slices.Equal(rs.rules[i].exprs, r.exprs) {
-			t.Errorf("rule %d differs from cgroup scope:\n got %q\nwant %q", i, rs.rules[i].exprs, r.exprs)
+		if !slices.Equal(rs.rules[i].canonExprs(), r.canonExprs()) {
+			t.Errorf("rule %d differs from cgroup scope:\n got %q\nwant %q", i, rs.rules[i].canonExprs(), r.canonExprs())
 		}
 	}
 	limit := &expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40}
@@ -103,7 +103,7 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 		canonAll(&expr.Objref{Type: 1, Name: "denied_outside"}, &expr.Verdict{Kind: expr.VerdictDrop}),
 	}
 	for i, w := range want {
-		if got := rs.rules[6+i].exprs; !slices.Equal(got, w) {
+		if got := rs.rules[6+i].canonExprs(); !slices.Equal(got, w) {
 			t.Errorf("outside rule %d:\n got %q\nwant %q", i, got, w)
 		}
 	}
@@ -124,8 +124,8 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 	cgroupOnly := build(mustPlan(t, exactNetwork()))
 	n := len(cgroupOnly.rules)
 	for i, r := range cgroupOnly.rules {
-		if !slices.Equal(rs.rules[i].exprs, r.exprs) || ruleName(rs.rules[i]) != ruleName(r) {
-			t.Errorf("rule %d differs from cgroup scope: %q", i, rs.rules[i].exprs)
+		if !slices.Equal(rs.rules[i].canonExprs(), r.canonExprs()) || ruleName(rs.rules[i]) != ruleName(r) {
+			t.Errorf("rule %d differs from cgroup scope: %q", i, rs.rules[i].canonExprs())
 		}
 	}
 	// The same sets, once: the outside rules look up the cgroup rules' sets.
@@ -155,7 +155,7 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 		for _, e := range es {
 			switch v := e.(type) {
 			case *expr.Socket:
-				t.Errorf("outside rule %d matches a socket: %q", i, r.exprs)
+				t.Errorf("outside rule %d matches a socket: %q", i, r.canonExprs())
 			case *expr.Lookup:
 				if v.SetName == "cg" || v.Invert || ids[v.SetName] != v.SetID {
 					t.Errorf("outside rule %d looks up %s/%d", i, v.SetName, v.SetID)
@@ -177,23 +177,23 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 		if i > 2 {
 			j++
 		}
-		twin := cgroupOnly.rules[j].exprs
+		twin := cgroupOnly.rules[j].canonExprs()
 		if strings.HasPrefix(ruleName(r), countPrefix) {
-			if !slices.Equal(r.exprs, twin[2:]) {
-				t.Errorf("outside counting rule %d:\n got %q\nwant the tail of %q", i, r.exprs, twin)
+			if !slices.Equal(r.canonExprs(), twin[2:]) {
+				t.Errorf("outside counting rule %d:\n got %q\nwant the tail of %q", i, r.canonExprs(), twin)
 			}
 			continue
 		}
 		if o, ok := es[len(es)-2].(*expr.Objref); !ok || o.Name != "allowed_outside" {
-			t.Errorf("outside accept %d does not count allowed_outside: %q", i, r.exprs)
+			t.Errorf("outside accept %d does not count allowed_outside: %q", i, r.canonExprs())
 		}
-		if !slices.Equal(r.exprs[:len(r.exprs)-2], twin[2:len(twin)-2]) {
-			t.Errorf("outside accept %d:\n got %q\nwant the tail of %q", i, r.exprs, twin)
+		if !slices.Equal(r.canonExprs()[:len(r.canonExprs())-2], twin[2:len(twin)-2]) {
+			t.Errorf("outside accept %d:\n got %q\nwant the tail of %q", i, r.canonExprs(), twin)
 		}
 	}
 	checkCountedPairs(t, rs)
 	if last := rs.rules[len(rs.rules)-1].nft.Exprs; len(last) != 2 {
-		t.Errorf("last rule is not an unconditional drop: %q", rs.rules[len(rs.rules)-1].exprs)
+		t.Errorf("last rule is not an unconditional drop: %q", rs.rules[len(rs.rules)-1].canonExprs())
 	}
 	if d := diff(rs, asDumped(build(p))); len(d) > 0 {
 		t.Fatalf("a faithful dump differs: %v", d)

@@ -189,8 +189,8 @@ func TestBuildServe(t *testing.T) {
 				t.Errorf("counters = %q, want %q", names, tc.counters)
 			}
 			for c, want := range tc.served {
-				if r := rs.rules[ruleAt(t, rs, c)]; !slices.Equal(r.exprs, want) {
-					t.Errorf("rule %q:\n got %q\nwant %q", c, r.exprs, want)
+				if r := rs.rules[ruleAt(t, rs, c)]; !slices.Equal(r.canonExprs(), want) {
+					t.Errorf("rule %q:\n got %q\nwant %q", c, r.canonExprs(), want)
 				}
 			}
 			var serve, used *setElems
