@@ -245,6 +245,9 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, err
 	}
+	if op.diff.Problem == "" {
+		op.warm = startWarmGate(op.logger(ctx))
+	}
 	s.put(op)
 	op.logger(ctx).WithField("contract", op.contract.ID).
 		WithField("checks_ms", ms(t0.Sub(tc))).WithField("catalog_ms", ms(adm.catalogTook)).WithField("observe_ms", ms(adm.observeTook)).

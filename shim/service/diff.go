@@ -104,8 +104,8 @@ type gateOutcome struct {
 }
 
 // helperGate runs the product gate in a helper process (gaterun.go): the
-// helper is started by prepare, beside the drain, and handed its input by
-// run once nothing writes to the diff any more.
+// operation's warm helper (warmGate), or one prepare starts beside the
+// drain, handed its input by run once nothing writes to the diff any more.
 type helperGate struct {
 	op      *operation
 	spawned chan *gateHelper // prepare's helper (nil if it failed); run takes it
@@ -115,10 +115,14 @@ func (g *helperGate) prepare(ctx context.Context) {
 	if g.op.diff.Problem != "" { // no diff to hand it
 		return
 	}
-	// Started now, not at Start: it holds no memory while the task runs.
-	// Its exec and start-up run beside the drain.
+	// The warm helper if it is still there (warmGate); else one started
+	// now, whose exec and start-up run beside the drain.
 	g.spawned = make(chan *gateHelper, 1)
 	go func() {
+		if h := g.op.warm.take(); h != nil {
+			g.spawned <- h
+			return
+		}
 		h, err := spawnGateHelper()
 		if err != nil {
 			g.op.logger(ctx).WithError(err).Warn("start gate helper beside the drain; the gate starts one after it")

@@ -49,10 +49,12 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		// The init never ran: nothing to finalize, nothing to hold (an
 		// exit the inner service already forwarded goes out now).
 		s.pub.release(r.ID, op.held)
+		op.warm.release()
 		op.life.move("fail to start", opCreated)
 		return nil, err
 	}
 	op.life.move("start", opRunning)
+	op.warm.releaseAfter(warmKeep)
 	s.startDeadline(op)
 	// The exit path is armed before the sensors start, which takes a few
 	// milliseconds: a trivial init is gone by then, and the gate helper's
@@ -218,6 +220,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		op.exit.neverStarted(ctx)
 	}
 	op.deadline.stop()
+	op.warm.release()
 	s.pub.disarm(r.ID)
 	op.life.move("delete", opDeleted)
 	if op.net.remove(ctx) != "" {

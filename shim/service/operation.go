@@ -173,6 +173,9 @@ type operation struct {
 	life lifecycle
 	net  *netBoundary // never nil; empty until bind
 	exit *exitPipeline
+	// warm is the gate helper started when Create succeeded (nil: none,
+	// the task has no diff to gate); set before the operation is put.
+	warm *warmGate
 	// startedAt is written by Start before the exit path can run and read
 	// by it only.
 	startedAt time.Time

@@ -1,0 +1,158 @@
+package service
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+)
+
+// warmKeep is how long after Start a warm gate helper waits for the init's
+// exit before it is let go: a short task (a build step, a CI job, P1's
+// `true`) finds it started; a long one pays a cold start at its exit, and
+// its shim holds no helper while it runs (a sleeping container costs the
+// shim alone).
+const warmKeep = 500 * time.Millisecond
+
+// warmGate is a gate helper started as soon as the task is created, at the
+// idle scheduling class, so that a short task's exit path finds it past
+// its exec and Go start-up (about 2 ms of CPU and 4-6 ms of the exit path
+// on the 2-vCPU VMs) without those having taken CPU from runc, containerd
+// or the shim: a SCHED_IDLE thread runs only when nothing else wants the
+// CPU. The exit path takes it (take) and puts its threads back in the
+// shim's class before handing it its input; Start arms its release after
+// warmKeep, Delete releases it. It is the same helper process as a cold
+// one, with the same isolation: a panic or hang in it costs the gate its
+// time limit and a failed verdict, and closing its stdin makes it exit.
+type warmGate struct {
+	ready chan struct{} // closed when the spawn is done, h set or not
+	log   *log.Entry
+
+	mu      sync.Mutex
+	h       *gateHelper // nil: failed, taken or let go
+	dropped bool
+	timer   *time.Timer
+}
+
+// startWarmGate starts a warm gate helper beside the caller.
+func startWarmGate(l *log.Entry) *warmGate {
+	w := &warmGate{ready: make(chan struct{}), log: l}
+	go func() {
+		defer close(w.ready)
+		h, err := spawnGateHelper()
+		if err != nil {
+			l.WithError(err).Warn("start warm gate helper; the exit path starts one")
+			return
+		}
+		if err := setSchedClass(h.cmd.Process.Pid, unix.SCHED_IDLE, 0); err != nil {
+			l.WithError(err).Debug("warm gate helper keeps the shim's scheduling class")
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.dropped {
+			go h.abandon()
+			return
+		}
+		w.h = h
+	}()
+	return w
+}
+
+// take returns the warm helper, its threads back in the calling thread's
+// scheduling class, or nil: none was started, it failed, or it was let go
+// (the caller then starts one). It waits for a spawn in flight.
+func (w *warmGate) take() *gateHelper {
+	if w == nil {
+		return nil
+	}
+	<-w.ready
+	w.mu.Lock()
+	h := w.h
+	w.h, w.dropped = nil, true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	own, err := unix.SchedGetAttr(0, 0)
+	if err == nil {
+		err = setSchedClass(h.cmd.Process.Pid, own.Policy, own.Nice)
+	}
+	if err != nil {
+		// Never gate at the idle class: under load it might not run
+		// before its time limit.
+		w.log.WithError(err).Warn("warm gate helper: restore its scheduling class; the exit path starts one")
+		go h.abandon()
+		return nil
+	}
+	return h
+}
+
+// releaseAfter lets the helper go after d unless taken before.
+func (w *warmGate) releaseAfter(d time.Duration) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.dropped && w.timer == nil {
+		w.timer = time.AfterFunc(d, w.release)
+	}
+}
+
+// release lets an untaken helper exit (now, or as soon as its spawn is
+// done); safe more than once and after take.
+func (w *warmGate) release() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	h := w.h
+	w.h, w.dropped = nil, true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.mu.Unlock()
+	if h != nil {
+		go h.abandon()
+	}
+}
+
+// setSchedClass puts every thread of process pid (a child the shim has not
+// reaped, so its pid is not reused) in scheduling policy with nice value
+// nice. Threads the process starts meanwhile inherit the class of the
+// thread that starts them: a pass that finds every thread in the class
+// ends it; a process whose threads keep changing is an error.
+func setSchedClass(pid int, policy uint32, nice int32) error {
+	for range 4 {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			return fmt.Errorf("list threads of %d: %w", pid, err)
+		}
+		changed := false
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy == policy && a.Nice == nice {
+				continue
+			}
+			changed = true
+			err = unix.SchedSetAttr(tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: policy, Nice: nice}, 0)
+			if err != nil && err != unix.ESRCH {
+				return fmt.Errorf("scheduling class of thread %d of %d: %w", tid, pid, err)
+			}
+		}
+		if !changed {
+			return nil
+		}
+	}
+	return fmt.Errorf("threads of %d kept changing while their scheduling class was set", pid)
+}
