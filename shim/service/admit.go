@@ -187,7 +187,10 @@ func facts(namespace string, s *specs.Spec) admission.Facts {
 // It runs before runc creates anything for the task. The task's snapshot
 // is mounted where runc runs it (mountRootfs): on a refusal admit unmounts
 // it; otherwise Create owns that mount.
-func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (_ *admitted, retErr error) {
+func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec, early *earlyMount) (_ *admitted, retErr error) {
+	if early != nil {
+		early.taken = true
+	}
 	inference := []byte(annotation(namespace, oci.Annotations, AnnotationInference))
 	preflight := []byte(annotation(namespace, oci.Annotations, AnnotationObservation))
 	// The observation (the rootfs mounted, the executable resolved and
@@ -208,7 +211,7 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 	oc := make(chan observed, 1)
 	go func() {
 		t := time.Now()
-		p, err := s.observe(ctx, r, oci)
+		p, err := s.observe(ctx, r, oci, early)
 		o := observed{p: p, err: err}
 		if err == nil && hashNow {
 			o.p = nil
@@ -282,14 +285,57 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 // tree (runc runs root.path, not the snapshot). A spec mount that covers
 // the executable, a directory on the way to it, or a PATH entry searched
 // before it is refused: runc would execute other bytes than those hashed.
-func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec) (*observe.Pending, error) {
-	if ownsSnapshot(r, oci) {
+func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec, early *earlyMount) (*observe.Pending, error) {
+	if early != nil {
+		if err := early.wait(); err != nil {
+			return nil, err
+		}
+		if !ownsSnapshot(r, oci) { // root.path names another tree: checkRoot refuses it
+			unmountRootfs(ctx, r.Bundle, r.ID)
+		}
+	} else if ownsSnapshot(r, oci) {
 		if err := mountRootfs(r); err != nil {
 			return nil, err
 		}
 	}
 	root, _ := rootPath(r, oci)
 	return observeTree(root, oci)
+}
+
+// earlyMount is the task's snapshot being mounted at the bundle's rootfs
+// (mountRootfs) from the moment Create has the request, beside the spec's
+// read and checks: the mount needs nothing of the spec, and the
+// observation then finds it done. Until admit takes it over (observe
+// waits for it; admit's and Create's own unmounts cover it from then on),
+// a refusal undoes it.
+type earlyMount struct {
+	done  chan struct{}
+	err   error // mountRootfs's; read after done
+	taken bool  // admit owns it; set by Create's goroutine only
+}
+
+func startEarlyMount(r *taskAPI.CreateTaskRequest) *earlyMount {
+	m := &earlyMount{done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		m.err = mountRootfs(r)
+	}()
+	return m
+}
+
+func (m *earlyMount) wait() error {
+	<-m.done
+	return m.err
+}
+
+// undo unmounts an early mount admit never took over (a refusal before it).
+func (m *earlyMount) undo(ctx context.Context, r *taskAPI.CreateTaskRequest) {
+	if m == nil || m.taken {
+		return
+	}
+	if m.wait() == nil {
+		unmountRootfs(ctx, r.Bundle, r.ID)
+	}
 }
 
 // mountRootfs mounts the task's snapshot at the bundle's rootfs, as the

@@ -49,9 +49,21 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: admission refused: operator_config: %v", err)
 	}
-	// The catalog loads beside the spec's read and checks; only admit
-	// waits for it, so a spec refusal still comes first.
+	// The catalog loads, and the snapshot mounts, beside the spec's read
+	// and checks; only admit waits for them, so a spec refusal still
+	// comes first. The overlay options that keep the upperdir honest are
+	// forced before anything mounts the snapshot.
 	catalog := s.loadCatalog(cfg)
+	hardenRootfs(r)
+	var mounting *earlyMount
+	if len(r.Rootfs) > 0 {
+		mounting = startEarlyMount(r)
+		defer func() {
+			if retErr != nil {
+				mounting.undo(ctx, r)
+			}
+		}()
+	}
 	oci, err := observe.ReadSpec(r.Bundle)
 	if err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
@@ -105,10 +117,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err).(*refusedError))
 	}
 	t0 := time.Now()
-	// The overlay options that keep the upperdir honest, before anything
-	// mounts the snapshot.
-	hardenRootfs(r)
-	adm, err := s.admit(ctx, catalog, ns, r, oci)
+	adm, err := s.admit(ctx, catalog, ns, r, oci, mounting)
 	if err != nil {
 		var re *refusedError
 		if errors.As(err, &re) {
