@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -62,8 +63,48 @@ func canon(e expr.Any) string {
 }
 
 // decodeExpr renders one dumped expression (its NFTA_EXPR_NAME and the
-// attributes inside NFTA_EXPR_DATA).
+// attributes inside NFTA_EXPR_DATA). The rendering is a pure function of
+// those bytes, and a shim reads the same table back many times: renderings
+// are kept (exprCache).
 func decodeExpr(name string, data []byte) string {
+	key := name + "\x00" + string(data)
+	if s, ok := exprCache.get(key); ok {
+		return s
+	}
+	s := renderExpr(name, data)
+	exprCache.put(key, s)
+	return s
+}
+
+// exprCache holds decodeExpr's renderings, up to exprCacheMax: a table
+// someone fills with other expressions costs their renderings, never
+// unbounded memory.
+var exprCache = renderings{m: map[string]string{}}
+
+const exprCacheMax = 1024
+
+type renderings struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (r *renderings) get(k string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.m[k]
+	return s, ok
+}
+
+func (r *renderings) put(k, s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.m) < exprCacheMax {
+		r.m[k] = s
+	}
+}
+
+// renderExpr decodes and renders one dumped expression (decodeExpr).
+func renderExpr(name string, data []byte) string {
 	var e expr.Any
 	switch name {
 	case "socket":

@@ -274,3 +274,24 @@ func BenchmarkDiffIntact(b *testing.B) {
 		})
 	}
 }
+
+// decodeExpr keeps its renderings: the same bytes render the same, kept
+// or not, and the cache stops growing at exprCacheMax.
+func TestDecodeExprCache(t *testing.T) {
+	for i := range exprCacheMax + 10 {
+		data := []byte{0, 0, 0, byte(i >> 8), byte(i)}
+		want := renderExpr("rt", data)
+		if got := decodeExpr("rt", data); got != want {
+			t.Fatalf("first rendering %q, want %q", got, want)
+		}
+		if got := decodeExpr("rt", data); got != want {
+			t.Fatalf("kept rendering %q, want %q", got, want)
+		}
+	}
+	exprCache.mu.Lock()
+	n := len(exprCache.m)
+	exprCache.mu.Unlock()
+	if n > exprCacheMax {
+		t.Fatalf("cache holds %d renderings, bound %d", n, exprCacheMax)
+	}
+}
