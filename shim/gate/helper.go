@@ -5,6 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // HelperInputLimit bounds the JSON input a helper reads.
@@ -29,6 +35,9 @@ func helperMain(stdin io.Reader, stdout, stderr io.Writer, s syncer) int {
 		fmt.Fprintln(stderr, "gate helper: decode input:", err)
 		return 1
 	}
+	if os.Getenv(HelperWarmEnv) == "1" {
+		matchMainThreadClass()
+	}
 	res, err := Run(context.Background(), in)
 	if err == nil {
 		err = syncStaged(in.StagingDir, res, s)
@@ -42,4 +51,26 @@ func helperMain(stdin io.Reader, stdout, stderr io.Writer, s syncer) int {
 		return 1
 	}
 	return 0
+}
+
+// HelperWarmEnv, set to 1 in a helper's environment, says the shim started
+// it ahead and put it in the idle scheduling class while it waited, then
+// back in its own class thread by thread before writing its input.
+const HelperWarmEnv = "GENSEE_GATE_HELPER_WARM"
+
+// matchMainThreadClass puts every thread of the helper in the scheduling
+// class of its main thread, which the shim set: a thread that was being
+// made while the shim went through the threads may have kept the idle
+// class, and the gate must never run in it (under load it might not run
+// before its time limit). AllThreadsSyscall runs the change on every
+// thread with thread creation held off; without it (a cgo build) the
+// shim's pass stands.
+func matchMainThreadClass() {
+	a, err := unix.SchedGetAttr(os.Getpid(), 0)
+	if err != nil {
+		return
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: a.Policy, Nice: a.Nice}
+	syscall.AllThreadsSyscall(unix.SYS_SCHED_SETATTR, 0, uintptr(unsafe.Pointer(&attr)), 0)
+	runtime.KeepAlive(&attr)
 }

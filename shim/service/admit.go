@@ -287,11 +287,15 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 // before it is refused: runc would execute other bytes than those hashed.
 func (s *service) observe(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec, early *earlyMount) (*observe.Pending, error) {
 	if early != nil {
-		if err := early.wait(); err != nil {
-			return nil, err
-		}
-		if !ownsSnapshot(r, oci) { // root.path names another tree: checkRoot refuses it
+		err := early.wait()
+		if !ownsSnapshot(r, oci) {
+			// root.path names another tree (checkRoot refuses it): the
+			// snapshot goes, whatever of it mounted (mount.All leaves
+			// the mounts before a failed one in place).
 			unmountRootfs(ctx, r.Bundle, r.ID)
+		}
+		if err != nil {
+			return nil, err // admit's own unmount covers the snapshot's rootfs
 		}
 	} else if ownsSnapshot(r, oci) {
 		if err := mountRootfs(r); err != nil {
@@ -328,14 +332,15 @@ func (m *earlyMount) wait() error {
 	return m.err
 }
 
-// undo unmounts an early mount admit never took over (a refusal before it).
+// undo unmounts an early mount admit never took over (a refusal before
+// it), failed or not: mount.All leaves the mounts before a failed one in
+// place.
 func (m *earlyMount) undo(ctx context.Context, r *taskAPI.CreateTaskRequest) {
 	if m == nil || m.taken {
 		return
 	}
-	if m.wait() == nil {
-		unmountRootfs(ctx, r.Bundle, r.ID)
-	}
+	m.wait()
+	unmountRootfs(ctx, r.Bundle, r.ID)
 }
 
 // mountRootfs mounts the task's snapshot at the bundle's rootfs, as the

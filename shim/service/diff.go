@@ -123,7 +123,7 @@ func (g *helperGate) prepare(ctx context.Context) {
 			g.spawned <- h
 			return
 		}
-		h, err := spawnGateHelper()
+		h, err := spawnGateHelper(false)
 		if err != nil {
 			g.op.logger(ctx).WithError(err).Warn("start gate helper beside the drain; the gate starts one after it")
 		}

@@ -15,6 +15,7 @@ import (
 	runc "github.com/containerd/go-runc"
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/gate"
 )
 
@@ -38,8 +39,16 @@ const maxGateResultBytes = 64 << 20
 // while the task runs (a sleeping container costs the shim alone). It waits
 // on stdin for its input; closing stdin without input makes it exit.
 type gateHelper struct {
-	cmd    *exec.Cmd
-	ec     chan runc.Exit
+	cmd  *exec.Cmd
+	ec   chan runc.Exit
+	proc cgroup.Proc // the helper beyond pid reuse (Start 0 if it was gone at once)
+	// exited is closed once the reaper has reported the helper's exit,
+	// with status and werr set: a goroutine waits on ec from the spawn on,
+	// so the reaper, which hands every exit in the shim to every
+	// subscriber, never waits on this one.
+	exited chan struct{}
+	status int
+	werr   error
 	stdin  io.WriteCloser
 	out    chan []byte // stdout, read to EOF (at most maxGateResultBytes+1 bytes)
 	stderr bytes.Buffer
@@ -66,14 +75,18 @@ func helperCommand() (*exec.Cmd, error) {
 // helper that hangs.
 var gateHelperCommand = helperCommand
 
-// spawnGateHelper starts a waiting gate helper through the shim's reaper.
-func spawnGateHelper() (*gateHelper, error) {
+// spawnGateHelper starts a waiting gate helper through the shim's reaper;
+// warm tells it it will be put in the idle class while it waits (warmGate).
+func spawnGateHelper(warm bool) (*gateHelper, error) {
 	cmd, err := gateHelperCommand()
 	if err != nil {
 		return nil, err
 	}
 	h := &gateHelper{cmd: cmd, out: make(chan []byte, 1)}
 	h.cmd.Env = []string{"GOMAXPROCS=2", "GOGC=40"}
+	if warm {
+		h.cmd.Env = append(h.cmd.Env, gate.HelperWarmEnv+"=1")
+	}
 	h.cmd.Stderr = &limitedBuffer{&h.stderr, 64 << 10}
 	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("gate helper stdin: %w", err)
@@ -94,6 +107,15 @@ func spawnGateHelper() (*gateHelper, error) {
 		h.stdin.Close()
 		return nil, fmt.Errorf("start gate helper: %w", err)
 	}
+	h.proc.PID = h.cmd.Process.Pid
+	if st, err := cgroup.ReadStat(h.proc.PID); err == nil {
+		h.proc.Start = st.Start
+	}
+	h.exited = make(chan struct{})
+	go func() {
+		defer close(h.exited)
+		h.status, h.werr = reaper.Default.Wait(h.cmd, h.ec)
+	}()
 	go func() {
 		defer rd.Close()
 		b, _ := io.ReadAll(io.LimitReader(rd, maxGateResultBytes+1))
@@ -119,7 +141,7 @@ func (h *gateHelper) run(in gate.Input, timeout time.Duration) (*gate.Result, er
 	}
 	exited := make(chan exit, 1)
 	go func() {
-		status, err := reaper.Default.WaitTimeout(h.cmd, h.ec, timeout)
+		status, err := h.wait(timeout)
 		exited <- exit{status, err}
 	}()
 	// The helper writes its result last, once, after the staged copies
@@ -162,17 +184,41 @@ func decodeGateResult(out []byte) (*gate.Result, error) {
 	return &res, nil
 }
 
+// wait waits for the helper's exit, at most timeout; past it the helper
+// is killed (and its exit still collected).
+func (h *gateHelper) wait(timeout time.Duration) (int, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-h.exited:
+		return h.status, h.werr
+	case <-t.C:
+		unix.Kill(h.proc.PID, unix.SIGKILL)
+		return 0, fmt.Errorf("timeout %v for gate helper pid %d", timeout, h.proc.PID)
+	}
+}
+
+// gone reports whether the helper has exited.
+func (h *gateHelper) gone() bool {
+	select {
+	case <-h.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // abandon makes an unused helper exit and reaps it.
 func (h *gateHelper) abandon() {
 	h.stdin.Close()
-	reaper.Default.WaitTimeout(h.cmd, h.ec, 5*time.Second)
+	h.wait(5 * time.Second)
 }
 
 // runGate runs the gate in helper h (spawned now if nil), bounded by timeout.
 func runGate(h *gateHelper, in gate.Input, timeout time.Duration) (*gate.Result, error) {
 	if h == nil {
 		var err error
-		if h, err = spawnGateHelper(); err != nil {
+		if h, err = spawnGateHelper(false); err != nil {
 			return nil, err
 		}
 	}

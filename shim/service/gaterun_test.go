@@ -91,7 +91,7 @@ func TestGateHelperResultAtEOF(t *testing.T) {
 	t.Cleanup(func() { gateHelperCommand = saved })
 	run := func(script string) (*gate.Result, time.Duration, error) {
 		gateHelperCommand = func() (*exec.Cmd, error) { return exec.Command("/bin/sh", "-c", script), nil }
-		h, err := spawnGateHelper()
+		h, err := spawnGateHelper(false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/cgroup"
 )
 
 // warmKeep is how long after Start a warm gate helper waits for the init's
@@ -18,12 +20,13 @@ import (
 // shim alone).
 const warmKeep = 500 * time.Millisecond
 
-// warmGate is a gate helper started as soon as the task is created, at the
-// idle scheduling class, so that a short task's exit path finds it past
-// its exec and Go start-up (about 2 ms of CPU and 4-6 ms of the exit path
-// on the 2-vCPU VMs) without those having taken CPU from runc, containerd
-// or the shim: a SCHED_IDLE thread runs only when nothing else wants the
-// CPU. The exit path takes it (take) and puts its threads back in the
+// warmGate is a gate helper started as soon as the task is created and
+// then put in the idle scheduling class, so that a short task's exit path
+// finds it past its exec and Go start-up (about 2 ms of CPU and 4-6 ms of
+// the exit path on the 2-vCPU VMs) without its start-up having taken CPU
+// from runc, containerd or the shim: a SCHED_IDLE thread runs only when
+// nothing else wants the CPU (its exec and the first instants of its
+// start-up still run in the shim's class). The exit path takes it (take) and puts its threads back in the
 // shim's class before handing it its input; Start arms its release after
 // warmKeep, Delete releases it. It is the same helper process as a cold
 // one, with the same isolation: a panic or hang in it costs the gate its
@@ -43,12 +46,12 @@ func startWarmGate(l *log.Entry) *warmGate {
 	w := &warmGate{ready: make(chan struct{}), log: l}
 	go func() {
 		defer close(w.ready)
-		h, err := spawnGateHelper()
+		h, err := spawnGateHelper(true)
 		if err != nil {
 			l.WithError(err).Warn("start warm gate helper; the exit path starts one")
 			return
 		}
-		if err := setSchedClass(h.cmd.Process.Pid, unix.SCHED_IDLE, 0); err != nil {
+		if err := setSchedClass(h.proc, unix.SCHED_IDLE, 0); err != nil {
 			l.WithError(err).Debug("warm gate helper keeps the shim's scheduling class")
 		}
 		w.mu.Lock()
@@ -80,9 +83,13 @@ func (w *warmGate) take() *gateHelper {
 	if h == nil {
 		return nil
 	}
+	if h.gone() { // died while it waited (the OOM killer, say): start one
+		h.stdin.Close()
+		return nil
+	}
 	own, err := unix.SchedGetAttr(0, 0)
 	if err == nil {
-		err = setSchedClass(h.cmd.Process.Pid, own.Policy, own.Nice)
+		err = setSchedClass(h.proc, own.Policy, own.Nice)
 	}
 	if err != nil {
 		// Never gate at the idle class: under load it might not run
@@ -124,13 +131,21 @@ func (w *warmGate) release() {
 	}
 }
 
-// setSchedClass puts every thread of process pid (a child the shim has not
-// reaped, so its pid is not reused) in scheduling policy with nice value
-// nice. Threads the process starts meanwhile inherit the class of the
-// thread that starts them: a pass that finds every thread in the class
-// ends it; a process whose threads keep changing is an error.
-func setSchedClass(pid int, policy uint32, nice int32) error {
+// setSchedClass puts every thread of process p in scheduling policy with
+// nice value nice. The shim's reaper reaps its children as they exit, so
+// each pass first checks p is still p (its start time), never another
+// process that took its pid. Threads the process starts meanwhile inherit
+// the class of the thread that starts them: a pass that finds every
+// thread in the class ends it; a process whose threads keep changing is
+// an error. A thread still being made by a thread in the old class during
+// the last pass may keep that class: a warm helper puts all its threads in
+// its main thread's class itself once it has its input (gate.HelperMain).
+func setSchedClass(p cgroup.Proc, policy uint32, nice int32) error {
+	pid := p.PID
 	for range 4 {
+		if !p.Alive() {
+			return fmt.Errorf("gate helper %s: %w", p, cgroup.ErrGone)
+		}
 		ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 		if err != nil {
 			return fmt.Errorf("list threads of %d: %w", pid, err)

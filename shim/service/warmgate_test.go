@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/pkg/sys/reaper"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
@@ -111,5 +112,31 @@ func TestWarmGateRelease(t *testing.T) {
 	none.release()
 	if none.take() != nil {
 		t.Fatal("a nil warm gate gave a helper")
+	}
+}
+
+// A warm helper waiting for its input never holds up the reaper: every
+// exit in the shim goes to every subscriber, and the helper's is drained
+// from its spawn on. 40 other children (more than a subscription buffers)
+// exit and are waited for while it waits.
+func TestWarmGateDoesNotHoldReaper(t *testing.T) {
+	reapChildren(t)
+	useHelper(t, warmHelperScript)
+	w := startWarmGate(log.L)
+	defer w.release()
+	<-w.ready
+	start := time.Now()
+	for i := range 40 {
+		cmd := exec.Command("/bin/true")
+		ec, err := reaper.Default.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reaper.Default.WaitTimeout(cmd, ec, 5*time.Second); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("40 children took %s beside a waiting warm helper", took)
 	}
 }
