@@ -26,11 +26,12 @@ const warmKeep = 500 * time.Millisecond
 // the exit path on the 2-vCPU VMs) without its start-up having taken CPU
 // from runc, containerd or the shim: a SCHED_IDLE thread runs only when
 // nothing else wants the CPU (its exec and the first instants of its
-// start-up still run in the shim's class). The exit path takes it (take) and puts its threads back in the
-// shim's class before handing it its input; Start arms its release after
-// warmKeep, Delete releases it. It is the same helper process as a cold
-// one, with the same isolation: a panic or hang in it costs the gate its
-// time limit and a failed verdict, and closing its stdin makes it exit.
+// start-up still run in the shim's class). The exit path takes it (take)
+// and puts its threads back in the shim's class before handing it its
+// input; Start arms its release after warmKeep, Delete releases it. It is
+// the same helper process as a cold one, with the same isolation: a panic
+// or hang in it costs the gate its time limit and a failed verdict, and
+// closing its stdin makes it exit.
 type warmGate struct {
 	ready chan struct{} // closed when the spawn is done, h set or not
 	log   *log.Entry
