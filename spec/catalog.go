@@ -25,6 +25,9 @@ type Catalog struct {
 	Contracts map[string]Contract `json:"contracts"`
 	Analyzers []Analyzer          `json:"analyzers,omitempty"`
 	Selectors []Selector          `json:"selectors"`
+	// known holds the contracts of a catalog decoded by
+	// DecodeKnownCatalog (Contracts nil); read contracts through Contract.
+	known *knownContracts
 }
 
 // Analyzer is a delegated classifier: which models it may speak for, the key

@@ -150,8 +150,8 @@ func inspectView(path string, key ed25519.PublicKey, l *trust.Loaded) InspectVie
 		KeyID: spec.KeyID(key), Version: l.Version, IssuedAt: c.IssuedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
 		Digest: l.Digest, Contracts: []InspectContract{}, Analyzers: []InspectAnalyzer{}, Selectors: []spec.Selector{},
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.Contracts)) {
-		ct := c.Contracts[id]
+	for _, id := range c.ContractIDs() {
+		ct, _ := c.Contract(id)
 		d, err := spec.Digest(ct)
 		if err != nil {
 			d = "(" + err.Error() + ")"

@@ -119,7 +119,7 @@ func Decide(in Input) Decision {
 
 // admit sets the contract id, and a copy of the contract with its digest.
 func admit(d Decision, cat *spec.Catalog, id string) (Decision, *failure) {
-	c, ok := cat.Contracts[id]
+	c, ok := cat.Contract(id)
 	if !ok || id == "" {
 		return d, fail(ReasonUnrouted, fmt.Sprintf("selector %q names contract %q, which catalog version %d does not contain", d.Selector, id, cat.Version),
 			"fix and re-sign the catalog (it should not have validated)")

@@ -1,0 +1,85 @@
+package spec
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// knownCatalog has Catalog's JSON fields, with the contracts left as JSON.
+func TestKnownCatalogFields(t *testing.T) {
+	fields := func(typ reflect.Type) map[string]reflect.Type {
+		out := map[string]reflect.Type{}
+		for i := range typ.NumField() {
+			if f := typ.Field(i); f.IsExported() {
+				out[f.Tag.Get("json")] = f.Type
+			}
+		}
+		return out
+	}
+	full, known := fields(reflect.TypeFor[Catalog]()), fields(reflect.TypeFor[knownCatalog]())
+	if known[`contracts`] != reflect.TypeFor[map[string]json.RawMessage]() {
+		t.Fatalf("knownCatalog keeps contracts as %v", known[`contracts`])
+	}
+	delete(full, "contracts")
+	delete(known, "contracts")
+	if !reflect.DeepEqual(full, known) {
+		t.Fatalf("knownCatalog's fields %v differ from Catalog's %v", known, full)
+	}
+}
+
+// A catalog decoded as known gives, contract by contract, what the strict
+// decode gave (digest included), its ids, and no contract it lacks; its
+// contracts may be asked for from several goroutines.
+func TestDecodeKnownCatalog(t *testing.T) {
+	c := validCatalog()
+	other := validContract()
+	other.ID = "second"
+	other.Network = allowExact(AllowRule{IP: "192.0.2.1", Proto: "tcp", Port: 443})
+	c.Contracts[other.ID] = other
+	payload, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := ParseCatalog(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, err := DecodeKnownCatalog(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if known.Contracts != nil {
+		t.Fatal("a known catalog decoded its contracts whole")
+	}
+	if got, want := known.ContractIDs(), full.ContractIDs(); !slices.Equal(got, want) || len(got) != 2 {
+		t.Fatalf("ids %v, want %v", got, want)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for _, id := range full.ContractIDs() {
+				want, _ := full.Contract(id)
+				got, ok := known.Contract(id)
+				if !ok || !reflect.DeepEqual(got, want) {
+					t.Errorf("contract %s: %+v, want %+v", id, got, want)
+				}
+				gd, _ := Digest(got)
+				wd, _ := Digest(want)
+				if gd != wd {
+					t.Errorf("contract %s digest %s, want %s", id, gd, wd)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, ok := known.Contract("absent"); ok {
+		t.Fatal("a known catalog gave a contract it does not hold")
+	}
+	if !reflect.DeepEqual(known.Selectors, full.Selectors) || !reflect.DeepEqual(known.Analyzers, full.Analyzers) ||
+		known.Version != full.Version || !known.ExpiresAt.Equal(full.ExpiresAt) || !known.IssuedAt.Equal(full.IssuedAt) || known.Schema != full.Schema {
+		t.Fatal("a known catalog's other fields differ from the strict decode's")
+	}
+}
