@@ -83,3 +83,23 @@ func TestDecodeKnownCatalog(t *testing.T) {
 		t.Fatal("a known catalog's other fields differ from the strict decode's")
 	}
 }
+
+// DecodeKnownEnvelope gives what DecodeChecked gives, for a payload with
+// and without escapes in its JSON string.
+func TestDecodeKnownEnvelope(t *testing.T) {
+	plain := []byte(`{"payloadType":"t","payload":"eyJhIjoxfQ==","signatures":[{"keyid":"","sig":"c2ln"}]}`)
+	escaped := []byte(`{"payloadType":"t","payload":"ab\/cd+=","signatures":[{"keyid":"k","sig":"c2ln"}]}`)
+	for _, data := range [][]byte{plain, escaped} {
+		var want Envelope
+		if err := DecodeChecked(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeKnownEnvelope(data)
+		if err != nil || !reflect.DeepEqual(*got, want) {
+			t.Fatalf("%s: %+v, %v; want %+v", data, got, err, want)
+		}
+	}
+	if _, err := DecodeKnownEnvelope([]byte(`{"payload":`)); err == nil {
+		t.Fatal("a torn envelope decoded")
+	}
+}

@@ -98,18 +98,18 @@ func (s *FileState) markAccepted(fileSHA256 string) {
 
 // decodeKnown decodes a catalog file whose bytes passed the strict decode
 // and the validation before (acceptedCache), as those left it, and
-// verifies the signature again. The envelope's checks (Validate) passed on
-// these bytes under this build; Verify decodes the payload and the
-// signatures as strictly, and a plain decode gives what the checked one
-// gave (the strict decode refused unknown fields and duplicates; nothing
-// in an envelope holds a number). ok is false when anything differs: the
-// full path then decides.
+// verifies the signature again. The envelope's checks (Validate) passed
+// on these bytes under this build; Verify decodes the payload and the
+// signatures as strictly, and a plain decode (spec.DecodeKnownEnvelope)
+// gives what the checked one gave (the strict decode refused unknown
+// fields and duplicates; nothing in an envelope holds a number). ok is
+// false when anything differs: the full path then decides.
 func decodeKnown(data []byte, anchor ed25519.PublicKey) (cat *spec.Catalog, payload []byte, ok bool) {
-	var env spec.Envelope
-	if json.Unmarshal(data, &env) != nil || env.PayloadType != spec.PayloadTypeCatalog || len(anchor) != ed25519.PublicKeySize {
+	env, err := spec.DecodeKnownEnvelope(data)
+	if err != nil || env.PayloadType != spec.PayloadTypeCatalog || len(anchor) != ed25519.PublicKeySize {
 		return nil, nil, false
 	}
-	payload, err := env.Verify(spec.PayloadTypeCatalog, []ed25519.PublicKey{anchor}, 1)
+	payload, err = env.Verify(spec.PayloadTypeCatalog, []ed25519.PublicKey{anchor}, 1)
 	if err != nil {
 		return nil, nil, false
 	}
