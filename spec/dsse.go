@@ -85,20 +85,40 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 // trusted key must be 32 bytes (checked before ed25519.Verify, which panics
 // otherwise) and threshold must be at least 1.
 func (e *Envelope) Verify(payloadType string, keys []ed25519.PublicKey, threshold int) ([]byte, error) {
-	if threshold < 1 {
-		return nil, fmt.Errorf("verify envelope: threshold %d: must be at least 1", threshold)
+	payload, err := e.DecodePayload()
+	if err != nil {
+		return nil, err
 	}
-	for i, k := range keys {
-		if len(k) != ed25519.PublicKeySize {
-			return nil, fmt.Errorf("verify envelope: %w: trusted key %d has %d bytes, want %d", ErrKey, i, len(k), ed25519.PublicKeySize)
-		}
+	if err := e.VerifyPayload(payloadType, payload, keys, threshold); err != nil {
+		return nil, err
 	}
-	if e.PayloadType != payloadType {
-		return nil, fmt.Errorf("verify envelope: %w: got %q, want %q", ErrPayloadType, e.PayloadType, payloadType)
-	}
+	return payload, nil
+}
+
+// DecodePayload is the envelope's payload bytes (strict base64), not yet
+// verified: for a caller that verifies them (VerifyPayload) beside other
+// work on them, and uses that work only if they verified.
+func (e *Envelope) DecodePayload() ([]byte, error) {
 	payload, err := decodeStrictBase64(e.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("verify envelope: payload: %w", err)
+	}
+	return payload, nil
+}
+
+// VerifyPayload is Verify's check of payload, the envelope's decoded
+// payload (DecodePayload): its signatures are checked over payload itself.
+func (e *Envelope) VerifyPayload(payloadType string, payload []byte, keys []ed25519.PublicKey, threshold int) error {
+	if threshold < 1 {
+		return fmt.Errorf("verify envelope: threshold %d: must be at least 1", threshold)
+	}
+	for i, k := range keys {
+		if len(k) != ed25519.PublicKeySize {
+			return fmt.Errorf("verify envelope: %w: trusted key %d has %d bytes, want %d", ErrKey, i, len(k), ed25519.PublicKeySize)
+		}
+	}
+	if e.PayloadType != payloadType {
+		return fmt.Errorf("verify envelope: %w: got %q, want %q", ErrPayloadType, e.PayloadType, payloadType)
 	}
 	pae := PAE(payloadType, payload)
 	verified := map[string]bool{} // key bytes of trusted keys with a valid signature
@@ -118,9 +138,9 @@ func (e *Envelope) Verify(payloadType string, keys []ed25519.PublicKey, threshol
 		}
 	}
 	if len(verified) < threshold {
-		return nil, fmt.Errorf("verify envelope: %w: %d of %d required trusted keys signed", ErrSignature, len(verified), threshold)
+		return fmt.Errorf("verify envelope: %w: %d of %d required trusted keys signed", ErrSignature, len(verified), threshold)
 	}
-	return payload, nil
+	return nil
 }
 
 // decodeStrictBase64 decodes standard, padded base64 with zero pad bits.

@@ -223,3 +223,24 @@ func TestEnvelopeCapHoldsLargestPayload(t *testing.T) {
 		})
 	}
 }
+
+// VerifyPayload checks the signatures over the bytes it is given: the
+// envelope's decoded payload verifies, any other bytes do not.
+func TestVerifyPayload(t *testing.T) {
+	k := testKey(1)
+	env := signed(t, `{"a":1}`, k)
+	payload, err := env.DecodePayload()
+	if err != nil || string(payload) != `{"a":1}` {
+		t.Fatalf("payload %q, %v", payload, err)
+	}
+	keys := []ed25519.PublicKey{pub(k)}
+	if err := env.VerifyPayload(testType, payload, keys, 1); err != nil {
+		t.Fatalf("the signed payload does not verify: %v", err)
+	}
+	if err := env.VerifyPayload(testType, []byte(`{"a":2}`), keys, 1); !errors.Is(err, ErrSignature) {
+		t.Fatalf("other bytes verified: %v", err)
+	}
+	if err := env.VerifyPayload("other/type", payload, keys, 1); !errors.Is(err, ErrPayloadType) {
+		t.Fatalf("another payload type verified: %v", err)
+	}
+}

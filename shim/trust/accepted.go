@@ -109,12 +109,15 @@ func decodeKnown(data []byte, anchor ed25519.PublicKey) (cat *spec.Catalog, payl
 	if err != nil || env.PayloadType != spec.PayloadTypeCatalog || len(anchor) != ed25519.PublicKeySize {
 		return nil, nil, false
 	}
-	payload, err = env.Verify(spec.PayloadTypeCatalog, []ed25519.PublicKey{anchor}, 1)
-	if err != nil {
+	if payload, err = env.DecodePayload(); err != nil {
 		return nil, nil, false
 	}
+	// The signature is checked beside the payload's decode; the decode is
+	// used only if it verified.
+	verified := make(chan error, 1)
+	go func() { verified <- env.VerifyPayload(spec.PayloadTypeCatalog, payload, []ed25519.PublicKey{anchor}, 1) }()
 	c, err := spec.DecodeKnownCatalog(payload)
-	if err != nil {
+	if verr := <-verified; verr != nil || err != nil {
 		return nil, nil, false
 	}
 	return c, payload, true
