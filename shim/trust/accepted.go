@@ -115,7 +115,9 @@ func decodeKnown(data []byte, anchor ed25519.PublicKey) (cat *spec.Catalog, payl
 	// The signature is checked beside the payload's decode; the decode is
 	// used only if it verified.
 	verified := make(chan error, 1)
-	go func() { verified <- env.VerifyPayload(spec.PayloadTypeCatalog, payload, []ed25519.PublicKey{anchor}, 1) }()
+	go func() {
+		verified <- env.VerifyPayload(spec.PayloadTypeCatalog, payload, []ed25519.PublicKey{anchor}, 1)
+	}()
 	c, err := spec.DecodeKnownCatalog(payload)
 	if verr := <-verified; verr != nil || err != nil {
 		return nil, nil, false
