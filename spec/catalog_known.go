@@ -20,10 +20,7 @@ import (
 // (the trust package's accepted mark says so).
 func DecodeKnownCatalog(payload []byte) (*Catalog, error) {
 	var k knownCatalog
-	// A plain decode: these bytes passed the checked one (DecodeStrict
-	// refused unknown fields and duplicate keys, and no field outside
-	// the contracts is an interface a number would decode into).
-	if err := json.Unmarshal(payload, &k); err != nil {
+	if err := DecodeChecked(payload, &k); err != nil {
 		return nil, err
 	}
 	return &Catalog{Schema: k.Schema, Version: k.Version, IssuedAt: k.IssuedAt, ExpiresAt: k.ExpiresAt,
@@ -85,23 +82,28 @@ func (c *Catalog) ContractIDs() []string {
 }
 
 // DecodeKnownEnvelope decodes an envelope whose bytes passed the strict
-// decode before, as DecodeChecked would, with its payload taken as the
+// decode before (DecodeChecked's settings), with its payload taken as the
 // JSON string's bytes when they hold no escape (a JSON string without a
 // backslash is exactly its bytes): a catalog's payload is most of its
-// file, and unquoting it cost a third of the decode.
+// file, and unquoting it cost a third of the decode. It runs Validate's
+// checks but the payload's base64, which DecodePayload decodes as
+// strictly.
 func DecodeKnownEnvelope(data []byte) (*Envelope, error) {
 	var k struct {
 		PayloadType string          `json:"payloadType"`
 		Payload     json.RawMessage `json:"payload"`
 		Signatures  []Signature     `json:"signatures"`
 	}
-	if err := json.Unmarshal(data, &k); err != nil {
+	if err := DecodeChecked(data, &k); err != nil {
 		return nil, err
 	}
 	env := &Envelope{PayloadType: k.PayloadType, Signatures: k.Signatures}
 	if n := len(k.Payload); n >= 2 && k.Payload[0] == '"' && k.Payload[n-1] == '"' && bytes.IndexByte(k.Payload, '\\') < 0 {
 		env.Payload = string(k.Payload[1 : n-1])
 	} else if err := json.Unmarshal(k.Payload, &env.Payload); err != nil {
+		return nil, err
+	}
+	if err := env.validate(false); err != nil {
 		return nil, err
 	}
 	return env, nil

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -84,20 +85,40 @@ func TestDecodeKnownCatalog(t *testing.T) {
 	}
 }
 
-// DecodeKnownEnvelope gives what DecodeChecked gives, for a payload with
-// and without escapes in its JSON string.
+// DecodeKnownEnvelope gives what the strict decode gives, for envelopes
+// the strict decode accepts with and without escapes in the payload's
+// JSON string; it still refuses what Validate refuses but the payload's
+// base64 (more signatures than MaxEnvelopeSigs, say).
 func TestDecodeKnownEnvelope(t *testing.T) {
-	plain := []byte(`{"payloadType":"t","payload":"eyJhIjoxfQ==","signatures":[{"keyid":"","sig":"c2ln"}]}`)
-	escaped := []byte(`{"payloadType":"t","payload":"ab\/cd+=","signatures":[{"keyid":"k","sig":"c2ln"}]}`)
+	env, err := SignEnvelope(PayloadTypeCatalog, []byte(`{"a":1}`), testKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped := bytes.Replace(plain, []byte(`"payload":"e`), []byte(`"payload":"\u0065`), 1)
+	if bytes.Equal(escaped, plain) {
+		t.Fatalf("no payload to escape in %s", plain)
+	}
 	for _, data := range [][]byte{plain, escaped} {
-		var want Envelope
-		if err := DecodeChecked(data, &want); err != nil {
+		want, err := ParseEnvelope(data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := DecodeKnownEnvelope(data)
-		if err != nil || !reflect.DeepEqual(*got, want) {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: %+v, %v; want %+v", data, got, err, want)
 		}
+	}
+	many := *env
+	for len(many.Signatures) <= MaxEnvelopeSigs {
+		many.Signatures = append(many.Signatures, env.Signatures[0])
+	}
+	flood, _ := json.Marshal(&many)
+	if _, err := DecodeKnownEnvelope(flood); err == nil {
+		t.Fatalf("an envelope of %d signatures decoded", len(many.Signatures))
 	}
 	if _, err := DecodeKnownEnvelope([]byte(`{"payload":`)); err == nil {
 		t.Fatal("a torn envelope decoded")

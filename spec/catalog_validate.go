@@ -16,12 +16,17 @@ func (c *Catalog) Validate() error {
 		p.add("version", "must be at least 1")
 	}
 	checkWindow(p, c.IssuedAt, c.ExpiresAt)
-	if len(c.Contracts) == 0 {
+	ids := c.ContractIDs() // a DecodeKnownCatalog catalog holds them as JSON
+	if len(ids) == 0 {
 		p.add("contracts", "at least one contract is required")
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.Contracts)) {
-		ct := c.Contracts[id]
+	for _, id := range ids {
+		ct, ok := c.Contract(id)
 		cp := p.at(joinKey("contracts", id))
+		if !ok {
+			cp.add("", "does not decode")
+			continue
+		}
 		if ct.ID != id {
 			cp.addf("id", "%q must equal its key in contracts (%q)", truncate(ct.ID, 80), truncate(id, 80))
 		}
@@ -108,8 +113,11 @@ func (c *Catalog) checkSelectors(p problems, classes map[string]bool) {
 }
 
 func (c *Catalog) hasContract(id string) bool {
-	_, ok := c.Contracts[id]
-	return ok && id != ""
+	if id == "" {
+		return false
+	}
+	_, ok := c.Contract(id)
+	return ok
 }
 
 // check validates the facts; it reports whether the match is usable.

@@ -15,7 +15,11 @@ type Signature struct {
 
 // Validate checks the envelope's shape (see ParseEnvelope); it verifies no
 // signature.
-func (e *Envelope) Validate() error {
+func (e *Envelope) Validate() error { return e.validate(true) }
+
+// validate is Validate; payload64 false leaves out the payload's base64
+// check (for a caller that decodes it strictly next: DecodePayload).
+func (e *Envelope) validate(payload64 bool) error {
 	p := newProblems()
 	switch {
 	case e.PayloadType == "":
@@ -25,8 +29,10 @@ func (e *Envelope) Validate() error {
 	}
 	if e.Payload == "" {
 		p.add("payload", "is required")
-	} else if _, err := decodeStrictBase64(e.Payload); err != nil {
-		p.add("payload", "must be strict standard base64 (padded, no line breaks)")
+	} else if payload64 {
+		if _, err := decodeStrictBase64(e.Payload); err != nil {
+			p.add("payload", "must be strict standard base64 (padded, no line breaks)")
+		}
 	}
 	switch n := len(e.Signatures); {
 	case n == 0:

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/internal/version"
@@ -40,9 +41,11 @@ type acceptedCache interface {
 }
 
 // cacheBuild is the build a mark must name; a development build ("dev",
-// the same for any code) never uses marks.
+// the same for any code) or one of a modified tree ("-dirty": two such
+// trees name the same build) never uses marks.
 func cacheBuild() (string, bool) {
-	return version.Version, version.Version != "" && version.Version != "dev"
+	v := version.Version
+	return v, v != "" && v != "dev" && !strings.HasSuffix(v, "-dirty")
 }
 
 // accepted reports whether the mark in the state directory (checked as
@@ -98,12 +101,13 @@ func (s *FileState) markAccepted(fileSHA256 string) {
 
 // decodeKnown decodes a catalog file whose bytes passed the strict decode
 // and the validation before (acceptedCache), as those left it, and
-// verifies the signature again. The envelope's checks (Validate) passed
-// on these bytes under this build; Verify decodes the payload and the
-// signatures as strictly, and a plain decode (spec.DecodeKnownEnvelope)
-// gives what the checked one gave (the strict decode refused unknown
-// fields and duplicates; nothing in an envelope holds a number). ok is
-// false when anything differs: the full path then decides.
+// verifies the signature again (spec.DecodeKnownEnvelope runs the
+// envelope's checks but the payload's base64, which DecodePayload decodes
+// as strictly). What it skips, the strict token walk and Catalog.Validate,
+// a forged mark would skip too: whoever can write the state directory can
+// already reset the high-water mark, and still gets only payloads the
+// anchor signed. ok is false when anything differs: the full path then
+// decides.
 func decodeKnown(data []byte, anchor ed25519.PublicKey) (cat *spec.Catalog, payload []byte, ok bool) {
 	env, err := spec.DecodeKnownEnvelope(data)
 	if err != nil || env.PayloadType != spec.PayloadTypeCatalog || len(anchor) != ed25519.PublicKeySize {

@@ -1,7 +1,9 @@
 package trust
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -88,5 +90,34 @@ func TestLoadCatalogMarkForged(t *testing.T) {
 	}
 	if fx.state.accepted(fileDigest(gdata)) {
 		t.Fatal("a group/other-writable mark was trusted")
+	}
+}
+
+// A forged mark does not let an envelope past the envelope's checks: one
+// of more signatures than spec.MaxEnvelopeSigs, every one of them the
+// anchor's, is refused on the short path as on the full one (a file of
+// thousands would cost every Create its verification).
+func TestLoadCatalogMarkForgedSignatureFlood(t *testing.T) {
+	withBuild(t, "test-build")
+	fx := newCatFixture(t)
+	b, err := json.Marshal(catalogDoc(3, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := spec.SignEnvelope(spec.PayloadTypeCatalog, b, fx.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(env.Signatures) <= spec.MaxEnvelopeSigs {
+		env.Signatures = append(env.Signatures, env.Signatures[0])
+	}
+	data, _ := json.Marshal(env)
+	path := filepath.Join(fx.dir, "flood.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fx.state.markAccepted(fileDigest(data))
+	if _, err := LoadCatalog(path, fx.anchor, fx.state, now); err == nil {
+		t.Fatalf("an envelope of %d signatures was accepted under a forged mark", len(env.Signatures))
 	}
 }
