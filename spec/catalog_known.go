@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -107,4 +108,60 @@ func DecodeKnownEnvelope(data []byte) (*Envelope, error) {
 		return nil, err
 	}
 	return env, nil
+}
+
+// PayloadSpan is where an envelope's payload JSON string lies in data,
+// quotes included, found by a token walk of the top-level object; ok is
+// false for anything else. The trust package keeps it with its accepted
+// mark so that the next decode of the same bytes need not scan the
+// payload's characters as JSON (DecodeKnownEnvelopeAt).
+func PayloadSpan(data []byte) (start, end int, ok bool) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return 0, 0, false
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return 0, 0, false
+		}
+		after := int(d.InputOffset()) // just past the key
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return 0, 0, false
+		}
+		if k != "payload" {
+			continue
+		}
+		end = int(d.InputOffset())
+		start = bytes.IndexByte(data[after:end], '"')
+		if start < 0 {
+			return 0, 0, false
+		}
+		return after + start, end, true
+	}
+	return 0, 0, false
+}
+
+// DecodeKnownEnvelopeAt is DecodeKnownEnvelope for data whose payload JSON
+// string lies at data[start:end] (PayloadSpan of the same bytes): the rest
+// of the envelope, with an empty payload in its place, is decoded and
+// checked, and the payload is the span's bytes. A span that is not a JSON
+// string without escapes is an error (the caller decodes the whole).
+func DecodeKnownEnvelopeAt(data []byte, start, end int) (*Envelope, error) {
+	if start < 0 || end > len(data) || end-start < 2 || data[start] != '"' || data[end-1] != '"' ||
+		bytes.IndexByte(data[start+1:end-1], '"') >= 0 || bytes.IndexByte(data[start:end], '\\') >= 0 {
+		return nil, errors.New("decode envelope: the payload span is not a plain JSON string")
+	}
+	rest := make([]byte, 0, len(data)-(end-start)+2)
+	rest = append(append(append(rest, data[:start]...), `""`...), data[end:]...)
+	var env Envelope
+	if err := DecodeChecked(rest, &env); err != nil {
+		return nil, err
+	}
+	env.Payload = string(data[start+1 : end-1])
+	if err := env.validate(false); err != nil {
+		return nil, err
+	}
+	return &env, nil
 }

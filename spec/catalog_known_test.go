@@ -124,3 +124,53 @@ func TestDecodeKnownEnvelope(t *testing.T) {
 		t.Fatal("a torn envelope decoded")
 	}
 }
+
+// PayloadSpan finds the payload string of envelopes however laid out, and
+// DecodeKnownEnvelopeAt over it gives what the strict decode gives; a span
+// that is not the payload's is refused or yields a payload that is not
+// the signed one.
+func TestDecodeKnownEnvelopeAt(t *testing.T) {
+	env, err := SignEnvelope(PayloadTypeCatalog, []byte(`{"a":1}`), testKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := json.Marshal(env)
+	indented, _ := json.MarshalIndent(env, "", "  ")
+	reordered := []byte(`{ "signatures" : ` + string(mustJSON(t, env.Signatures)) + ` , "payload" :
+		"` + env.Payload + `", "payloadType":"` + env.PayloadType + `"}`)
+	for _, data := range [][]byte{plain, indented, reordered} {
+		want, err := ParseEnvelope(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, end, ok := PayloadSpan(data)
+		if !ok || string(data[start:end]) != `"`+env.Payload+`"` {
+			t.Fatalf("%s: span %d..%d (%v)", data, start, end, ok)
+		}
+		got, err := DecodeKnownEnvelopeAt(data, start, end)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %+v, %v; want %+v", data, got, err, want)
+		}
+	}
+	start, end, _ := PayloadSpan(plain)
+	for _, span := range [][2]int{{start + 1, end}, {start, end - 1}, {0, len(plain)}, {-1, end}, {start, len(plain) + 1}} {
+		if got, err := DecodeKnownEnvelopeAt(plain, span[0], span[1]); err == nil && got.Payload == env.Payload {
+			t.Fatalf("span %v gave the payload", span)
+		}
+	}
+	escaped := bytes.Replace(plain, []byte(`"payload":"e`), []byte(`"payload":"\\u0065`), 1)
+	if s, e, ok := PayloadSpan(escaped); !ok {
+		t.Fatal("no span in an escaped envelope")
+	} else if _, err := DecodeKnownEnvelopeAt(escaped, s, e); err == nil {
+		t.Fatal("an escaped payload span decoded as plain")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -24,6 +24,11 @@ const acceptedSuffix = ".accepted"
 type acceptedMark struct {
 	FileSHA256 string `json:"file_sha256"`
 	Build      string `json:"build"`
+	// Payload is where the envelope's payload string lies in the file
+	// (spec.PayloadSpan), so that the short path decodes the rest of the
+	// envelope around it; a span that is not a plain JSON string there
+	// costs the whole decode, and whatever the span holds must verify.
+	Payload [2]int `json:"payload_span,omitzero"`
 }
 
 // acceptedCache is what LoadCatalog uses of a StateStore that remembers
@@ -36,8 +41,8 @@ type acceptedMark struct {
 // contracts left as JSON until admission asks for one
 // (spec.DecodeKnownCatalog).
 type acceptedCache interface {
-	accepted(fileSHA256 string) bool
-	markAccepted(fileSHA256 string)
+	accepted(fileSHA256 string) (span [2]int, ok bool)
+	markAccepted(fileSHA256 string, span [2]int)
 }
 
 // cacheBuild is the build a mark must name; a development build ("dev",
@@ -50,39 +55,39 @@ func cacheBuild() (string, bool) {
 
 // accepted reports whether the mark in the state directory (checked as
 // Update checks it: owned by the shim's uid, not group/other-writable)
-// names this file and this build.
-func (s *FileState) accepted(fileSHA256 string) bool {
+// names this file and this build, and the payload span it noted.
+func (s *FileState) accepted(fileSHA256 string) ([2]int, bool) {
 	build, ok := cacheBuild()
 	if !ok {
-		return false
+		return [2]int{}, false
 	}
 	dir, err := s.openDir()
 	if err != nil {
-		return false
+		return [2]int{}, false
 	}
 	defer dir.Close()
 	f, st, err := fsafe.OpenFileAt(int(dir.Fd()), filepath.Base(s.Path)+acceptedSuffix)
 	if err != nil {
-		return false
+		return [2]int{}, false
 	}
 	defer f.Close()
 	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-		return false
+		return [2]int{}, false
 	}
 	data, err := fsafe.ReadAll(f, st, 1024)
 	if err != nil {
-		return false
+		return [2]int{}, false
 	}
 	var m acceptedMark
 	if json.Unmarshal(data, &m) != nil {
-		return false
+		return [2]int{}, false
 	}
-	return m.FileSHA256 == fileSHA256 && m.Build == build
+	return m.Payload, m.FileSHA256 == fileSHA256 && m.Build == build
 }
 
 // markAccepted notes that this build accepted the catalog file in full.
 // Not fsynced: a lost mark costs one full check.
-func (s *FileState) markAccepted(fileSHA256 string) {
+func (s *FileState) markAccepted(fileSHA256 string, span [2]int) {
 	build, ok := cacheBuild()
 	if !ok {
 		return
@@ -92,7 +97,7 @@ func (s *FileState) markAccepted(fileSHA256 string) {
 		return
 	}
 	defer dir.Close()
-	b, err := json.Marshal(acceptedMark{FileSHA256: fileSHA256, Build: build})
+	b, err := json.Marshal(acceptedMark{FileSHA256: fileSHA256, Build: build, Payload: span})
 	if err != nil {
 		return
 	}
@@ -108,8 +113,11 @@ func (s *FileState) markAccepted(fileSHA256 string) {
 // already reset the high-water mark, and still gets only payloads the
 // anchor signed. ok is false when anything differs: the full path then
 // decides.
-func decodeKnown(data []byte, anchor ed25519.PublicKey) (cat *spec.Catalog, payload []byte, ok bool) {
-	env, err := spec.DecodeKnownEnvelope(data)
+func decodeKnown(data []byte, span [2]int, anchor ed25519.PublicKey) (cat *spec.Catalog, payload []byte, ok bool) {
+	env, err := spec.DecodeKnownEnvelopeAt(data, span[0], span[1])
+	if err != nil {
+		env, err = spec.DecodeKnownEnvelope(data)
+	}
 	if err != nil || env.PayloadType != spec.PayloadTypeCatalog || len(anchor) != ed25519.PublicKeySize {
 		return nil, nil, false
 	}

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -30,8 +31,11 @@ func TestLoadCatalogAcceptedMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	if !fx.state.accepted(fileDigest(data)) {
+	if !marked(fx.state, fileDigest(data)) {
 		t.Fatal("no mark after a full accept")
+	}
+	if span, _ := fx.state.accepted(fileDigest(data)); span == ([2]int{}) {
+		t.Fatal("the mark notes no payload span")
 	}
 	again, err := LoadCatalog(path, fx.anchor, fx.state, now)
 	if err != nil {
@@ -54,11 +58,11 @@ func TestLoadCatalogAcceptedMark(t *testing.T) {
 	expectCatalogRule(t, nil, err, path, RuleExpired)
 	// Another build does not trust the mark; nor does a dev build.
 	withBuild(t, "other-build")
-	if fx.state.accepted(fileDigest(data)) {
+	if marked(fx.state, fileDigest(data)) {
 		t.Fatal("another build's mark was trusted")
 	}
 	withBuild(t, "dev")
-	if fx.state.accepted(fileDigest(data)) {
+	if marked(fx.state, fileDigest(data)) {
 		t.Fatal("a dev build trusted a mark")
 	}
 }
@@ -72,8 +76,8 @@ func TestLoadCatalogMarkForged(t *testing.T) {
 	other := newCatFixture(t)
 	path, _ := fx.write(t, "forged.json", catalogDoc(4, nil), spec.PayloadTypeCatalog, other.key)
 	data, _ := os.ReadFile(path)
-	fx.state.markAccepted(fileDigest(data))
-	if !fx.state.accepted(fileDigest(data)) {
+	fx.state.markAccepted(fileDigest(data), [2]int{})
+	if !marked(fx.state, fileDigest(data)) {
 		t.Fatal("mark not written")
 	}
 	l, err := LoadCatalog(path, fx.anchor, fx.state, now)
@@ -88,7 +92,7 @@ func TestLoadCatalogMarkForged(t *testing.T) {
 	if err := os.Chmod(mark, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if fx.state.accepted(fileDigest(gdata)) {
+	if marked(fx.state, fileDigest(gdata)) {
 		t.Fatal("a group/other-writable mark was trusted")
 	}
 }
@@ -116,8 +120,43 @@ func TestLoadCatalogMarkForgedSignatureFlood(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fx.state.markAccepted(fileDigest(data))
+	fx.state.markAccepted(fileDigest(data), [2]int{})
 	if _, err := LoadCatalog(path, fx.anchor, fx.state, now); err == nil {
 		t.Fatalf("an envelope of %d signatures was accepted under a forged mark", len(env.Signatures))
+	}
+}
+
+// marked reports whether the state's mark names this file and build.
+func marked(s *FileState, fileSHA256 string) bool {
+	_, ok := s.accepted(fileSHA256)
+	return ok
+}
+
+// A mark's payload span that is not the payload's costs the whole decode
+// or fails the signature, never admits other bytes: spans off by one, the
+// whole file and a signature's string all load the signed catalog or
+// nothing.
+func TestLoadCatalogMarkForgedSpan(t *testing.T) {
+	withBuild(t, "test-build")
+	fx := newCatFixture(t)
+	path, _ := fx.catalog(t, "c.json", 3, nil)
+	want, err := LoadCatalog(path, fx.anchor, fx.state, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	span, _ := fx.state.accepted(fileDigest(data))
+	key := bytes.LastIndex(data, []byte(`"sig"`)) + len(`"sig"`)
+	sigStart := key + bytes.IndexByte(data[key:], '"')
+	sigEnd := sigStart + 1 + bytes.IndexByte(data[sigStart+1:], '"') + 1
+	for _, forged := range [][2]int{{span[0] + 1, span[1]}, {span[0], span[1] - 1}, {0, len(data)}, {sigStart, sigEnd}, {span[1], span[0]}} {
+		fx.state.markAccepted(fileDigest(data), forged)
+		got, err := LoadCatalog(path, fx.anchor, fx.state, now)
+		if err != nil {
+			continue // refused: fine
+		}
+		if got.Digest != want.Digest {
+			t.Fatalf("span %v admitted payload %s, want %s", forged, got.Digest, want.Digest)
+		}
 	}
 }

@@ -47,15 +47,19 @@ func LoadCatalog(path string, anchor ed25519.PublicKey, state StateStore, now ti
 	var digest string
 	if cache != nil {
 		digest = fileDigest(data)
-		if cache.accepted(digest) {
-			if cat, payload, ok := decodeKnown(data, anchor); ok {
+		if span, ok := cache.accepted(digest); ok {
+			if cat, payload, ok := decodeKnown(data, span, anchor); ok {
 				return admitCatalog(path, cat, payload, state, now)
 			}
 		}
 	}
 	l, err := acceptCatalog(path, data, anchor, state, now)
 	if err == nil && cache != nil {
-		cache.markAccepted(digest)
+		var span [2]int
+		if start, end, ok := spec.PayloadSpan(data); ok {
+			span = [2]int{start, end}
+		}
+		cache.markAccepted(digest, span)
 	}
 	return l, err
 }
