@@ -74,13 +74,7 @@ func (w *warmGate) take() *gateHelper {
 		return nil
 	}
 	<-w.ready
-	w.mu.Lock()
-	h := w.h
-	w.h, w.dropped = nil, true
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	w.mu.Unlock()
+	h := w.claim()
 	if h == nil {
 		return nil
 	}
@@ -120,16 +114,22 @@ func (w *warmGate) release() {
 	if w == nil {
 		return
 	}
+	if h := w.claim(); h != nil {
+		go h.abandon()
+	}
+}
+
+// claim takes the helper (nil if there is none yet or any more) and lets
+// no later spawn, timer or claim have it.
+func (w *warmGate) claim() *gateHelper {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	h := w.h
 	w.h, w.dropped = nil, true
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	w.mu.Unlock()
-	if h != nil {
-		go h.abandon()
-	}
+	return h
 }
 
 // setSchedClass puts every thread of process p in scheduling policy with
