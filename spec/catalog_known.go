@@ -149,12 +149,18 @@ func PayloadSpan(data []byte) (start, end int, ok bool) {
 // checked, and the payload is the span's bytes. A span that is not a JSON
 // string without escapes is an error (the caller decodes the whole).
 func DecodeKnownEnvelopeAt(data []byte, start, end int) (*Envelope, error) {
-	if start < 0 || end > len(data) || end-start < 2 || data[start] != '"' || data[end-1] != '"' ||
+	// start is bounded first, so start+2 cannot overflow.
+	if start < 0 || start > len(data) || end > len(data) || end < start+2 || data[start] != '"' || data[end-1] != '"' ||
 		bytes.IndexByte(data[start+1:end-1], '"') >= 0 || bytes.IndexByte(data[start:end], '\\') >= 0 {
 		return nil, errors.New("decode envelope: the payload span is not a plain JSON string")
 	}
 	rest := make([]byte, 0, len(data)-(end-start)+2)
 	rest = append(append(append(rest, data[:start]...), `""`...), data[end:]...)
+	// The span must be the top-level payload's: in the rest, the payload
+	// is the empty string put in its place (a few hundred bytes to walk).
+	if s, e, ok := PayloadSpan(rest); !ok || s != start || e != start+2 {
+		return nil, errors.New("decode envelope: the payload span is not the envelope's payload")
+	}
 	var env Envelope
 	if err := DecodeChecked(rest, &env); err != nil {
 		return nil, err

@@ -48,6 +48,15 @@ func sameEnvelope(t *testing.T, data []byte) {
 	if k, err := DecodeKnownEnvelope(data); err != nil || !reflect.DeepEqual(*full, *k) {
 		t.Fatalf("envelope: %+v, %v; want %+v", k, err, full)
 	}
+	start, end, ok := PayloadSpan(data)
+	if !ok {
+		t.Fatalf("no payload span in a strict-accepted envelope: %s", data)
+	}
+	if k, err := DecodeKnownEnvelopeAt(data, start, end); err == nil && !reflect.DeepEqual(*full, *k) {
+		t.Fatalf("envelope at %d..%d: %+v; want %+v", start, end, k, full)
+	} else if err != nil && !bytes.Contains(data[start:end], []byte(`\`)) {
+		t.Fatalf("a plain payload span %d..%d was refused: %v", start, end, err)
+	}
 }
 
 func FuzzKnownCatalog(f *testing.F) {
@@ -60,6 +69,22 @@ func FuzzKnownCatalog(f *testing.F) {
 func FuzzKnownEnvelope(f *testing.F) {
 	seedCorpus(f, "envelope")
 	f.Fuzz(func(t *testing.T, data []byte) { sameEnvelope(t, data) })
+}
+
+// No span, however hostile, panics, and a span that decodes gives the
+// span's bytes as the payload.
+func FuzzKnownEnvelopeSpan(f *testing.F) {
+	seedCorpus(f, "envelope")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, span := range [][2]int{{0, len(data)}, {len(data) / 3, len(data) / 2}, {-1, 3}, {1 << 62, -(1 << 62)}} {
+			if env, err := DecodeKnownEnvelopeAt(data, span[0], span[1]); err == nil && env.Payload != string(data[span[0]+1:span[1]-1]) {
+				t.Fatalf("span %v: payload %q", span, env.Payload)
+			}
+		}
+		if s, e, ok := PayloadSpan(data); ok {
+			DecodeKnownEnvelopeAt(data, s, e)
+		}
+	})
 }
 
 // Byte-level variants of a valid catalog the strict decode accepts or

@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -127,8 +128,8 @@ func TestDecodeKnownEnvelope(t *testing.T) {
 
 // PayloadSpan finds the payload string of envelopes however laid out, and
 // DecodeKnownEnvelopeAt over it gives what the strict decode gives; a span
-// that is not the payload's is refused or yields a payload that is not
-// the signed one.
+// that is not the payload's is refused: off by one, overflowing, the whole
+// envelope, or another plain string (a keyid) of it.
 func TestDecodeKnownEnvelopeAt(t *testing.T) {
 	env, err := SignEnvelope(PayloadTypeCatalog, []byte(`{"a":1}`), testKey(1))
 	if err != nil {
@@ -153,9 +154,12 @@ func TestDecodeKnownEnvelopeAt(t *testing.T) {
 		}
 	}
 	start, end, _ := PayloadSpan(plain)
-	for _, span := range [][2]int{{start + 1, end}, {start, end - 1}, {0, len(plain)}, {-1, end}, {start, len(plain) + 1}} {
-		if got, err := DecodeKnownEnvelopeAt(plain, span[0], span[1]); err == nil && got.Payload == env.Payload {
-			t.Fatalf("span %v gave the payload", span)
+	key := bytes.Index(plain, []byte(`"keyid":"`)) + len(`"keyid":`)
+	keyEnd := key + 1 + bytes.IndexByte(plain[key+1:], '"') + 1
+	for _, span := range [][2]int{{start + 1, end}, {start, end - 1}, {0, len(plain)}, {-1, end}, {start, len(plain) + 1},
+		{math.MaxInt - 6, math.MinInt}, {math.MaxInt, math.MaxInt}, {key, keyEnd}} {
+		if got, err := DecodeKnownEnvelopeAt(plain, span[0], span[1]); err == nil {
+			t.Fatalf("span %v of %d bytes decoded (payload %q)", span, len(plain), got.Payload)
 		}
 	}
 	escaped := bytes.Replace(plain, []byte(`"payload":"e`), []byte(`"payload":"\\u0065`), 1)
