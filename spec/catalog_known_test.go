@@ -86,31 +86,46 @@ func TestDecodeKnownCatalog(t *testing.T) {
 	}
 }
 
-// DecodeKnownEnvelope gives what the strict decode gives, for envelopes
-// the strict decode accepts with and without escapes in the payload's
-// JSON string; it still refuses what Validate refuses but the payload's
-// base64 (more signatures than MaxEnvelopeSigs, say).
-func TestDecodeKnownEnvelope(t *testing.T) {
+// knownEnvelopes is a signed envelope and layouts of it the strict decode
+// accepts: compact, indented, keys reordered with odd whitespace, and the
+// payload's JSON string holding an escape.
+func knownEnvelopes(t *testing.T) (*Envelope, map[string][]byte) {
+	t.Helper()
 	env, err := SignEnvelope(PayloadTypeCatalog, []byte(`{"a":1}`), testKey(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := json.Marshal(env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, _ := json.Marshal(env)
+	indented, _ := json.MarshalIndent(env, "", "  ")
+	sigs, _ := json.Marshal(env.Signatures)
+	reordered := []byte(`{ "signatures" : ` + string(sigs) + ` , "payload" :
+		"` + env.Payload + `", "payloadType":"` + env.PayloadType + `"}`)
 	escaped := bytes.Replace(plain, []byte(`"payload":"e`), []byte(`"payload":"\u0065`), 1)
 	if bytes.Equal(escaped, plain) {
 		t.Fatalf("no payload to escape in %s", plain)
 	}
-	for _, data := range [][]byte{plain, escaped} {
-		want, err := ParseEnvelope(data)
-		if err != nil {
-			t.Fatal(err)
+	return env, map[string][]byte{"plain": plain, "indented": indented, "reordered": reordered, "escaped": escaped}
+}
+
+// DecodeKnownEnvelope, and DecodeKnownEnvelopeAt over PayloadSpan, give
+// what the strict decode gives for every layout (sameEnvelope); the span
+// is the payload's string, and an escaped one is left to the whole decode.
+// The known decode still refuses what Validate refuses but the payload's
+// base64 (more signatures than MaxEnvelopeSigs, say).
+func TestDecodeKnownEnvelope(t *testing.T) {
+	env, layouts := knownEnvelopes(t)
+	for name, data := range layouts {
+		if _, err := ParseEnvelope(data); err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		got, err := DecodeKnownEnvelope(data)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: %+v, %v; want %+v", data, got, err, want)
+		sameEnvelope(t, data)
+		start, end, _ := PayloadSpan(data)
+		_, err := DecodeKnownEnvelopeAt(data, start, end)
+		switch {
+		case name == "escaped" && err == nil:
+			t.Fatal("an escaped payload span decoded as plain")
+		case name != "escaped" && string(data[start:end]) != `"`+env.Payload+`"`:
+			t.Fatalf("%s: span %d..%d is %s", name, start, end, data[start:end])
 		}
 	}
 	many := *env
@@ -126,33 +141,11 @@ func TestDecodeKnownEnvelope(t *testing.T) {
 	}
 }
 
-// PayloadSpan finds the payload string of envelopes however laid out, and
-// DecodeKnownEnvelopeAt over it gives what the strict decode gives; a span
-// that is not the payload's is refused: off by one, overflowing, the whole
-// envelope, or another plain string (a keyid) of it.
+// A span that is not the payload's is refused: off by one, overflowing,
+// the whole envelope, or another plain string (a keyid) of it.
 func TestDecodeKnownEnvelopeAt(t *testing.T) {
-	env, err := SignEnvelope(PayloadTypeCatalog, []byte(`{"a":1}`), testKey(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, _ := json.Marshal(env)
-	indented, _ := json.MarshalIndent(env, "", "  ")
-	reordered := []byte(`{ "signatures" : ` + string(mustJSON(t, env.Signatures)) + ` , "payload" :
-		"` + env.Payload + `", "payloadType":"` + env.PayloadType + `"}`)
-	for _, data := range [][]byte{plain, indented, reordered} {
-		want, err := ParseEnvelope(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start, end, ok := PayloadSpan(data)
-		if !ok || string(data[start:end]) != `"`+env.Payload+`"` {
-			t.Fatalf("%s: span %d..%d (%v)", data, start, end, ok)
-		}
-		got, err := DecodeKnownEnvelopeAt(data, start, end)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: %+v, %v; want %+v", data, got, err, want)
-		}
-	}
+	_, layouts := knownEnvelopes(t)
+	plain := layouts["plain"]
 	start, end, _ := PayloadSpan(plain)
 	key := bytes.Index(plain, []byte(`"keyid":"`)) + len(`"keyid":`)
 	keyEnd := key + 1 + bytes.IndexByte(plain[key+1:], '"') + 1
@@ -162,19 +155,4 @@ func TestDecodeKnownEnvelopeAt(t *testing.T) {
 			t.Fatalf("span %v of %d bytes decoded (payload %q)", span, len(plain), got.Payload)
 		}
 	}
-	escaped := bytes.Replace(plain, []byte(`"payload":"e`), []byte(`"payload":"\\u0065`), 1)
-	if s, e, ok := PayloadSpan(escaped); !ok {
-		t.Fatal("no span in an escaped envelope")
-	} else if _, err := DecodeKnownEnvelopeAt(escaped, s, e); err == nil {
-		t.Fatal("an escaped payload span decoded as plain")
-	}
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
