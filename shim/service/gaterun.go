@@ -125,14 +125,9 @@ func spawnGateHelper(warm bool) (*gateHelper, error) {
 	return h, nil
 }
 
-// run hands the helper its input and waits for the result, bounded by
-// timeout from now.
-func (h *gateHelper) run(in gate.Input, timeout time.Duration) (*gate.Result, error) {
-	input, err := json.Marshal(in)
-	if err != nil {
-		h.abandon()
-		return nil, fmt.Errorf("encode gate input: %w", err)
-	}
+// run hands the helper its input (a gate.Input, encoded) and waits for
+// the result, bounded by timeout from now.
+func (h *gateHelper) run(input []byte, timeout time.Duration) (*gate.Result, error) {
 	// The pipe may be full only if the helper is not reading; the timeout
 	// below then kills it, which unblocks the write.
 	go func() { h.stdin.Write(input); h.stdin.Close() }()
@@ -215,15 +210,16 @@ func (h *gateHelper) abandon() {
 	h.wait(5 * time.Second)
 }
 
-// runGate runs the gate in helper h (spawned now if nil), bounded by timeout.
-func runGate(h *gateHelper, in gate.Input, timeout time.Duration) (*gate.Result, error) {
+// runGate runs the gate in helper h (spawned now if nil) on input (a
+// gate.Input, encoded), bounded by timeout.
+func runGate(h *gateHelper, input []byte, timeout time.Duration) (*gate.Result, error) {
 	if h == nil {
 		var err error
 		if h, err = spawnGateHelper(false); err != nil {
 			return nil, err
 		}
 	}
-	return h.run(in, timeout)
+	return h.run(input, timeout)
 }
 
 // runHelper runs argv with env and stdin, bounded by timeout, and returns

@@ -96,7 +96,7 @@ func TestGateHelperResultAtEOF(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		res, err := h.run(gate.Input{}, 10*time.Second)
+		res, err := h.run([]byte("{}"), 10*time.Second)
 		return res, time.Since(start), err
 	}
 	// stdout closed, then the exit comes late: the result is taken at EOF.

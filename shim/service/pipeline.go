@@ -20,7 +20,7 @@ type (
 	// gateStep gates the task's diff into staging. prepare runs ahead of
 	// the drain (the helper's start-up overlaps it); run after it.
 	gateStep interface {
-		prepare(ctx context.Context)
+		prepare(ctx context.Context, started time.Time)
 		run(ctx context.Context, started time.Time) gateOutcome
 	}
 	// drainStep kills whatever of the container is still alive.
@@ -81,7 +81,7 @@ type exitPipeline struct {
 // run runs the pipeline for an init that exited with what x says.
 func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 	t0 := time.Now()
-	p.gate.prepare(ctx)
+	p.gate.prepare(ctx, x.started)
 	k := p.drain.drain(ctx)
 	x.Drained, x.DrainErr, x.Escapes = k.Drained, k.Err, k.Escapes
 	if len(x.Escapes) > 0 {

@@ -104,7 +104,7 @@ type fakeGate struct {
 	out gateOutcome
 }
 
-func (g *fakeGate) prepare(context.Context) { g.c.add("gate.prepare") }
+func (g *fakeGate) prepare(context.Context, time.Time) { g.c.add("gate.prepare") }
 func (g *fakeGate) run(context.Context, time.Time) gateOutcome {
 	g.c.add("gate.run")
 	return g.out
@@ -570,7 +570,7 @@ type blockingGate struct {
 	until chan struct{}
 }
 
-func (g blockingGate) prepare(context.Context) {}
+func (g blockingGate) prepare(context.Context, time.Time) {}
 func (g blockingGate) run(context.Context, time.Time) gateOutcome {
 	g.c.add("gate.run")
 	<-g.until

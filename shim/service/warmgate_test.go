@@ -62,7 +62,7 @@ func TestWarmGateTake(t *testing.T) {
 	if w.take() != nil {
 		t.Fatal("the warm helper was taken twice")
 	}
-	res, err := got.run(gate.Input{}, 10*time.Second)
+	res, err := got.run([]byte("{}"), 10*time.Second)
 	if err != nil || res.Verdict != gate.Pass {
 		t.Fatalf("warm helper's result %+v, %v", res, err)
 	}
