@@ -17,13 +17,14 @@ help: ## list targets
 deps: ## install Debian packages and build the pinned tools into bin/ (root)
 	./hack/deps.sh
 
-build: ## build bin/gensee, bin/containerd-shim-gensee-v2, bin/gensee-gate-helper and bin/gensee-oci-hook
+build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper and bin/gensee-oci-hook
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
 	# The shim, the helper and the hook are exec'd on every container's
 	# path: static, without cgo, as containerd builds its own shims
 	# (SHIM_CGO_ENABLED=0), so no exec of them pays the dynamic loader and
 	# libc's start-up. The CLI keeps cgo: its user lookups go through NSS.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-shim ./cmd/gensee-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
 

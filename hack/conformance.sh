@@ -81,7 +81,7 @@ wait_for() { # TRIES CMD...: retry CMD every 0.2s
 	return 1
 }
 
-for b in containerd ctr runc crictl containerd-shim-runc-v2 containerd-shim-gensee-v2 gensee; do
+for b in containerd ctr runc crictl containerd-shim-runc-v2 containerd-shim-gensee-v2 gensee-shim gensee; do
 	[ -x "$bin/$b" ] || { say "$bin/$b missing: run make deps build"; exit 1; }
 done
 critest_build

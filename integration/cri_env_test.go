@@ -46,7 +46,7 @@ func startCRI(t *testing.T, cat spec.Catalog) *criEnv {
 	t.Helper()
 	roottest.Require(t)
 	bin := binDir(t)
-	for _, b := range []string{"containerd", "ctr", "runc", "crictl", "containerd-shim-gensee-v2", "containerd-shim-runc-v2"} {
+	for _, b := range []string{"containerd", "ctr", "runc", "crictl", "containerd-shim-gensee-v2", "gensee-shim", "containerd-shim-runc-v2"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			t.Fatalf("%s missing in %s: run `make deps build` first", b, bin)
 		}

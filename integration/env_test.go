@@ -56,7 +56,7 @@ func startEnv(t *testing.T, cat spec.Catalog) *env {
 	t.Helper()
 	roottest.Require(t)
 	bin := binDir(t)
-	for _, b := range []string{"containerd", "ctr", "runc", "containerd-shim-gensee-v2", "containerd-shim-runc-v2"} {
+	for _, b := range []string{"containerd", "ctr", "runc", "containerd-shim-gensee-v2", "gensee-shim", "containerd-shim-runc-v2"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			t.Fatalf("%s missing in %s: run `make deps build` first", b, bin)
 		}

@@ -129,7 +129,7 @@ func shimPID(t *testing.T, e *env, id string) int {
 			continue
 		}
 		cl := string(b)
-		if strings.Contains(cl, "containerd-shim-gensee-v2") && strings.Contains(cl, e.sock) && strings.Contains(cl, "\x00"+id+"\x00") {
+		if strings.Contains(cl, "gensee-shim") && strings.Contains(cl, e.sock) && strings.Contains(cl, "\x00"+id+"\x00") {
 			pid, _ := strconv.Atoi(en.Name())
 			return pid
 		}

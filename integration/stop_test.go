@@ -78,7 +78,7 @@ func (e *env) killShims() {
 		if err != nil {
 			continue
 		}
-		if strings.Contains(string(cmdline), "containerd-shim") && strings.Contains(string(cmdline), e.sock) {
+		if (strings.Contains(string(cmdline), "containerd-shim") || strings.Contains(string(cmdline), "gensee-shim")) && strings.Contains(string(cmdline), e.sock) {
 			e.t.Errorf("leak: shim %s still running after the daemon stopped: %q", en.Name(), strings.ReplaceAll(string(cmdline), "\x00", " "))
 			if pid, err := strconv.Atoi(en.Name()); err == nil {
 				syscall.Kill(pid, syscall.SIGKILL)

@@ -1,24 +1,10 @@
 // Command containerd-shim-gensee-v2 is the gensee runtime
-// (io.containerd.gensee.v2): containerd's runc shim plus a kernel-enforced
-// boundary around each container.
+// (io.containerd.gensee.v2) as containerd runs it: a small front that
+// answers `shim delete` for a task its shim cleaned up and hands every
+// other call to the full shim, gensee-shim, installed beside it
+// (shim/front).
 package main
 
-import (
-	"context"
-	"os"
+import "github.com/gensee/gensee/shim/front"
 
-	"github.com/containerd/containerd/v2/pkg/shim"
-
-	"github.com/gensee/gensee/shim/gate"
-	"github.com/gensee/gensee/shim/service"
-)
-
-func main() {
-	if len(os.Args) > 1 && os.Args[1] == service.GateHelperArg {
-		os.Exit(gate.HelperMain(os.Stdin, os.Stdout, os.Stderr))
-	}
-	stop := startProfile()
-	service.Register()
-	shim.RunShim(context.Background(), service.NewManager(service.RuntimeName))
-	stop()
-}
+func main() { front.Main() }

@@ -8,28 +8,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 )
 
-// bundleMarker is written into the bundle once an operation has a table, so
-// the cleanup path of a dead shim can find it without the runtime options.
-const bundleMarker = "gensee-operation.json"
-
-type marker struct {
-	OperationID string `json:"operation_id"`
-	StateDir    string `json:"state_dir"`
-	Table       string `json:"table"`
-	Netns       string `json:"netns"`
-	NetnsPath   string `json:"netns_path,omitempty"`
-	InitPID     int    `json:"init_pid"`
-	StartTime   uint64 `json:"start_time"`
-}
-
 func (op *operation) writeMarker() error {
 	sub := op.admission.Subject
-	m := marker{OperationID: op.id, StateDir: op.cfg.StateDir, Table: op.admission.Table,
+	m := record.BundleMark{OperationID: op.id, StateDir: op.cfg.StateDir, Table: op.admission.Table,
 		Netns: op.admission.Netns, NetnsPath: op.admission.NetnsPath, InitPID: sub.InitPID, StartTime: sub.StartTime}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -37,7 +22,7 @@ func (op *operation) writeMarker() error {
 	}
 	// The bundle (containerd's state dir, /run) and the netns the marker
 	// names end with the machine: no fsync on Create's path.
-	return record.ReplaceFile(filepath.Join(op.bundle, bundleMarker), b, 0o600)
+	return record.ReplaceFile(filepath.Join(op.bundle, record.BundleMarker), b, 0o600)
 }
 
 // markCleaned records that nothing of the operation is left to remove.
@@ -56,22 +41,16 @@ func (s *service) markCleaned(ctx context.Context, op *operation) {
 // cleanupBundle removes the table of the operation recorded in bundle
 // unless its records say it is already gone. Idempotent.
 func cleanupBundle(ctx context.Context, bundle string) error {
-	b, err := fsafe.ReadFile(filepath.Join(bundle, bundleMarker), 1<<16)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	m, found, err := record.ReadBundleMark(bundle)
+	if err != nil || !found {
+		return err
 	}
+	dir, err := record.Store{Dir: m.StateDir}.OperationDir(m.OperationID)
 	if err != nil {
 		return err
 	}
-	var m marker
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("decode %s: %w", bundleMarker, err)
-	}
-	st := record.Store{Dir: m.StateDir}
-	dir, err := st.OperationDir(m.OperationID)
-	if err != nil {
-		return err
-	}
+	// Only a cleaned marker seen says so: a marker that cannot be looked
+	// at leaves the table to remove.
 	cleaned := filepath.Join(dir, record.CleanedMarker)
 	if _, err := os.Stat(cleaned); err == nil {
 		return nil
@@ -92,7 +71,7 @@ func cleanupBundle(ctx context.Context, bundle string) error {
 // openRecordedNetns opens the netns the operation's table lives in, or
 // returns nil when that netns is gone (a private netns dies with its last
 // process, and its table with it).
-func openRecordedNetns(m marker) (*os.File, error) {
+func openRecordedNetns(m record.BundleMark) (*os.File, error) {
 	switch netnsKind(m.Netns) {
 	case netnsHost:
 		return os.Open("/proc/self/ns/net")

@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/containerd/containerd/v2/pkg/sys/reaper"
 	runc "github.com/containerd/go-runc"
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/gate"
 )
@@ -59,15 +59,12 @@ type gateHelper struct {
 // shim's and is as trusted as it (a regular file of the same owner,
 // writable by nobody else), or else the shim binary itself as the helper.
 func helperCommand() (*exec.Cmd, error) {
+	if p, err := fsafe.TrustedSibling(GateHelperBinary); err == nil {
+		return exec.Command(p), nil
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find shim binary: %w", err)
-	}
-	p := filepath.Join(filepath.Dir(self), GateHelperBinary)
-	var st, own unix.Stat_t
-	if unix.Stat(p, &st) == nil && unix.Stat(self, &own) == nil &&
-		st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0 && st.Mode&0o022 == 0 && st.Uid == own.Uid {
-		return exec.Command(p), nil
 	}
 	return exec.Command(self, GateHelperArg), nil
 }
