@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -92,7 +93,9 @@ func execFull(full string, stdin []byte) error {
 		if err != nil {
 			return fmt.Errorf("hand on stdin: %w", err)
 		}
-		if err := unix.Dup3(int(f.Fd()), 0, 0); err != nil {
+		err = unix.Dup3(int(f.Fd()), 0, 0)
+		runtime.KeepAlive(f)
+		if err != nil {
 			return fmt.Errorf("hand on stdin: %w", err)
 		}
 	}
@@ -102,7 +105,11 @@ func execFull(full string, stdin []byte) error {
 // stdinFile is a close-on-exec file that reads back b, then EOF: a memfd,
 // or where that is refused a pipe holding b (at most its capacity).
 func stdinFile(b []byte) (*os.File, error) {
-	if fd, err := unix.MemfdCreate("bootstrap", unix.MFD_CLOEXEC); err == nil {
+	fd, err := unix.MemfdCreate("bootstrap", unix.MFD_CLOEXEC|unix.MFD_NOEXEC_SEAL)
+	if err != nil { // before Linux 6.3
+		fd, err = unix.MemfdCreate("bootstrap", unix.MFD_CLOEXEC)
+	}
+	if err == nil {
 		f := os.NewFile(uintptr(fd), "bootstrap")
 		if _, err := f.Write(b); err != nil {
 			f.Close()
@@ -120,8 +127,10 @@ func stdinFile(b []byte) (*os.File, error) {
 	}
 	defer w.Close()
 	if n, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0); err != nil || n < len(b) {
-		r.Close()
-		return nil, fmt.Errorf("%d bytes do not fit a pipe", len(b))
+		if n, err = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, len(b)); err != nil || n < len(b) {
+			r.Close()
+			return nil, fmt.Errorf("%d bytes do not fit a pipe", len(b))
+		}
 	}
 	if _, err := w.Write(b); err != nil {
 		r.Close()
@@ -173,7 +182,7 @@ type exitStatus struct {
 // other call.
 func cleanDelete(args []string) (st exitStatus, ok bool) {
 	f, ok := parseShimFlags(args)
-	if !ok || f.action != "delete" || f.ns == "" || f.id == "" {
+	if !ok || f.action != "delete" || !record.ValidName(f.ns) || f.id == "" {
 		return exitStatus{}, false
 	}
 	ns, id := f.ns, f.id

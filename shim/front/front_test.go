@@ -210,6 +210,7 @@ func TestCleanDelete(t *testing.T) {
 		"debug":          {args: append([]string{"-debug"}, args...), answered: true}, // only logs more
 		"unknown flag":   {args: append([]string{"-x"}, args...)},
 		"no namespace":   {args: args[2:]},
+		"bad namespace":  {args: append([]string{"-namespace", "../demo"}, args[2:]...)},
 		"runc has state": {setup: func() { os.MkdirAll(filepath.Join(root, "demo", "c1"), 0o700) }},
 		"not cleaned":    {setup: func() { os.Remove(filepath.Join(opDir, record.CleanedMarker)) }},
 		"no exit":        {setup: func() { os.Remove(filepath.Join(bundle, "exit.json")) }},
@@ -322,6 +323,27 @@ func TestBootstrapRefusals(t *testing.T) {
 		}
 		if p, err := decodeBootstrapParams(b); err != nil || p.logLevel != wantLevel {
 			t.Errorf("level %d: decoded %d (%v)", level, p.logLevel, err)
+		}
+	}
+}
+
+// TestStartArgs checks which calls `start` may answer.
+func TestStartArgs(t *testing.T) {
+	base := []string{"-namespace", "demo", "-address", "/x/c.sock", "-publish-binary", "/bin/containerd", "-id", "c1", "start"}
+	if ns, id, ok := startArgs(base); !ok || ns != "demo" || id != "c1" {
+		t.Fatalf("startArgs(%q) = %q %q %v", base, ns, id, ok)
+	}
+	for _, args := range [][]string{
+		append([]string{"-debug"}, base...),
+		append([]string{"-socket", "/x"}, base...),
+		append([]string{"-namespace", "a/../b"}, base[2:]...),
+		append([]string{"-namespace", strings.Repeat("n", 77)}, base[2:]...),
+		base[2:],
+		append(base[:len(base)-1:len(base)-1], "delete"),
+		{"-info"},
+	} {
+		if _, _, ok := startArgs(args); ok {
+			t.Errorf("startArgs(%q) answers", args)
 		}
 	}
 }

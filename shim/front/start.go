@@ -21,6 +21,8 @@ import (
 
 	"github.com/moby/sys/userns"
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/record"
 )
 
 // What `start` mirrors of containerd v2.4 (pkg/shim and the runc
@@ -62,7 +64,7 @@ type bootstrapParams struct {
 // addresses, and the namespace and id.
 func startArgs(args []string) (ns, id string, ok bool) {
 	f, ok := parseShimFlags(args)
-	if !ok || f.action != "start" || f.debug || f.socket != "" || f.debugSocket != "" || f.ns == "" || f.id == "" {
+	if !ok || f.action != "start" || f.debug || f.socket != "" || f.debugSocket != "" || !record.ValidName(f.ns) || f.id == "" {
 		return "", "", false
 	}
 	return f.ns, f.id, true

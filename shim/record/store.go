@@ -46,6 +46,10 @@ func NewOperationID() (string, error) {
 // ValidOperationID reports whether id has the shape NewOperationID makes.
 func ValidOperationID(id string) bool { return opIDPattern().MatchString(id) }
 
+// ValidName reports whether s is a valid containerd identifier (a
+// namespace's or a container's name).
+func ValidName(s string) bool { return len(s) <= 76 && namePattern().MatchString(s) }
+
 // OperationDir is the directory of operation id.
 func (s Store) OperationDir(id string) (string, error) {
 	if !ValidOperationID(id) {
@@ -73,10 +77,10 @@ func (s Store) CreateOperation(id, namespace, container string) (string, error) 
 }
 
 func (s Store) indexPath(namespace, container string) (string, error) {
-	if !namePattern().MatchString(namespace) || len(namespace) > 76 {
+	if !ValidName(namespace) {
 		return "", fmt.Errorf("namespace %q is not a valid containerd identifier", namespace)
 	}
-	if !namePattern().MatchString(container) || len(container) > 76 {
+	if !ValidName(container) {
 		return "", fmt.Errorf("container id %q is not a valid containerd identifier", container)
 	}
 	return filepath.Join(s.Dir, "index", namespace, container), nil
