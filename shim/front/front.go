@@ -40,7 +40,7 @@ import (
 const FullShim = "gensee-shim"
 
 // runcRoot is the runc manager's default runc root (containerd's
-// process.RuncRoot; TestFrontMatchesRunc pins it).
+// process.RuncRoot; TestFrontMatchesContainerd pins it).
 const runcRoot = "/run/containerd/runc"
 
 // Main answers the call or hands it to the full shim; it does not return.
