@@ -1,8 +1,8 @@
 // Command containerd-shim-gensee-v2 is the gensee runtime
 // (io.containerd.gensee.v2) as containerd runs it: a small front that
-// answers `shim delete` for a task its shim cleaned up and hands every
-// other call to the full shim, gensee-shim, installed beside it
-// (shim/front).
+// answers `shim start` and `shim delete` for a task its shim cleaned up,
+// and hands every other call to the full shim, gensee-shim, installed
+// beside it (shim/front).
 package main
 
 import "github.com/gensee/gensee/shim/front"

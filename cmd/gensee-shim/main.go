@@ -1,8 +1,9 @@
 // Command gensee-shim is the full gensee runtime (io.containerd.gensee.v2):
 // containerd's runc shim plus a kernel-enforced boundary around each
 // container. containerd runs it through containerd-shim-gensee-v2, the
-// front installed beside it (shim/front), which hands it every call but
-// the `shim delete` of a task it cleaned up.
+// front installed beside it (shim/front), which starts it as the
+// long-lived shim and hands it every call but `start` and the `delete` of
+// a task it cleaned up.
 package main
 
 import (

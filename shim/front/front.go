@@ -7,13 +7,16 @@
 // costs about 11 ms of wall time and 20 ms of CPU on the 2-vCPU VMs before
 // it does anything (package initialisation, the runtime's start-up, page
 // faults, teardown). This program links the standard library, x/sys,
-// mountinfo and the records package only, and answers the one call that
-// needs none of the rest: `delete` for a task its shim cleaned up, where
-// the full shim's answer is known without it: runc keeps no state for the
-// container, nothing is mounted under its rootfs, its exit is recorded in
-// the bundle and its operation is marked cleaned (or it never had one).
-// Every other call, and every delete that is not that case, it hands to the
-// full shim by exec, with the same arguments, environment and stdin.
+// mountinfo, userns and the records package only, and answers the two
+// calls that need none of the rest: `start` (start.go: containerd's start
+// action and the runc manager's Start, spawning the full shim as the
+// long-lived shim) for the calls containerd makes, and `delete` for a
+// task its shim cleaned up, where the full shim's answer is known without
+// it: runc keeps no state for the container, nothing is mounted under its
+// rootfs, its exit is recorded in the bundle and its operation is marked
+// cleaned (or it never had one). Every other call, and every start or
+// delete that is not those cases, it hands to the full shim by exec, with
+// the same arguments, environment and stdin.
 package front
 
 import (
@@ -308,13 +311,11 @@ func deleteResponse(st exitStatus) []byte {
 	if s := uint32(st.Status); s != 0 {
 		b = appendVarintField(b, 2, uint64(s))
 	}
-	b = binary.AppendUvarint(b, 3<<3|2) // field 3, length-delimited
-	b = binary.AppendUvarint(b, uint64(len(ts)))
-	return append(b, ts...)
+	return appendBytesField(b, 3, string(ts))
 }
 
 // appendVarintField appends field num as a protobuf varint.
 func appendVarintField(b []byte, num int, v uint64) []byte {
-	b = binary.AppendUvarint(b, uint64(num)<<3) // wire type 0
+	b = binary.AppendUvarint(b, uint64(num)<<3|wireVarint)
 	return binary.AppendUvarint(b, v)
 }

@@ -45,13 +45,22 @@ func ReadBundleMark(bundle string) (m BundleMark, found bool, err error) {
 // of it is left to remove. An error says it cannot be told (the full
 // shim's cleanup then goes on as for an operation not cleaned).
 func (m BundleMark) Cleaned() (bool, error) {
-	dir, err := Store{Dir: m.StateDir}.OperationDir(m.OperationID)
+	p, err := m.CleanedPath()
 	if err != nil {
 		return false, err
 	}
-	_, err = os.Stat(filepath.Join(dir, CleanedMarker))
+	_, err = os.Stat(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// CleanedPath is the cleaned marker of the operation m names.
+func (m BundleMark) CleanedPath() (string, error) {
+	dir, err := Store{Dir: m.StateDir}.OperationDir(m.OperationID)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, CleanedMarker), nil
 }

@@ -45,13 +45,12 @@ func cleanupBundle(ctx context.Context, bundle string) error {
 	if err != nil || !found {
 		return err
 	}
-	dir, err := record.Store{Dir: m.StateDir}.OperationDir(m.OperationID)
+	cleaned, err := m.CleanedPath()
 	if err != nil {
 		return err
 	}
 	// Only a cleaned marker seen says so: a marker that cannot be looked
 	// at leaves the table to remove.
-	cleaned := filepath.Join(dir, record.CleanedMarker)
 	if _, err := os.Stat(cleaned); err == nil {
 		return nil
 	}
