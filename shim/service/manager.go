@@ -3,25 +3,15 @@ package service
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"time"
 
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/manager"
-	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/process"
-	runcshim "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/runc"
-	"github.com/containerd/containerd/v2/core/mount"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/shim"
-	runc "github.com/containerd/go-runc"
 	"github.com/containerd/log"
-	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -50,69 +40,16 @@ func (m *Manager) Start(ctx context.Context, p *bootapi.BootstrapParams) (*boota
 // Stop runs for `shim delete`, whose working directory is the bundle. It
 // must be idempotent and fit containerd's 5 s cleanup budget: it removes the
 // operation's table if the shim did not, then lets runc delete the rest.
-// containerd runs it after every shim's end, a clean one too, and waits
-// for it before its task Delete returns: when runc keeps no state for the
-// container (the shim deleted it), stopDeleted answers as the runc
-// manager's Stop would without its `runc delete --force`, which could only
-// fail with "container does not exist" (an exec of runc, about 5 ms of
-// every `ctr run --rm` on the 2-vCPU VMs).
+// The front (shim/front) answers a cleaned-up task's delete without this
+// binary; Stop sees the others: a dead shim's, a container runc still
+// knows.
 func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) {
-	cwd, err := os.Getwd()
-	if err == nil {
+	if cwd, err := os.Getwd(); err == nil {
 		if err := cleanupBundle(ctx, cwd); err != nil {
 			log.G(ctx).WithError(err).WithField("container_id", id).Error("gensee cleanup")
 		}
-		path := filepath.Join(filepath.Dir(cwd), id) // as the runc manager's Stop
-		if runcStateGone(ctx, path, id) {
-			return stopDeleted(ctx, path), nil
-		}
 	}
 	return m.runc.Stop(ctx, id)
-}
-
-// runcStateGone reports whether runc, under the root the runc manager's
-// Stop would pass it for the bundle at path, has no state directory for
-// container id. Anything unclear (no namespace, unreadable options, a
-// state path that cannot be looked at) says no: the runc manager decides.
-func runcStateGone(ctx context.Context, path, id string) bool {
-	ns, err := namespaces.NamespaceRequired(ctx)
-	if err != nil {
-		return false
-	}
-	opts, err := runcshim.ReadOptions(path)
-	if err != nil {
-		return false
-	}
-	root := process.RuncRoot
-	if opts != nil && opts.Root != "" {
-		root = opts.Root
-	}
-	_, err = os.Lstat(filepath.Join(root, ns, id))
-	return errors.Is(err, fs.ErrNotExist)
-}
-
-// stopDeleted is the runc manager's Stop (containerd v2.4) after its
-// `runc delete --force`, for a container runc no longer knows: the
-// rootfs's mounts removed, then the exit status the shim recorded, else
-// the init's pid with a SIGKILL status (TestStopDeletedMatchesRunc).
-func stopDeleted(ctx context.Context, path string) shim.StopStatus {
-	fallbackExitedAt := time.Now()
-	if err := mount.UnmountRecursive(filepath.Join(path, "rootfs"), 0); err != nil {
-		log.G(ctx).WithError(err).Warn("failed to cleanup rootfs mount")
-	}
-	exit, err := runcshim.ReadExitStatus(path)
-	if err == nil {
-		return shim.StopStatus{ExitedAt: exit.Timestamp, ExitStatus: exit.Status, Pid: exit.Pid}
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		log.G(ctx).WithError(err).Warn("failed to read recorded exit status")
-	}
-	pid, err := runc.ReadPidFile(filepath.Join(path, process.InitPidFile))
-	if err != nil {
-		log.G(ctx).WithError(err).Warn("failed to read init pid file")
-		pid = 0
-	}
-	return shim.StopStatus{ExitedAt: fallbackExitedAt, ExitStatus: 128 + int(unix.SIGKILL), Pid: pid}
 }
 
 // Info translates runtimeoptions into runc options first, so CRI's feature
