@@ -88,4 +88,14 @@ type AdmittedCommand struct {
 	Cwd        string   `json:"cwd"`
 	Executable string   `json:"executable"` // the path argv[0] resolved to
 	Workspace  string   `json:"workspace"`
+	// Interpreter is the #! interpreter of a script, executed from a
+	// sealed copy of these bytes with the script passed by a sealed fd.
+	Interpreter *HostFile `json:"interpreter,omitempty"`
+}
+
+// HostFile is a host file as it was executed: its path and the sha256 of
+// the sealed copy that ran.
+type HostFile struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }

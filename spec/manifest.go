@@ -95,6 +95,8 @@ type SeccompEnforcement struct {
 const (
 	NetworkEnforced       = "enforced"        // installed and read back; no process seen outside its scope
 	NetworkEscapeDetected = "escape_detected" // a process of the container was seen outside the bound cgroup in a shared netns
+	NetworkDriftDetected  = "drift_detected"  // the table was seen to differ from its plan (or vanish) while the subject ran, in any netns
+	NetworkUnwatched      = "unwatched"       // installed and read back, but the monitor died while the subject ran: drift and escapes after that were not observed
 )
 
 // Network enforcement scopes (NetworkEnforcement.Scope).
@@ -107,6 +109,7 @@ const (
 const (
 	AbstractUnixNetns       = "netns"        // the container's own netns holds its abstract namespace
 	AbstractUnixNotEnforced = "not_enforced" // a shared netns: nftables cannot see them
+	AbstractUnixLandlock    = "landlock"     // a host run: Landlock scopes the command's abstract sockets to itself
 )
 
 // NetworkEnforcement describes the installed policy: mechanism ("nftables"),
@@ -126,9 +129,12 @@ type NetworkEnforcement struct {
 	// "with_netns" when it lived in a private network namespace that died
 	// with the container. Empty: it was not removed (see the shim's log).
 	TableRemoved string `json:"table_removed,omitempty"`
-	// Status is NetworkEnforced, or NetworkEscapeDetected when a process
-	// of the container was found outside the scope the table binds (see
-	// Observed.Escapes). Empty in manifests written before it existed.
+	// Status is NetworkEnforced, or NetworkDriftDetected when the table
+	// watcher saw the table differ from its plan (Observed.TableDrift),
+	// else NetworkEscapeDetected when a process of the container was found
+	// outside the scope the table binds (Observed.Escapes), else
+	// NetworkUnwatched when the operation's monitor died before the end.
+	// Empty in manifests written before it existed.
 	Status string `json:"status,omitempty"`
 	// AbstractUnix says whether abstract AF_UNIX sockets, which no
 	// nftables hook sees, are isolated (AbstractUnixNetns) or not.
@@ -146,6 +152,10 @@ type Observed struct {
 	// Escapes lists processes of the container found outside the bound
 	// cgroup while it ran (a policy_unbound finding each).
 	Escapes []Escape `json:"escapes,omitempty"`
+	// TableDrift lists, oldest first, what the table watcher saw differ
+	// from the table's plan while the subject ran (a table_tampered event
+	// each; the first 16, the rest in events.jsonl).
+	TableDrift []string `json:"table_drift,omitempty"`
 }
 
 // Served is what the table counted for network.serve: reply packets and
@@ -276,4 +286,39 @@ type HostRun struct {
 	NoNewPrivileges bool     `json:"no_new_privileges"`
 	// Capabilities the command held: always empty.
 	Capabilities []string `json:"capabilities"`
+	// Sandbox is what held the command apart from the host, layer by
+	// layer, as applied before its exec. Nil in manifests written before
+	// it existed.
+	Sandbox *HostSandbox `json:"sandbox,omitempty"`
+}
+
+// HostSandbox lists the layers a host run's command ran inside; each entry
+// names a layer that was applied, never one only asked for.
+type HostSandbox struct {
+	// Namespaces the command had of its own: "user (uid U mapped to
+	// itself, nothing else)", "pid", "ipc", "uts", "cgroup", "mount".
+	Namespaces []string `json:"namespaces"`
+	// Session: a new session without a controlling terminal.
+	Session string `json:"session"`
+	// Stdio says, per stream, what the command was handed: the caller's
+	// file, or a pipe gensee relayed to the caller's terminal.
+	Stdio []string `json:"stdio,omitempty"`
+	// Executable: what was executed (a sealed copy of the hashed bytes).
+	Executable string `json:"executable"`
+	// Landlock is the ruleset the command ran under; nil when the kernel
+	// has none (then Masked and the mounts are the only file layer).
+	Landlock *LandlockLayer `json:"landlock,omitempty"`
+	// Seccomp lists what the command's seccomp filter refused.
+	Seccomp []string `json:"seccomp"`
+	// Masked lists the host paths the command could not reach.
+	Masked []string `json:"masked"`
+}
+
+// LandlockLayer is a Landlock ruleset as it held at the kernel's ABI.
+type LandlockLayer struct {
+	ABI     int      `json:"abi"`
+	FS      []string `json:"fs,omitempty"`      // the file-system rules, in words
+	Net     []string `json:"net,omitempty"`     // the TCP rules, in words
+	Scoped  []string `json:"scoped,omitempty"`  // "abstract_unix_socket", "signal"
+	Missing []string `json:"missing,omitempty"` // asked for, not enforceable at this ABI
 }

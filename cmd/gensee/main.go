@@ -17,6 +17,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == hostrun.WrapperArg {
 		os.Exit(hostrun.WrapperMain())
 	}
+	if len(os.Args) > 1 && os.Args[1] == hostrun.StageArg {
+		os.Exit(hostrun.StageMain())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.OSEnv(), os.Args[1:])
 	stop()

@@ -23,7 +23,6 @@ import (
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
-	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
@@ -94,7 +93,7 @@ func (r *run) abandon(ctx context.Context, h *held, rf *Refusal) *Refusal {
 // leaves nothing unrecorded); table installed and read back with the NFLOG
 // reader already bound; the wrapper born into the cgroup; its mounts; the
 // sensors and the deadline; then the go, and only then the exec.
-func (r *run) execute(ctx context.Context, exe *observe.HostExecutable) (_ *Result, retErr error) {
+func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
 	id, err := record.NewOperationID()
 	if err != nil {
 		return nil, err
@@ -192,7 +191,7 @@ func modeBits(m uint32) os.FileMode {
 
 // runWrapper starts the wrapper, lets it exec, waits for the command and
 // runs the exit path.
-func (r *run) runWrapper(ctx context.Context, h *held, exe *observe.HostExecutable, upper, work string) (*Result, error) {
+func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper, work string) (*Result, error) {
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -208,24 +207,45 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *observe.HostExecutab
 	if self == "" {
 		self = "/proc/self/exe"
 	}
+	stdio, err := newStdio(r.req.Stdin, r.req.Stdout, r.req.Stderr)
+	if err != nil {
+		ctlR.Close()
+		stW.Close()
+		return nil, r.abandon(ctx, h, refuse(ReasonWrapper, "stdio", "", "%v", err))
+	}
+	defer stdio.Close()
+	extra := []*os.File{ctlR, stW, exe.Exe.File}
+	if exe.Interp != nil {
+		extra = append(extra, exe.Interp.File)
+	}
+	// A new mount, pid, ipc and uts namespace and a new session (no
+	// controlling terminal), born in the cgroup after the table is in
+	// place; the wrapper adds the cgroup namespace, the stage the user
+	// namespace.
 	c := &exec.Cmd{Path: self, Args: []string{"gensee", WrapperArg}, Env: []string{},
-		Stdin: r.req.Stdin, Stdout: r.req.Stdout, Stderr: r.req.Stderr,
-		ExtraFiles:  []*os.File{ctlR, stW, exe.File},
-		SysProcAttr: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS, UseCgroupFD: true, CgroupFD: int(h.cgFD.Fd())},
+		Stdin: stdio.in, Stdout: stdio.out, Stderr: stdio.err,
+		ExtraFiles: extra,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+			Setsid:     true, UseCgroupFD: true, CgroupFD: int(h.cgFD.Fd()),
+		},
 	}
 	err = c.Start()
 	ctlR.Close()
 	stW.Close()
+	stdio.started()
 	if err != nil {
 		return nil, r.abandon(ctx, h, refuse(ReasonWrapper, "wrapper", "", "start the wrapper in cgroup %s: %v", h.cg.Path, err))
 	}
-	ws := wrapperSpec{Workspace: r.cmd.Workspace, Upper: upper, Work: work, UID: r.cmd.User.UID, GID: r.cmd.User.GID,
-		Args: r.cmd.Args, Env: r.cmd.Env, Script: isScript(exe.File)}
+	ws := wrapperSpec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.Dev, WorkspaceIno: r.ws.Ino, Upper: upper, Work: work,
+		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
+		RuntimeFiles: r.req.Config.AllowedRuntimeFiles}
 	status := bufio.NewReader(stR)
-	if st, err := handshake(ctlW, status, ws); err != nil || !st.Ready {
+	ready, err := handshake(ctlW, status, ws)
+	if err != nil || !ready.Ready {
 		c.Process.Kill()
 		c.Wait()
-		return nil, r.abandon(ctx, h, wrapperRefusal(st, err))
+		return nil, r.abandon(ctx, h, wrapperRefusal(ready, err))
 	}
 	pid := c.Process.Pid
 	pst, err := cgroup.ReadStat(pid)
@@ -246,21 +266,48 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *observe.HostExecutab
 		r.log.WithError(err).Warn("send go to the wrapper")
 	}
 	ctlW.Close()
-	// EOF on the status fd: the exec closed it (the command runs). A line:
-	// the wrapper failed before the exec.
-	line, _ := status.ReadBytes('\n')
+	// The stage's applied line, then EOF (its exec closed the last
+	// writer): the command runs. A failure line, or EOF without the
+	// applied line: nothing of the command ran.
+	applied, failed := readExec(status)
 	if err := c.Wait(); err != nil && c.ProcessState == nil {
 		r.log.WithError(err).Error("wait for the command")
 	}
 	stopSignals()
 	hit := dl.stop()
-	if len(line) > 0 {
-		var st wrapperStatus
-		json.Unmarshal(line, &st)
+	if failed != nil {
 		h.mon.StopSensors()
-		return nil, r.abandon(ctx, h, wrapperRefusal(st, nil))
+		return nil, r.abandon(ctx, h, wrapperRefusal(*failed, nil))
 	}
-	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}})
+	sb := sandboxOf(ready, applied, stdio)
+	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}, sandbox: sb, stdio: stdio})
+}
+
+// readExec reads the status fd after the go: the stage's applied line and
+// EOF, or the failure.
+func readExec(status *bufio.Reader) (*stageApplied, *wrapperStatus) {
+	var applied *stageApplied
+	for {
+		line, err := status.ReadBytes('\n')
+		if len(line) > 0 {
+			var st wrapperStatus
+			if jerr := json.Unmarshal(line, &st); jerr != nil {
+				return nil, &wrapperStatus{Step: "exec", Error: "decode the stage's report: " + jerr.Error()}
+			}
+			if st.Error != "" {
+				return nil, &st
+			}
+			if st.Applied != nil {
+				applied = st.Applied
+			}
+		}
+		if err != nil {
+			if applied == nil {
+				return nil, &wrapperStatus{Step: "exec", Error: "the wrapper exited before the command's exec"}
+			}
+			return applied, nil
+		}
+	}
 }
 
 // handshake hands the wrapper its spec and reads its first report.
@@ -335,12 +382,15 @@ func (r *run) startDeadline(h *held) *deadline {
 		dl.mu.Lock()
 		dl.hit = true
 		dl.mu.Unlock()
-		r.log.WithField("deadline", r.contract.Deadline).Warn("contract deadline exceeded; killing the command")
+		// Kill first: nothing (a blocked log write, a stopped terminal)
+		// may hold up the kill.
+		kerr := cg.kill()
 		mon.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: r.contract.Deadline,
 			Detail: "the contract deadline " + r.contract.Deadline + " passed; the command was killed"})
-		if err := cg.kill(); err != nil {
-			r.log.WithError(err).Error("kill at deadline")
+		if kerr != nil {
+			r.log.WithError(kerr).Error("kill at deadline")
 		}
+		r.log.WithField("deadline", r.contract.Deadline).Warn("contract deadline exceeded; the command was killed")
 	})
 	return dl
 }
@@ -354,11 +404,16 @@ func (dl *deadline) stop() bool {
 	return dl.hit
 }
 
-// forwardSignals forwards SIGINT and SIGTERM to the command; Grace after
-// the first, the cgroup is killed. The returned func stops forwarding.
+// forwardSignals forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the
+// wrapper (which hands them to the command); Grace after the first, the
+// cgroup is killed. SIGTSTP, SIGTTIN and SIGTTOU are ignored: nothing the
+// command does to a terminal can stop the runner, so the deadline, the
+// drain and the manifest always happen. The returned func stops
+// forwarding.
 func (r *run) forwardSignals(p *os.Process, h *held) func() {
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(ch, forwarded...)
+	signal.Ignore(unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 	done := make(chan struct{})
 	grace := r.req.Grace
 	if grace <= 0 {
@@ -370,14 +425,14 @@ func (r *run) forwardSignals(p *os.Process, h *held) func() {
 		for {
 			select {
 			case s := <-ch:
-				r.log.WithField("signal", s.String()).Info("forwarding the signal to the command")
 				p.Signal(s)
+				r.log.WithField("signal", s.String()).Info("forwarded the signal to the command")
 				if kill == nil {
 					kill = time.After(grace)
 				}
 			case <-kill:
-				r.log.Warn("the command outlived the grace after a forwarded signal; killing its cgroup")
 				cg.kill()
+				r.log.Warn("the command outlived the grace after a forwarded signal; its cgroup was killed")
 			case <-done:
 				return
 			}
@@ -390,6 +445,9 @@ func (r *run) forwardSignals(p *os.Process, h *held) func() {
 func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	k := drain.All(ctx, h.cg.Path, drain.StepsFor(h.mon))
 	x.Drained, x.DrainErr, x.Escapes = k.Drained, k.Err, k.Escapes
+	// Every writer of the relayed pipes is gone with the cgroup: what the
+	// command wrote reaches the caller before the verdict line.
+	x.stdio.wait(2 * time.Second)
 	dir, _ := r.store.OperationDir(r.id)
 	timeout := r.req.Config.GateTimeout.Duration
 	if timeout <= 0 {
@@ -414,7 +472,7 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	}
 	h.mon.StopSensors()
 	x.Attempts = h.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)))
-	x.writables = writables(r.cmd.Workspace)
+	x.writables = writables(r.cmd.Workspace, x.sandbox)
 	r.undo(ctx, h)
 	if h.plan == nil {
 		x.Removed = "deleted"
@@ -436,9 +494,9 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 }
 
 // writables lists every place the command could write.
-func writables(ws string) []string {
+func writables(ws string, sb *spec.HostSandbox) []string {
 	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer)"}
-	for _, d := range privateTmp {
+	for _, d := range append(append([]string{}, privateTmp...), "/dev/shm") {
 		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 			out = append(out, d+" (private tmpfs, discarded at exit)")
 		}

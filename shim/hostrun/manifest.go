@@ -1,6 +1,7 @@
 package hostrun
 
 import (
+	"slices"
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
@@ -14,6 +15,31 @@ type exitFacts struct {
 	status    uint32
 	started   time.Time
 	writables []string
+	sandbox   *spec.HostSandbox
+	stdio     *stdio
+}
+
+// sandboxOf is the manifest's account of the layers: the wrapper's view
+// (ready) and what the stage applied, nothing only asked for.
+func sandboxOf(ready wrapperStatus, applied *stageApplied, io *stdio) *spec.HostSandbox {
+	sb := &spec.HostSandbox{
+		Namespaces: []string{"user (the invoking uid and gid, each mapped to itself; nothing else mapped)", "pid (the command is not pid 1; no host process is visible)",
+			"ipc", "uts", "cgroup (rooted at the run's cgroup)", "mount"},
+		Session:    "a new session (setsid) without a controlling terminal",
+		Stdio:      io.describe(),
+		Executable: "a sealed memfd copy of the hashed bytes (F_SEAL_WRITE, F_SEAL_GROW, F_SEAL_SHRINK, F_SEAL_SEAL), executed by fd; a script's interpreter the same way",
+		Seccomp:    applied.Seccomp,
+		Masked:     ready.Masked,
+	}
+	if a := applied.Landlock; a != nil {
+		sb.Landlock = &spec.LandlockLayer{ABI: a.ABI, FS: a.FS, Net: a.Net, Scoped: a.Scoped, Missing: a.Missing}
+	}
+	return sb
+}
+
+// landlockScoped reports whether the command's Landlock domain scoped what.
+func landlockScoped(sb *spec.HostSandbox, what string) bool {
+	return sb != nil && sb.Landlock != nil && slices.Contains(sb.Landlock.Scoped, what)
 }
 
 // manifest assembles a host run's effect manifest. Like the shim's, it
@@ -23,23 +49,32 @@ type exitFacts struct {
 func (r *run) manifest(x exitFacts) *spec.Manifest {
 	a := r.adm
 	c := r.contract
+	abstract := spec.AbstractUnixNotEnforced
+	notEnforced := []string{}
+	if landlockScoped(x.sandbox, "abstract_unix_socket") {
+		abstract = spec.AbstractUnixLandlock
+	} else {
+		notEnforced = append(notEnforced, effect.NotEnforcedAbstractUnix("command", "host"))
+	}
+	notEnforced = append(notEnforced,
+		effect.NotEnforcedOutsideCgroup("command", "host", "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
+		"UDP and ICMP from the command: only the table governs them (Landlock has no UDP rules at this ABI); TCP connects too, so that every denied attempt reaches the table's log",
+		"FIFOs and pathname sockets bound by another mount namespace at a path the host view does not share: only /run, /var/run, /tmp, /var/tmp, /dev and each socket bound in a network namespace of this host are masked")
 	m := &spec.Manifest{
 		Schema:      spec.SchemaManifest,
 		OperationID: r.id,
 		Namespace:   Namespace,
 		ContainerID: r.id,
 		Host: &spec.HostRun{Runtime: Runtime, User: r.cmd.User.Name, UID: r.cmd.User.UID, GID: r.cmd.User.GID,
-			Workspace: r.cmd.Workspace, Writable: x.writables, NoNewPrivileges: true, Capabilities: []string{}},
+			Workspace: r.cmd.Workspace, Writable: x.writables, NoNewPrivileges: true, Capabilities: []string{}, Sandbox: x.sandbox},
 		Enforcement: spec.Enforcement{
 			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
 				Table: a.Table, Allow: c.Network.Allow, Status: spec.NetworkEnforced,
-				AbstractUnix: spec.AbstractUnixNotEnforced},
+				AbstractUnix: abstract},
 			ExecNoNewPrivileges: true,
 			// The command runs as the invoking user with every set emptied.
 			CapabilitiesRemoved: []string{"ALL (bounding, permitted, effective, inheritable, ambient)"},
-			NotEnforced: []string{effect.NotEnforcedAbstractUnix("command", "host"),
-				effect.NotEnforcedOutsideCgroup("command", "host", "it holds no capability, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
-				"socket families nftables cannot see (AF_PACKET, AF_VSOCK, ...): not filtered by seccomp for host runs; the command holds no capability, so AF_PACKET and raw sockets are refused by the kernel"},
+			NotEnforced:         notEnforced,
 		},
 		ExitStatus: x.status,
 	}

@@ -53,6 +53,7 @@ type run struct {
 	contract spec.Contract
 	adm      *spec.Admission
 	log      *log.Entry
+	ws       dirID // the workspace directory admission checked
 }
 
 // Run executes req's command under the boundary. A *Refusal means it was
@@ -71,38 +72,48 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
-	if rf := CheckWorkspace(cmd.Workspace); rf != nil {
+	if cmd.User.UID == 0 {
+		return nil, refused(ctx, st, req.User, refuse(ReasonUser, "user", "run it through sudo from the account the command should run as", "uid 0 never runs a host command: it would own root's files"))
+	}
+	wsID, rf := CheckWorkspace(cmd.Workspace)
+	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
 	exe, obs, rf := observeCommand(cmd)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
-	defer exe.File.Close()
+	defer exe.Close()
 	adm, rf := admit(req, cmd, obs, exe)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
-	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract}
+	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract, ws: wsID}
 	return r.execute(ctx, exe)
 }
 
-// observeCommand resolves and hashes argv[0] and derives the observation.
-func observeCommand(cmd Command) (*observe.HostExecutable, spec.Observation, *Refusal) {
-	exe, err := observe.OpenHost(cmd.Args[0], cmd.Cwd, cmd.Env)
+// observeCommand resolves argv[0], seals a copy of it (and of a script's
+// interpreter), hashes the copy and derives the observation.
+func observeCommand(cmd Command) (*sealedCommand, spec.Observation, *Refusal) {
+	f, path, err := observe.ResolveHost(cmd.Args[0], cmd.Cwd, cmd.Env)
 	if err != nil {
 		return nil, spec.Observation{}, refuse(ReasonCommand, "argv[0]", "name an executable on PATH "+FixedPath+" (the run's fixed PATH) or by its path", "%v", err)
 	}
-	obs, err := observe.HostObservation(cmd.User.UID, cmd.User.GID, exe.SHA256, cmd.Args, cmd.Env, cmd.Cwd)
+	exe, err := sealCommand(f, path, cmd.Env)
+	f.Close()
 	if err != nil {
-		exe.File.Close()
+		return nil, spec.Observation{}, refuse(ReasonCommand, "argv[0]", "", "%v", err)
+	}
+	obs, err := observe.HostObservation(cmd.User.UID, cmd.User.GID, exe.Exe.SHA256, cmd.Args, cmd.Env, cmd.Cwd)
+	if err != nil {
+		exe.Close()
 		return nil, spec.Observation{}, refuse(ReasonCommand, "argv", "", "%v", err)
 	}
 	return exe, obs, nil
 }
 
 // admit loads the trust inputs and decides, exactly as for a container.
-func admit(req Request, cmd Command, obs spec.Observation, exe *observe.HostExecutable) (*spec.Admission, *Refusal) {
+func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (*spec.Admission, *Refusal) {
 	cfg := req.Config
 	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
 	if err != nil {
@@ -128,11 +139,15 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *observe.HostExec
 		return nil, refuse(ReasonCommand, "argv", "", "digest observation: %v", err)
 	}
 	uid := cmd.User.UID
+	var interp *spec.HostFile
+	if exe.Interp != nil {
+		interp = &spec.HostFile{Path: exe.Interp.Path, SHA256: exe.Interp.SHA256}
+	}
 	return &spec.Admission{
 		Namespace: Namespace, CreatedAt: now.UTC(),
 		Facts:             spec.AdmissionFacts{Runtime: Runtime, User: cmd.User.Name, UID: &uid},
 		AdmissionDecision: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest),
-		Command:           &spec.AdmittedCommand{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Path, Workspace: cmd.Workspace},
+		Command:           &spec.AdmittedCommand{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Exe.Path, Workspace: cmd.Workspace, Interpreter: interp},
 		Netns:             "host", Deadline: d.Contract.Deadline,
 	}, nil
 }
@@ -176,13 +191,13 @@ func (noPublisher) Publish(context.Context, string, cdevents.Event) error { retu
 // Observe computes the observation Run re-derives for cmd, ahead of time
 // (gensee observe -- CMD), and the path argv[0] resolved to.
 func Observe(cmd Command) (spec.Observation, string, *Refusal) {
-	if rf := CheckWorkspace(cmd.Workspace); rf != nil {
+	if _, rf := CheckWorkspace(cmd.Workspace); rf != nil {
 		return spec.Observation{}, "", rf
 	}
 	exe, obs, rf := observeCommand(cmd)
 	if rf != nil {
 		return spec.Observation{}, "", rf
 	}
-	exe.File.Close()
-	return obs, exe.Path, nil
+	exe.Close()
+	return obs, exe.Exe.Path, nil
 }

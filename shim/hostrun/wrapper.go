@@ -5,41 +5,93 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
+// The host run's processes, outermost first (docs/design.md, "host runs"):
+//
+//   - the gensee parent (root, the caller's namespaces): admission, the
+//     record, the cgroup, the table, the sensors, the exit path;
+//   - the wrapper, a re-exec of gensee born into the run's cgroup
+//     (CLONE_INTO_CGROUP) with a new mount, pid, ipc and uts namespace and
+//     a new session: pid 1 of the run. Still root, it unshares a cgroup
+//     namespace (rooted at the run's cgroup), builds the command's view of
+//     the file system (stageMounts), waits for the parent's go, starts the
+//     stage and then only forwards signals and reaps; its exit (the
+//     command's status) ends every process left in the pid namespace;
+//   - the stage, a re-exec of gensee in a new user namespace mapping the
+//     invoking uid and gid to themselves and nothing else: it drops every
+//     privilege, applies Landlock and seccomp on its one thread and
+//     executes the sealed copy of the command (execveat).
+//
+// No code of the command runs before the stage's exec, and the stage runs
+// only after the parent's go (table read back, sensors running).
+
 // WrapperArg, as argv[1] of the gensee binary, makes it the wrapper of one
-// host run (WrapperMain). The parent starts it; nobody else should.
-const WrapperArg = "__gensee-host-wrapper"
+// host run (WrapperMain); StageArg the stage (StageMain). The parent and
+// the wrapper start them; nobody else should.
+const (
+	WrapperArg = "__gensee-host-wrapper"
+	StageArg   = "__gensee-host-stage"
+)
 
 // The wrapper's inherited fds (exec.Cmd.ExtraFiles order).
 const (
 	fdControl = 3 // parent -> wrapper: the wrapperSpec as JSON, then one byte "go" (EOF: abort)
-	fdStatus  = 4 // wrapper -> parent: one wrapperStatus line; EOF after it means the exec happened
-	fdExe     = 5 // the hashed executable
+	fdStatus  = 4 // wrapper and stage -> parent: wrapperStatus lines; EOF after the stage's applied line means the exec happened
+	fdExe     = 5 // the sealed executable (the script, for a #! script)
+	fdInterp  = 6 // the sealed #! interpreter, when there is one
+)
+
+// The stage's inherited fds besides fdStatus, fdExe and fdInterp.
+const (
+	fdStageSpec = 3 // wrapper -> stage: the stageSpec as JSON
+	fdTree      = 7 // the staged workspace's mount (O_PATH): its cwd and Landlock rule
 )
 
 // wrapperSpec is what the parent tells the wrapper.
 type wrapperSpec struct {
-	Workspace string   `json:"workspace"`
-	Upper     string   `json:"upper"`
-	Work      string   `json:"work"`
-	UID       uint32   `json:"uid"`
-	GID       uint32   `json:"gid"`
-	Args      []string `json:"args"`
-	Env       []string `json:"env"`
-	Script    bool     `json:"script"` // the executable starts with "#!": its fd must survive the exec
+	Workspace string `json:"workspace"`
+	// WorkspaceDev and WorkspaceIno identify the directory admission
+	// checked: the wrapper mounts the directory it opens only if it is
+	// that one (a swapped path is refused).
+	WorkspaceDev uint64   `json:"workspace_dev"`
+	WorkspaceIno uint64   `json:"workspace_ino"`
+	Upper        string   `json:"upper"`
+	Work         string   `json:"work"`
+	UID          uint32   `json:"uid"`
+	GID          uint32   `json:"gid"`
+	Args         []string `json:"args"`
+	Env          []string `json:"env"`
+	// InterpArgs is set for a #! script: fdInterp is executed with these,
+	// then /dev/fd/<fdExe>, then Args[1:].
+	InterpArgs []string `json:"interp_args,omitempty"`
+	// RuntimeFiles are the operator's allowed_runtime_files: the only
+	// paths below /run the command still reaches.
+	RuntimeFiles []string `json:"runtime_files,omitempty"`
 }
 
-// wrapperStatus is the wrapper's report: Ready once everything but the
-// exec is done, or the step that failed.
+// wrapperStatus is a report line to the parent: Ready (with what was
+// masked) once the wrapper's view is built; Applied by the stage just
+// before its exec; or the step that failed.
 type wrapperStatus struct {
-	Ready  bool   `json:"ready,omitempty"`
-	Step   string `json:"step,omitempty"` // "mount", "credentials", "exec"
-	Reason string `json:"reason,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Ready   bool          `json:"ready,omitempty"`
+	Masked  []string      `json:"masked,omitempty"`
+	Applied *stageApplied `json:"applied,omitempty"`
+	Step    string        `json:"step,omitempty"` // "mount", "stage", "credentials", "landlock", "seccomp", "exec"
+	Reason  string        `json:"reason,omitempty"`
+	Error   string        `json:"error,omitempty"`
+}
+
+func reporter(f *os.File) func(wrapperStatus) {
+	return func(s wrapperStatus) {
+		b, _ := json.Marshal(s)
+		f.Write(append(b, '\n'))
+	}
 }
 
 // Exit statuses of the wrapper when it could not exec the command; the
@@ -49,60 +101,132 @@ const (
 	wrapperExecFailed  = 126
 )
 
-// WrapperMain is the wrapper: born in the run's cgroup and in its own mount
-// namespace (the parent's clone flags), it stages the workspace, makes the
-// rest read-only, waits for the parent's go, drops every privilege and
-// executes the hashed fd. It returns only on failure.
+// forwarded are the signals the wrapper hands on to the stage (the
+// command): pid 1 of a pid namespace gets only the signals it handles.
+var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
+
+// WrapperMain is pid 1 of a host run. It returns the command's status (its
+// exit code, or 128+n when signal n ended it) or, on failure before the
+// exec, wrapperSetupFailed with the reason on the status fd.
 func WrapperMain() int {
-	// Credentials, the capability bounding set and no_new_privs are per
-	// thread until the exec: do all of it, and the exec, on this one.
 	runtime.LockOSThread()
 	ctl := os.NewFile(fdControl, "control")
 	st := os.NewFile(fdStatus, "status")
-	report := func(s wrapperStatus) {
-		b, _ := json.Marshal(s)
-		st.Write(append(b, '\n'))
-	}
+	report := reporter(st)
 	var spec wrapperSpec
 	dec := json.NewDecoder(ctl)
 	if err := dec.Decode(&spec); err != nil {
 		report(wrapperStatus{Step: "control", Error: "read the run's spec: " + err.Error()})
 		return wrapperSetupFailed
 	}
-	if err := stageMounts(spec); err != nil {
+	// Born in the run's cgroup: a cgroup namespace made now is rooted there.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		report(wrapperStatus{Step: "mount", Error: "unshare the cgroup namespace: " + err.Error()})
+		return wrapperSetupFailed
+	}
+	view, err := stageMounts(spec)
+	if err != nil {
 		report(wrapperStatus{Step: "mount", Reason: ReasonWorkspace, Error: err.Error()})
 		return wrapperSetupFailed
 	}
-	if err := os.Chdir(spec.Workspace); err != nil {
-		report(wrapperStatus{Step: "mount", Reason: ReasonWorkspace, Error: "enter the staged workspace: " + err.Error()})
-		return wrapperSetupFailed
-	}
-	report(wrapperStatus{Ready: true})
+	report(wrapperStatus{Ready: true, Masked: view.masked})
 	// Wait for the parent's go: the sensors and the deadline are running.
 	if !awaitGo(io.MultiReader(dec.Buffered(), ctl)) {
 		return wrapperSetupFailed // the parent gave up: nothing runs
 	}
 	ctl.Close()
-	if err := dropPrivileges(spec.UID, spec.GID); err != nil {
-		report(wrapperStatus{Step: "credentials", Reason: ReasonUser, Error: err.Error()})
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	pid, err := startStage(spec, view, st)
+	if err != nil {
+		report(wrapperStatus{Step: "stage", Error: err.Error()})
 		return wrapperSetupFailed
 	}
-	// Every inherited fd but stdio and the executable closes at the exec
-	// (the status fd too: its EOF tells the parent the exec happened).
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		report(wrapperStatus{Step: "exec", Error: "mark inherited fds close-on-exec: " + err.Error()})
-		return wrapperSetupFailed
+	st.Close() // the stage holds the status fd now: its exec closes the last writer
+	go func() {
+		for s := range sigs {
+			unix.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	return reap(pid)
+}
+
+// startStage starts the stage in its user namespace, mapping only the
+// invoking uid and gid (each to itself). The stage reads its spec from a
+// pipe and inherits the status fd, the staged workspace's mount and the
+// sealed files.
+func startStage(spec wrapperSpec, view *view, st *os.File) (int, error) {
+	sr, sw, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("stage spec pipe: %w", err)
 	}
-	if spec.Script {
-		// The kernel hands a script's interpreter /dev/fd/N: N must stay open.
-		if _, err := unix.FcntlInt(fdExe, unix.F_SETFD, 0); err != nil {
-			report(wrapperStatus{Step: "exec", Error: "keep the script's fd open: " + err.Error()})
-			return wrapperSetupFailed
+	defer sr.Close()
+	ss := stageSpec{UID: spec.UID, GID: spec.GID, Args: spec.Args, Env: spec.Env, InterpArgs: spec.InterpArgs,
+		Writable: view.writable}
+	b, err := json.Marshal(ss)
+	if err != nil {
+		sw.Close()
+		return 0, err
+	}
+	interp := os.NewFile(fdInterp, "interp")
+	if spec.InterpArgs == nil {
+		interp = nil
+	}
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, sr, st, os.NewFile(fdExe, "exe"), interp, view.tree}
+	p, err := os.StartProcess(view.self, []string{"gensee", StageArg}, &os.ProcAttr{
+		Env: []string{}, Files: files,
+		Sys: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.UID), HostID: int(spec.UID), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.GID), HostID: int(spec.GID), Size: 1}},
+			// setgroups stays allowed in the namespace so the stage can
+			// replace root's groups with the user's; it holds no
+			// CAP_SETGID once it is the user.
+			GidMappingsEnableSetgroups: true,
+			// An exec in the namespace by a uid it does not map keeps only
+			// ambient capabilities: the three dropPrivileges needs (bounding
+			// set and securebits, groups, gid and uid), of this namespace
+			// only, all cleared before the command's exec.
+			AmbientCaps: []uintptr{unix.CAP_SETPCAP, unix.CAP_SETUID, unix.CAP_SETGID},
+		},
+	})
+	if err != nil {
+		sw.Close()
+		return 0, fmt.Errorf("start the stage in a user namespace: %w", err)
+	}
+	// The stage waits for its spec: nothing of the command runs before
+	// the procfs is read-only.
+	if err := procRO(); err != nil {
+		sw.Close()
+		p.Kill()
+		return 0, err
+	}
+	go func() { sw.Write(b); sw.Close() }()
+	return p.Pid, nil
+}
+
+// reap waits, as pid 1, for every child until the stage's own exit, and
+// returns its status the way a shell reports it.
+func reap(pid int) int {
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return wrapperExecFailed
+		}
+		if got != pid {
+			continue
+		}
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
 		}
 	}
-	err := execveat(fdExe, spec.Args, spec.Env)
-	report(wrapperStatus{Step: "exec", Reason: ReasonCommand, Error: fmt.Sprintf("execute %s as uid %d: %v", spec.Args[0], spec.UID, err)})
-	return wrapperExecFailed
 }
 
 // awaitGo reads past the spec's trailing newline to the parent's 'g'.

@@ -43,6 +43,30 @@ func OpenHost(arg0, cwd string, env []string) (*HostExecutable, error) {
 	return &HostExecutable{File: exe.f, Path: exe.path, SHA256: sum}, nil
 }
 
+// ResolveHost resolves arg0 as OpenHost does and returns the file open for
+// reading, without hashing it: a caller that executes a copy of the bytes
+// (hostrun's sealed memfd) hashes the copy instead. The size is checked
+// against MaxExecutableBytes; the caller closes the file.
+func ResolveHost(arg0, cwd string, env []string) (f *os.File, resolved string, err error) {
+	if arg0 == "" {
+		return nil, "", fmt.Errorf("observe host command: argv[0] is empty: %w", ErrInvalidBundle)
+	}
+	root, err := os.OpenFile("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("open host root: %w", err)
+	}
+	defer root.Close()
+	exe, err := resolve(root, arg0, cwd, pathOf(env))
+	if err != nil {
+		return nil, "", fmt.Errorf("observe host command: %w", err)
+	}
+	if err := checkSize(exe); err != nil {
+		exe.f.Close()
+		return nil, "", fmt.Errorf("observe host command: %w", err)
+	}
+	return exe.f, exe.path, nil
+}
+
 // HostObservation is the observation of a host command: the uid/gid it
 // runs as, the executable's sha256 and the command digest over exactly
 // the argv, env and cwd it is executed with.

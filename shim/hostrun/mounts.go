@@ -1,0 +1,392 @@
+package hostrun
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/gate"
+)
+
+// privateTmp are the directories the command gets a private, discarded
+// tmpfs on (when they exist on the host).
+var privateTmp = []string{"/tmp", "/var/tmp"}
+
+// maskFile is the empty, mode-0 file bound over each host socket the
+// command must not reach (in the run's /run tmpfs).
+const maskFile = "/run/.gensee-masked"
+
+// view is the command's file system as stageMounts built it.
+type view struct {
+	tree     *os.File // the staged workspace's mount (fsmount's fd)
+	self     string   // the gensee binary, for the stage's exec
+	writable []string // the trees Landlock lets the command write, in the stage's view
+	masked   []string // what the manifest lists as masked
+}
+
+// stageMounts builds the command's view in the wrapper's own mount
+// namespace (still host root; nothing of the command runs yet):
+//
+//  1. every mount private (nothing propagates back to the host);
+//  2. before the host's /proc and /run are covered: the bound pathname
+//     sockets of every network namespace (hostSockets), clones of the
+//     operator's allowed runtime files, the gensee binary;
+//  3. the workspace opened once, O_PATH|O_NOFOLLOW, and refused unless it
+//     is the directory the parent checked (device and inode); the staged
+//     workspace, an overlay (lower = that fd; upper/work = the
+//     operation's; metacopy=off, redirect_dir=nofollow; nosuid, nodev),
+//     made detached with the new mount API;
+//  4. a /dev holding only
+//     null, zero, full, random, urandom and tty; an empty /run (and
+//     /var/run when it is not a link to /run) with the allowed runtime
+//     files put back; the mask file bound over every other socket;
+//  5. the whole tree read-only (mount_setattr AT_RECURSIVE);
+//  6. private tmpfs at /tmp, /var/tmp and /dev/shm, discarded with the
+//     namespace; a procfs of the run's pid namespace at /proc (read-only
+//     once the stage's id maps are written: procRO);
+//  7. the staged workspace attached on the directory opened in 3 (or, when
+//     it lies in a private tmpfs, on a directory made there), and the
+//     sockets inside the workspace masked on top of it.
+func stageMounts(s wrapperSpec) (_ *view, retErr error) {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return nil, fmt.Errorf("make mounts private: %w", err)
+	}
+	self, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return nil, fmt.Errorf("open the gensee binary: %w", err)
+	}
+	socks := hostSockets("/proc")
+	rt, err := cloneRuntimeFiles(s.RuntimeFiles)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := openWorkspace(s)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	tree, err := overlayTree(s, ws)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			tree.Close()
+		}
+	}()
+	v := &view{tree: tree, self: "/proc/self/fd/" + strconv.Itoa(int(self.Fd()))}
+	if err := makeDev(); err != nil {
+		return nil, err
+	}
+	v.masked = append(v.masked, "/dev (only null, zero, full, random, urandom, tty; /dev/shm private; no /dev/mqueue, /dev/pts)")
+	n, err := makeRun(rt)
+	if err != nil {
+		return nil, err
+	}
+	v.masked = append(v.masked, fmt.Sprintf("/run and /var/run (empty tmpfs; %d allowed runtime file(s) put back)", n))
+	outside, inside := splitUnder(socks, s.Workspace)
+	m, err := maskSockets(outside)
+	if err != nil {
+		return nil, err
+	}
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro); err != nil {
+		return nil, fmt.Errorf("make every mount read-only: %w", err)
+	}
+	for _, d := range append(append([]string{}, privateTmp...), "/dev/shm") {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=25%"); err != nil {
+			return nil, fmt.Errorf("mount a private tmpfs at %s: %w", d, err)
+		}
+		v.writable = append(v.writable, d)
+		v.masked = append(v.masked, d+" (private tmpfs, discarded at exit)")
+	}
+	// The run's procfs stays writable until the stage's id maps are
+	// written (procRO, before the stage gets its spec).
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, fmt.Errorf("mount the run's procfs: %w", err)
+	}
+	v.masked = append(v.masked, "/proc (the run's own pid namespace: no host process is visible)")
+	if err := attachTree(tree, ws, s.Workspace); err != nil {
+		return nil, err
+	}
+	m2, err := maskSockets(inside)
+	if err != nil {
+		return nil, err
+	}
+	if m += m2; m > 0 {
+		v.masked = append(v.masked, fmt.Sprintf("%d bound pathname socket(s) outside /run: %s", m, strings.Join(append(outside, inside...), ", ")))
+	}
+	v.writable = append([]string{"/proc/self/fd/" + strconv.Itoa(fdTree)}, v.writable...)
+	return v, nil
+}
+
+// procRO makes the run's procfs read-only, once the stage's id maps are
+// written and before the stage reads its spec.
+func procRO() error {
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/proc", 0, ro); err != nil {
+		return fmt.Errorf("make the run's procfs read-only: %w", err)
+	}
+	return nil
+}
+
+// openWorkspace opens the workspace once and refuses it unless it is the
+// directory the parent checked.
+func openWorkspace(s wrapperSpec) (*os.File, error) {
+	fd, err := unix.Open(s.Workspace, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace %s: %w", s.Workspace, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat the workspace %s: %w", s.Workspace, err)
+	}
+	if st.Dev != s.WorkspaceDev || st.Ino != s.WorkspaceIno {
+		unix.Close(fd)
+		return nil, fmt.Errorf("the workspace %s is no longer the directory that was checked (it was replaced or moved): run again", s.Workspace)
+	}
+	return os.NewFile(uintptr(fd), s.Workspace), nil
+}
+
+// overlayTree makes the staged workspace as a detached mount.
+func overlayTree(s wrapperSpec, ws *os.File) (*os.File, error) {
+	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("open an overlay file system: %w", err)
+	}
+	defer unix.Close(fs)
+	lower := "/proc/self/fd/" + strconv.Itoa(int(ws.Fd()))
+	for _, o := range gate.HardenOverlayOptions([]string{"lowerdir=" + lower, "upperdir=" + s.Upper, "workdir=" + s.Work}) {
+		k, v, _ := strings.Cut(o, "=")
+		if err := unix.FsconfigSetString(fs, k, v); err != nil {
+			return nil, fmt.Errorf("overlay option %s: %w", k, err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return nil, fmt.Errorf("mount the staged workspace (overlay, lowerdir %s): %w; the workspace's file system cannot be an overlay lower layer: move the workspace to a local disk file system (ext4, xfs, btrfs, tmpfs)", s.Workspace, err)
+	}
+	mfd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return nil, fmt.Errorf("mount the staged workspace: %w", err)
+	}
+	return os.NewFile(uintptr(mfd), "staged-workspace"), nil
+}
+
+// attachTree attaches the staged workspace on the workspace directory ws
+// (the one opened and checked), or on a directory made in a private tmpfs
+// that now covers it.
+func attachTree(tree, ws *os.File, path string) error {
+	if under(path) {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return fmt.Errorf("make the workspace mountpoint in the private tmpfs: %w", err)
+		}
+		if err := unix.MoveMount(int(tree.Fd()), "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach the staged workspace at %s: %w", path, err)
+		}
+		return nil
+	}
+	if err := unix.MoveMount(int(tree.Fd()), "", int(ws.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach the staged workspace at %s: %w", path, err)
+	}
+	return nil
+}
+
+// under reports whether p lies inside one of the private tmpfs mounts.
+func under(p string) bool {
+	for _, d := range privateTmp {
+		if p != d && within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or lies below it (both clean).
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// devices are the command's device nodes: major, minor.
+var devices = []struct {
+	name         string
+	major, minor uint32
+}{{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}}
+
+// makeDev mounts the command's /dev: a tmpfs holding only the device nodes
+// a build needs, the usual links into /proc, and an empty shm directory
+// (a private tmpfs goes on it).
+func makeDev() error {
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
+		return fmt.Errorf("mount the run's /dev: %w", err)
+	}
+	for _, d := range devices {
+		p := "/dev/" + d.name
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(d.major, d.minor))); err != nil {
+			return fmt.Errorf("make %s: %w", p, err)
+		}
+		if err := unix.Chmod(p, 0o666); err != nil {
+			return fmt.Errorf("chmod %s: %w", p, err)
+		}
+	}
+	links := [][2]string{{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}}
+	for _, l := range links {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			return fmt.Errorf("link %s: %w", l[1], err)
+		}
+	}
+	if err := os.Mkdir("/dev/shm", 0o1777); err != nil {
+		return fmt.Errorf("make /dev/shm: %w", err)
+	}
+	return nil
+}
+
+// runtimeFile is a clone of an allowed runtime file, taken before /run is
+// covered.
+type runtimeFile struct {
+	path string // below /run
+	fd   int
+	dir  bool
+}
+
+// cloneRuntimeFiles clones each allowed runtime file below /run or
+// /var/run (elsewhere nothing covers it) that exists, and the target of
+// /etc/resolv.conf when that is a link into /run (the resolver's config,
+// read-only data).
+func cloneRuntimeFiles(paths []string) ([]runtimeFile, error) {
+	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && t != "/etc/resolv.conf" {
+		paths = append(paths, t)
+	}
+	varRunLink := false
+	if t, err := os.Readlink("/var/run"); err == nil && (t == "/run" || t == "../run") {
+		varRunLink = true
+	}
+	var out []runtimeFile
+	seen := map[string]bool{}
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if varRunLink && within(p, "/var/run") {
+			p = "/run" + strings.TrimPrefix(p, "/var/run")
+		}
+		if !within(p, "/run") && !within(p, "/var/run") || p == "/run" || p == "/var/run" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			continue // absent, or a link: nothing to put back
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+		if err != nil {
+			return nil, fmt.Errorf("clone the allowed runtime file %s: %w", p, err)
+		}
+		out = append(out, runtimeFile{path: p, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
+	}
+	return out, nil
+}
+
+// makeRun covers /run (and /var/run when it is a directory of its own)
+// with an empty tmpfs, puts the runtime files back read-only and creates
+// the mask file. It returns how many files were put back.
+func makeRun(rt []runtimeFile) (int, error) {
+	dirs := []string{"/run"}
+	if fi, err := os.Lstat("/var/run"); err == nil && fi.IsDir() {
+		dirs = append(dirs, "/var/run")
+	}
+	for _, d := range dirs {
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+			return 0, fmt.Errorf("cover %s: %w", d, err)
+		}
+	}
+	f, err := os.OpenFile(maskFile, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0)
+	if err != nil {
+		return 0, fmt.Errorf("make the mask file: %w", err)
+	}
+	f.Close()
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	for _, r := range rt {
+		if err := os.MkdirAll(filepath.Dir(r.path), 0o755); err != nil {
+			return 0, fmt.Errorf("put back %s: %w", r.path, err)
+		}
+		if r.dir {
+			err = os.Mkdir(r.path, 0o755)
+		} else {
+			var mp *os.File
+			if mp, err = os.OpenFile(r.path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0); err == nil {
+				mp.Close()
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("put back %s: %w", r.path, err)
+		}
+		if err := unix.MountSetattr(r.fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro); err != nil {
+			return 0, fmt.Errorf("put back %s read-only: %w", r.path, err)
+		}
+		if err := unix.MoveMount(r.fd, "", unix.AT_FDCWD, r.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return 0, fmt.Errorf("put back %s: %w", r.path, err)
+		}
+		unix.Close(r.fd)
+	}
+	return len(rt), nil
+}
+
+// covered are the trees a socket needs no mask of its own in: the run
+// covers them whole.
+var covered = []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev", "/proc"}
+
+// splitUnder drops the sockets of covered trees and splits the rest into
+// those outside and inside the workspace.
+func splitUnder(socks []string, ws string) (outside, inside []string) {
+next:
+	for _, p := range socks {
+		for _, c := range covered {
+			if within(p, c) {
+				continue next
+			}
+		}
+		if within(p, ws) {
+			inside = append(inside, p)
+		} else {
+			outside = append(outside, p)
+		}
+	}
+	return outside, inside
+}
+
+// maskSockets binds a read-only clone of the mask file over each path that
+// is a socket now. A socket that cannot be masked fails the run.
+func maskSockets(paths []string) (int, error) {
+	n := 0
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	for _, p := range paths {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, maskFile, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return n, fmt.Errorf("clone the mask file: %w", err)
+		}
+		err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, ro)
+		if err == nil {
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		}
+		unix.Close(fd)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return n, fmt.Errorf("mask the host socket %s: %w", p, err)
+		}
+		if err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
