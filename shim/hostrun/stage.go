@@ -23,7 +23,7 @@ type stageSpec struct {
 	InterpArgs []string `json:"interp_args,omitempty"`
 	// Writable are the directories Landlock lets the command write below,
 	// as the stage sees them (the staged workspace as /proc/self/fd/N).
-	Writable   []string `json:"writable"`
+	Writable []string `json:"writable"`
 }
 
 // stageApplied is what the stage applied before its exec, for the
