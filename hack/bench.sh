@@ -8,6 +8,7 @@
 #   P2  install of 10,000 allow_exact tuples into a fresh netns: gensee vs `nft -f`
 #   P3  gate of a 1 GiB blob with staging vs sha256 of the same bytes
 #   P4  gate of a 100,000-file directory_tree (entries/s)
+#   P6  a host run (gensee boundary run) of `sh -c true` vs `sh -c true`: time added
 # Not a test: the figures go into the closing notes. Needs root.
 # Profiling the shim: GENSEE_PROFILE=DIR in the daemon's environment (export
 # it before this script; gensee_daemon_start passes it on) makes every gensee
@@ -139,7 +140,10 @@ echo "$p2"
 echo "P3/P4: gate throughput"
 p34=$(./hack/bench-gate.sh 2>/dev/null || true)
 echo "$p34"
+echo "P6: host run vs the bare command"
+p6=$(./hack/bench-host.sh 2>/dev/null || true)
+echo "$p6"
 
 echo
 echo "== summary"
-printf '%s\n' "$p1" "$p1a" "$p5" "$p2" "$p34"
+printf '%s\n' "$p1" "$p1a" "$p5" "$p2" "$p34" "$p6"

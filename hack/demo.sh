@@ -46,15 +46,17 @@ GENSEE_CONFIG=$demo/etc/config.toml gensee events --container admitted --namespa
 say "gensee boundary audit: hit a wall, or defeated a control?"
 GENSEE_CONFIG=$demo/etc/config.toml gensee boundary audit --container admitted --namespace demo || true
 say "host command: gensee boundary run, the same boundary around a plain command (no container)"
-# The README's "host commands" command, verbatim but for the workspace.
+# The README's "host commands" command, verbatim but for the workspace and
+# --user: the demo runs as root itself, and uid 0 never runs a host
+# command, so root names the account (under sudo it is the caller's).
 ws=$demo/workspace
 install -d -m 0777 "$ws" /run/gensee
 hostcmd=(sh -c 'mkdir -p out && printf "{\"ok\":true}\n" > out/result.json')
-gensee observe --workspace "$ws" -- "${hostcmd[@]}" >/run/gensee/observation.json
+gensee observe --user nobody --workspace "$ws" -- "${hostcmd[@]}" >/run/gensee/observation.json
 gensee inference make --observation /run/gensee/observation.json --class build --confidence 9300 \
 	--key "$demo/keys/catalog-root-private-key.hex" --out /run/gensee/inference.signed.json
 set +e
-GENSEE_CONFIG=$demo/etc/config.toml gensee boundary run \
+GENSEE_CONFIG=$demo/etc/config.toml gensee boundary run --user nobody \
 	--catalog "$demo/etc/catalog.signed.json" \
 	--observation /run/gensee/observation.json \
 	--inference /run/gensee/inference.signed.json \

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# P6: the time `gensee boundary run` adds to a host command, measured as a
+# whole run (admission, sealed copy, cgroup, table read back, namespaces,
+# Landlock, seccomp, then drain, gate, manifest) of `sh -c true` against
+# `sh -c true` alone, alternating, and printed as the medians' difference
+# (target: <= 30 ms added).
+#
+#   sudo hack/bench-host.sh            # P6_PAIRS=20 by default
+#
+# Needs root and a built bin/gensee. Makes its own trust material and
+# workspace under /var/lib and removes them.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "bench-host: run as root" >&2; exit 1; }
+pairs=${P6_PAIRS:-20}
+dir=$(mktemp -d /var/lib/gensee-bench-host-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+gensee_trust "$dir" >/dev/null
+chmod 0711 "$dir"
+ws=$dir/workspace
+install -d -m 0777 "$ws"
+cmd=(sh -c true)
+gensee observe --user nobody --workspace "$ws" -- "${cmd[@]}" >"$dir/observation.json"
+gensee inference make --observation "$dir/observation.json" --class build --confidence 9300 \
+	--key "$dir/keys/catalog-root-private-key.hex" --out "$dir/inference.signed.json" >/dev/null
+host_run() {
+	GENSEE_CONFIG=$dir/etc/config.toml gensee boundary run --user nobody \
+		--inference "$dir/inference.signed.json" --workspace "$ws" -- "${cmd[@]}" >/dev/null 2>&1 || true
+}
+ms() { echo $(( ($(date +%s%N) - $1) / 1000 )); } # microseconds
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+host_run # warm-up: page cache, the state dir's first records
+g=() s=()
+for ((i = 0; i < pairs; i++)); do
+	t0=$(date +%s%N); host_run; g+=("$(ms "$t0")")
+	t0=$(date +%s%N); "${cmd[@]}"; s+=("$(ms "$t0")")
+done
+gm=$(printf '%s\n' "${g[@]}" | median)
+sm=$(printf '%s\n' "${s[@]}" | median)
+awk -v g="$gm" -v s="$sm" -v n="$pairs" 'BEGIN{printf "P6 host run of sh -c true: gensee boundary run median %.1f ms, sh -c true median %.1f ms, added %.1f ms (target <= 30), ratio %.1f; %d pairs\n", g/1000, s/1000, (g-s)/1000, g/s, n}'
