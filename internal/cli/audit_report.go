@@ -128,7 +128,7 @@ func buildAudit(c *spec.Contract, digest string, h HostFacts) AuditReport {
 	}
 	rep.NotEnforced = []AuditGap{{
 		Name: "abstract_unix", Status: StatusObservedOnly, Netns: []string{"host", "pod"},
-		Detail: "abstract AF_UNIX sockets (@name) belong to the network namespace and no nftables hook sees them: in the container's own netns (ctr without --net-host) they are isolated; in the host netns or a pod's shared netns a process listening on one is reachable from the container",
+		Detail: "abstract AF_UNIX sockets (@name) belong to the network namespace and no nftables hook sees them: in the container's own netns (ctr without --net-host) they are isolated; in the host netns or a pod's shared netns a process listening on one is reachable from the container. Host runs (gensee boundary run) are scoped by Landlock (ABI 6 and later) to sockets of their own run; the manifest says which held",
 	}}
 	rep.Verdict = StatusEnforceable
 	for _, ctl := range rep.Controls {

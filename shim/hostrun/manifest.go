@@ -59,7 +59,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 	notEnforced = append(notEnforced,
 		effect.NotEnforcedOutsideCgroup("command", "host", "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
 		"UDP and ICMP from the command: only the table governs them (Landlock has no UDP rules at this ABI); TCP connects too, so that every denied attempt reaches the table's log",
-		"FIFOs and pathname sockets bound by another mount namespace at a path the host view does not share: only /run, /var/run, /tmp, /var/tmp, /dev and each socket bound in a network namespace of this host are masked")
+		"FIFOs and pathname sockets bound by another mount namespace at a path the host view does not share: only /run, /var/run, /tmp, /var/tmp, /dev and each socket bound in a network namespace of this host when the run started are masked")
 	m := &spec.Manifest{
 		Schema:      spec.SchemaManifest,
 		OperationID: r.id,
