@@ -44,7 +44,8 @@ type view struct {
 //  4. a /dev holding only
 //     null, zero, full, random, urandom and tty; an empty /run (and
 //     /var/run when it is not a link to /run) with the allowed runtime
-//     files put back; the mask file bound over every other socket;
+//     files put back; the mask file bound over every other socket; the
+//     run's own cgroup2 view (cgroupView);
 //  5. the whole tree read-only (mount_setattr AT_RECURSIVE);
 //  6. private tmpfs at /tmp, /var/tmp and /dev/shm, discarded with the
 //     namespace; a procfs of the run's pid namespace at /proc (read-only
@@ -89,6 +90,13 @@ func stageMounts(s wrapperSpec) (_ *view, retErr error) {
 		return nil, err
 	}
 	v.masked = append(v.masked, fmt.Sprintf("/run and /var/run (empty tmpfs; %d allowed runtime file(s) put back)", n))
+	cg, err := cgroupView()
+	if err != nil {
+		return nil, err
+	}
+	if cg != "" {
+		v.masked = append(v.masked, cg)
+	}
 	outside, inside := splitUnder(socks, s.Workspace)
 	m, err := maskSockets(outside)
 	if err != nil {
