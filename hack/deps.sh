@@ -7,7 +7,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/bin
 mkdir -p "$bin"
 
-pkgs=(nftables busybox-static libseccomp-dev pkg-config iproute2 conntrack containernetworking-plugins gcc make git podman)
+pkgs=(nftables busybox-static libseccomp-dev pkg-config iproute2 conntrack containernetworking-plugins gcc make git podman sudo)
+# sudo: the host-run tests run gensee boundary run through it from a throwaway account (integration/hostrun_sudo_test.go).
 # podman (4.3, with conmon and crun) drives the OCI hooks front door's tests; it pulls no containerd.
 # The tests give it a private containers.conf/storage.conf (CONTAINERS_CONF, CONTAINERS_STORAGE_CONF).
 missing=()

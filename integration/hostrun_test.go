@@ -19,9 +19,11 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// Host runs go through the built gensee binary as root with SUDO_UID set:
+// Host runs go through the built gensee binary as root naming the account
+// with --user (root itself never runs the command; SUDO_UID is ignored):
 // the command runs as nobody (65534), or as uid 1234 (no passwd entry) for
-// the selector without a safe_default.
+// the selector without a safe_default. The sudo path is in
+// hostrun_sudo_test.go.
 const (
 	hostNobody = "65534"
 	hostStrict = "1234"
@@ -90,19 +92,20 @@ type hostResult struct {
 	mfile    string
 }
 
-// run runs gensee boundary run as uid, flags before --, then argv.
+// run runs gensee boundary run as root for uid (--user), flags before --,
+// then argv.
 func (h *runEnv) run(uid string, flags []string, argv ...string) hostResult {
 	h.t.Helper()
 	out, err := os.CreateTemp(h.dir, "stdout-")
 	must(h.t, err)
 	defer out.Close()
 	mfile := filepath.Join(h.dir, fmt.Sprintf("manifest-%d.json", wsSeq.Add(1)))
-	args := append([]string{"boundary", "run", "--config", h.cfgPath, "--manifest", mfile}, flags...)
+	args := append([]string{"boundary", "run", "--config", h.cfgPath, "--manifest", mfile, "--user", uid}, flags...)
 	args = append(append(args, "--"), argv...)
 	cmd := exec.Command(filepath.Join(h.bin, "gensee"), args...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &stderr
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SUDO_UID=" + uid, "SUDO_GID=" + uid}
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = "/"
 	err = cmd.Run()
 	r := hostResult{code: cmd.ProcessState.ExitCode(), stderr: stderr.String(), mfile: mfile}
@@ -386,13 +389,44 @@ func TestHostRunRefusals(t *testing.T) {
 	}
 }
 
+// TestHostRunSudoEnvIgnored: the invoking user comes from the kernel.
+// Root (this test) without --user is refused (exit 125, reason user)
+// whatever SUDO_UID and SUDO_GID say, and nothing is left: no command ran,
+// no manifest, no operation record.
+func TestHostRunSudoEnvIgnored(t *testing.T) {
+	h := startRunEnv(t, spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}})
+	ws := h.workspace(nil)
+	witness := filepath.Join(h.dir, "ran")
+	for _, sudoEnv := range [][]string{nil, {"SUDO_UID=0", "SUDO_GID=0"}, {"SUDO_UID=" + hostNobody, "SUDO_GID=" + hostNobody, "SUDO_USER=nobody"}} {
+		mfile := filepath.Join(h.dir, "manifest-env.json")
+		cmd := exec.Command(filepath.Join(h.bin, "gensee"), "boundary", "run", "--config", h.cfgPath, "--manifest", mfile,
+			"--workspace", ws, "--", "sh", "-c", "touch "+witness)
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, sudoEnv...)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState == nil {
+			t.Fatal(err)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), "refused (user, user)") {
+			t.Fatalf("env %q: exit %d, want 125 refused (user): %s", sudoEnv, code, out)
+		}
+		for _, p := range []string{witness, mfile} {
+			if _, err := os.Lstat(p); err == nil {
+				t.Errorf("env %q: %s is left", sudoEnv, p)
+			}
+		}
+		if ents, _ := os.ReadDir(filepath.Join(h.state, "operations")); len(ents) > 0 {
+			t.Errorf("env %q: an operation record is left", sudoEnv)
+		}
+	}
+}
+
 // TestHostRunOrphans: a gensee killed mid-run leaves its command, cgroup
 // and table; the next boundary run drains and removes them.
 func TestHostRunOrphans(t *testing.T) {
 	h := startRunEnv(t, spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}})
 	ws := h.workspace(nil)
-	cmd := exec.Command(filepath.Join(h.bin, "gensee"), "boundary", "run", "--config", h.cfgPath, "--workspace", ws, "--", "sleep", "3172")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "SUDO_UID=" + hostNobody, "SUDO_GID=" + hostNobody}
+	cmd := exec.Command(filepath.Join(h.bin, "gensee"), "boundary", "run", "--config", h.cfgPath, "--user", hostNobody, "--workspace", ws, "--", "sleep", "3172")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	must(t, cmd.Start())
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"os"
 	"os/user"
 
 	"github.com/gensee/gensee/shim/hostrun"
@@ -45,8 +44,9 @@ the digest on stdout. --spec is an OCI runtime config.json (observe reads
 no operator config); --config is its old, deprecated spelling.
 
 With a command after --, computes what gensee boundary run re-derives for
-it: the uid/gid of --user (a name or uid; default the invoking user, or
-SUDO_UID under sudo), the sha256 of the executable argv[0] resolves to on
+it: the uid/gid of --user (a name or uid; default the invoking user as
+boundary run finds it from the kernel, never from SUDO_UID), the sha256
+of the executable argv[0] resolves to on
 the run's fixed PATH (or relative to --workspace), and the command digest
 over argv, the run's environment (PATH, HOME, LANG, USER, then each --env)
 and cwd = --workspace.`,
@@ -155,14 +155,14 @@ func observeErr(src string, err error) error {
 
 // host computes a host command's observation as boundary run will.
 func (o *observeOptions) host(env *Env) (spec.Observation, error) {
-	id, err := hostrun.InvokingUser(os.Getuid(), os.Getgid(), env.Getenv, user.LookupId)
-	if err != nil {
-		return spec.Observation{}, fail(ExitUsage, "find the invoking user", err, "unset or fix SUDO_UID/SUDO_GID")
-	}
+	var id hostrun.Identity
+	var err error
 	if o.user != "" {
 		if id, err = hostrun.NamedUser(o.user, user.Lookup, user.LookupId); err != nil {
 			return spec.Observation{}, fail(ExitUsage, "--user "+o.user, err, "name a user of this host by login name or uid")
 		}
+	} else if id, err = hostrun.InvokingUser(user.LookupId); err != nil {
+		return spec.Observation{}, fail(ExitUsage, "find the invoking user", err, "name the account the command will run as with --user")
 	}
 	cmd, rf := hostrun.NewCommand(o.fs.Args(), o.env, o.workspace, id)
 	if rf != nil {

@@ -1,43 +1,9 @@
 package hostrun
 
 import (
-	"errors"
-	"os/user"
 	"slices"
 	"testing"
 )
-
-func TestInvokingUser(t *testing.T) {
-	lookup := func(uid string) (*user.User, error) {
-		if uid == "1000" {
-			return &user.User{Uid: "1000", Gid: "100", Username: "alice", HomeDir: "/home/alice"}, nil
-		}
-		return nil, errors.New("unknown")
-	}
-	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	cases := []struct {
-		name     string
-		uid, gid int
-		env      map[string]string
-		want     Identity
-		err      bool
-	}{
-		{"plain user", 1000, 1000, nil, Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}, false},
-		{"sudo", 0, 0, map[string]string{"SUDO_UID": "1000", "SUDO_GID": "1000"}, Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}, false},
-		{"sudo without gid: primary group", 0, 0, map[string]string{"SUDO_UID": "1000"}, Identity{UID: 1000, GID: 100, Name: "alice", Home: "/home/alice"}, false},
-		{"sudo ignored unless root", 1000, 1000, map[string]string{"SUDO_UID": "0"}, Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}, false},
-		{"root", 0, 0, nil, Identity{UID: 0, GID: 0, Home: "/"}, false},
-		{"unknown uid", 0, 0, map[string]string{"SUDO_UID": "4321", "SUDO_GID": "4321"}, Identity{UID: 4321, GID: 4321, Home: "/"}, false},
-		{"bad SUDO_UID", 0, 0, map[string]string{"SUDO_UID": "-1"}, Identity{}, true},
-		{"SUDO_UID no-user", 0, 0, map[string]string{"SUDO_UID": "4294967295"}, Identity{}, true},
-	}
-	for _, c := range cases {
-		got, err := InvokingUser(c.uid, c.gid, env(c.env), lookup)
-		if (err != nil) != c.err || got != c.want {
-			t.Errorf("%s: got %+v, %v; want %+v (error %v)", c.name, got, err, c.want, c.err)
-		}
-	}
-}
 
 func TestRunEnv(t *testing.T) {
 	id := Identity{UID: 1000, Name: "alice", Home: "/home/alice"}

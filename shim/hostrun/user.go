@@ -2,6 +2,7 @@ package hostrun
 
 import (
 	"fmt"
+	"os"
 	"os/user"
 	"strconv"
 
@@ -23,37 +24,59 @@ func (id Identity) Fact() *admission.User {
 // lookupFunc finds a user by uid in the password database.
 type lookupFunc func(uid string) (*user.User, error)
 
-// InvokingUser is who asked for the run: the real uid, or, when that is 0
-// and sudo set SUDO_UID (and SUDO_GID), the user sudo ran as root. The gid
-// is SUDO_GID, else the user's primary group, else the uid's own number.
-func InvokingUser(realUID, realGID int, getenv func(string) string, lookup lookupFunc) (Identity, error) {
-	uid, gid := uint64(realUID), uint64(realGID)
-	if realUID == 0 && getenv("SUDO_UID") != "" {
-		var err error
-		if uid, err = parseID(getenv("SUDO_UID")); err != nil {
-			return Identity{}, fmt.Errorf("SUDO_UID %q: %w", getenv("SUDO_UID"), err)
-		}
-		gid = uid
-		if s := getenv("SUDO_GID"); s != "" {
-			if gid, err = parseID(s); err != nil {
-				return Identity{}, fmt.Errorf("SUDO_GID %q: %w", s, err)
-			}
-		}
+// InvokingUser is who asked for the run, by the kernel's facts (the rule
+// is in invoker.go: the real uid, else the loginuid, else the nearest
+// ancestor whose real uid is not 0 — the account that elevated through
+// sudo, su, doas or pkexec — else root). The environment is never read.
+// The gid is the user's primary group in the password database, else the
+// uid's own number.
+func InvokingUser(lookup lookupFunc) (Identity, error) {
+	return invokingUser(procfs{}, os.Getpid(), os.Getuid(), lookup)
+}
+
+func invokingUser(p procReader, self, realUID int, lookup lookupFunc) (Identity, error) {
+	uid, err := invokingUID(p, self, realUID)
+	if err != nil {
+		return Identity{}, err
 	}
-	id := Identity{UID: uint32(uid), GID: uint32(gid), Home: "/"}
+	id := Identity{UID: uid, GID: uid, Home: "/"}
 	if lookup == nil {
 		return id, nil
 	}
-	if u, err := lookup(strconv.FormatUint(uid, 10)); err == nil {
+	if u, err := lookup(strconv.FormatUint(uint64(uid), 10)); err == nil {
 		id.Name = u.Username
 		if u.HomeDir != "" {
 			id.Home = u.HomeDir
 		}
-		if realUID == 0 && getenv("SUDO_UID") != "" && getenv("SUDO_GID") == "" {
-			if g, err := parseID(u.Gid); err == nil {
-				id.GID = uint32(g)
-			}
+		if g, err := parseID(u.Gid); err == nil {
+			id.GID = uint32(g)
 		}
+	}
+	return id, nil
+}
+
+// RunAs is the identity the command runs as: the invoking user, or the
+// account --user names (name, "" when not given). uid 0 never runs the
+// command, and only root may name another account: a refusal (reason
+// "user") otherwise.
+func RunAs(invoking Identity, name string, byName func(string) (*user.User, error), byID lookupFunc) (Identity, *Refusal) {
+	if name == "" {
+		if invoking.UID == 0 {
+			return Identity{}, refuse(ReasonUser, "user", "run it through sudo from the account the command should run as, or as root name that account with --user NAME",
+				"the invoking user is root, and uid 0 never runs the command")
+		}
+		return invoking, nil
+	}
+	if invoking.UID != 0 {
+		return Identity{}, refuse(ReasonUser, "--user", "drop --user: the command runs as you",
+			"--user is accepted only when root itself runs gensee boundary run; the invoking user (from the kernel: loginuid, else the account that ran sudo) is uid %d", invoking.UID)
+	}
+	id, err := NamedUser(name, byName, byID)
+	if err != nil {
+		return Identity{}, refuse(ReasonUser, "--user", "name an account of this host by login name or uid", "--user %s: %v", name, err)
+	}
+	if id.UID == 0 {
+		return Identity{}, refuse(ReasonUser, "--user", "name an unprivileged account", "--user %s is uid 0, and uid 0 never runs the command", name)
 	}
 	return id, nil
 }

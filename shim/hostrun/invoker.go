@@ -1,0 +1,204 @@
+package hostrun
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// The invoking user of a host run comes from the kernel, never from the
+// environment (SUDO_UID, SUDO_GID, USER, doas' or a CI agent's variables
+// are ignored: whoever can set the environment could name any account):
+//
+//  1. A real uid other than 0 is the invoking user (Run refuses it: the
+//     boundary needs root).
+//  2. Real uid 0 and /proc/self/loginuid set (not 4294967295): that uid;
+//     0 means root. Only CAP_AUDIT_CONTROL changes a loginuid, so a PAM
+//     login session names its user for every process below it.
+//  3. Otherwise the ancestors are walked from this process up
+//     (/proc/<pid>/stat for the parent and start time, /proc/<pid>/status
+//     for the real uid, the stat read again after the status so a pid
+//     reused between the reads is seen; a parent must be no younger than
+//     its child, else the pid was reused): the first ancestor whose real
+//     uid is not 0 is the account that elevated. sudo keeps the caller's
+//     real uid in its own process (and in the monitor it forks under
+//     use_pty) while it waits for the command; su leaves its caller's
+//     shell above it; doas and pkexec exec the command in place, leaving
+//     the caller's shell as its parent.
+//  4. When every ancestor up to pid 1 (or the top of this pid namespace)
+//     has real uid 0, the process's session leader decides: a session
+//     that is not our own must still have its leader (no younger than us;
+//     a caller who killed their sudo to reparent us to pid 1 killed the
+//     leader of a session sudo started, or left us in their own session,
+//     whose leader is theirs); its real uid, if not 0, is the invoking
+//     user. A leader that is gone is an error: the invoking user cannot be
+//     established.
+//  5. Otherwise the invoking user is root.
+//
+// Any /proc read that fails ends the walk with an error, never with root.
+
+// unsetLoginUID is (uid_t)-1, the loginuid of a process outside any login
+// session.
+const unsetLoginUID = 1<<32 - 1
+
+// maxAncestors bounds the walk (a pid chain is far shorter; a cycle is a
+// kernel bug or a reused pid the start times missed).
+const maxAncestors = 4096
+
+// procStat is what the walk needs of /proc/<pid>/stat.
+type procStat struct {
+	PPID, Session int
+	Start         uint64 // clock ticks after boot
+}
+
+// procReader is the walk's seam to procfs.
+type procReader interface {
+	LoginUID() (uint32, error)
+	Stat(pid int) (procStat, error)
+	RealUID(pid int) (uint32, error)
+}
+
+// errNoInvoker: the invoking user cannot be established.
+var errNoInvoker = errors.New("cannot establish the invoking user")
+
+// invokingUID applies the rule above to the process self whose real uid is
+// realUID.
+func invokingUID(p procReader, self, realUID int) (uint32, error) {
+	if realUID != 0 {
+		return uint32(realUID), nil
+	}
+	switch uid, err := p.LoginUID(); {
+	case err != nil:
+		return 0, fmt.Errorf("%w: read loginuid: %w", errNoInvoker, err)
+	case uid != unsetLoginUID:
+		return uid, nil
+	}
+	me, err := p.Stat(self)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errNoInvoker, err)
+	}
+	child := me
+	for range maxAncestors {
+		pid := child.PPID
+		if pid <= 0 { // the top of this pid namespace
+			return sessionUID(p, self, me)
+		}
+		st, uid, err := stableUID(p, pid)
+		if err != nil {
+			return 0, err
+		}
+		if st.Start > child.Start {
+			return 0, fmt.Errorf("%w: ancestor %d is younger than its child (pid reused)", errNoInvoker, pid)
+		}
+		if uid != 0 {
+			return uid, nil
+		}
+		if pid == 1 {
+			return sessionUID(p, self, me)
+		}
+		child = st
+	}
+	return 0, fmt.Errorf("%w: more than %d ancestors", errNoInvoker, maxAncestors)
+}
+
+// stableUID reads pid's real uid between two reads of its stat that agree.
+func stableUID(p procReader, pid int) (procStat, uint32, error) {
+	st, err := p.Stat(pid)
+	if err != nil {
+		return procStat{}, 0, fmt.Errorf("%w: ancestor %d: %w", errNoInvoker, pid, err)
+	}
+	uid, err := p.RealUID(pid)
+	if err != nil {
+		return procStat{}, 0, fmt.Errorf("%w: ancestor %d: %w", errNoInvoker, pid, err)
+	}
+	again, err := p.Stat(pid)
+	if err != nil || again != st {
+		return procStat{}, 0, fmt.Errorf("%w: ancestor %d changed while read", errNoInvoker, pid)
+	}
+	return st, uid, nil
+}
+
+// sessionUID is step 4: every ancestor is root.
+func sessionUID(p procReader, self int, me procStat) (uint32, error) {
+	if me.Session == self || me.Session <= 0 { // our own session, or one outside this pid namespace
+		return 0, nil
+	}
+	st, uid, err := stableUID(p, me.Session)
+	if err != nil || st.Start > me.Start || st.Session != me.Session {
+		return 0, fmt.Errorf("%w: every ancestor is root but the leader of session %d is gone (was the caller's sudo killed?)", errNoInvoker, me.Session)
+	}
+	return uid, nil
+}
+
+// procfs reads the real /proc.
+type procfs struct{}
+
+func (procfs) LoginUID() (uint32, error) {
+	b, err := os.ReadFile("/proc/self/loginuid")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("loginuid %q: %w", b, err)
+	}
+	return uint32(n), nil
+}
+
+func (procfs) Stat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+func (procfs) RealUID(pid int) (uint32, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusUID(b)
+}
+
+// parseStat reads ppid (field 4), session (6) and starttime (22) of a
+// /proc/<pid>/stat line. The comm field (2) is in parentheses and may hold
+// anything, so the fields are counted after its last ')'.
+func parseStat(b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, errors.New("stat: no comm field")
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
+	if len(f) < 20 {
+		return procStat{}, errors.New("stat: too few fields")
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	sid, err2 := strconv.Atoi(f[3])
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return procStat{}, fmt.Errorf("stat: %w", err)
+	}
+	return procStat{PPID: ppid, Session: sid, Start: start}, nil
+}
+
+// parseStatusUID is the real uid, the first number of the "Uid:" line.
+func parseStatusUID(b []byte) (uint32, error) {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				break
+			}
+			n, err := strconv.ParseUint(f[0], 10, 32)
+			if err != nil {
+				return 0, fmt.Errorf("status: Uid: %w", err)
+			}
+			return uint32(n), nil
+		}
+	}
+	return 0, errors.New("status: no Uid line")
+}
