@@ -266,10 +266,9 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 		r.log.WithError(err).Warn("send go to the wrapper")
 	}
 	ctlW.Close()
-	// The stage's applied line, then EOF (its exec closed the last
-	// writer): the command runs. A failure line, or EOF without the
-	// applied line: nothing of the command ran.
-	applied, failed := readExec(status)
+	// The stage's applied line: the command runs. A failure line, or EOF
+	// without the applied line: nothing of the command ran.
+	applied, lingering, failed := readExec(status)
 	if err := c.Wait(); err != nil && c.ProcessState == nil {
 		r.log.WithError(err).Error("wait for the command")
 	}
@@ -280,32 +279,36 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 		return nil, r.abandon(ctx, h, wrapperRefusal(*failed, nil))
 	}
 	sb := sandboxOf(ready, applied, stdio)
-	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}, sandbox: sb, stdio: stdio})
+	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}, sandbox: sb, stdio: stdio, lingering: lingering})
 }
 
-// readExec reads the status fd after the go: the stage's applied line and
-// EOF, or the failure.
-func readExec(status *bufio.Reader) (*stageApplied, *wrapperStatus) {
+// readExec reads the status fd after the go until the wrapper exits: the
+// stage's applied line, then (unless the cgroup was killed) the wrapper's
+// lingering count; or a failure line, when nothing of the command ran.
+func readExec(status *bufio.Reader) (*stageApplied, int, *wrapperStatus) {
 	var applied *stageApplied
+	lingering := 0
 	for {
 		line, err := status.ReadBytes('\n')
 		if len(line) > 0 {
 			var st wrapperStatus
 			if jerr := json.Unmarshal(line, &st); jerr != nil {
-				return nil, &wrapperStatus{Step: "exec", Error: "decode the stage's report: " + jerr.Error()}
+				return nil, 0, &wrapperStatus{Step: "exec", Error: "decode the stage's report: " + jerr.Error()}
 			}
-			if st.Error != "" {
-				return nil, &st
-			}
-			if st.Applied != nil {
+			switch {
+			case st.Error != "":
+				return nil, 0, &st
+			case st.Applied != nil:
 				applied = st.Applied
+			case st.Lingering != nil:
+				lingering = *st.Lingering
 			}
 		}
 		if err != nil {
 			if applied == nil {
-				return nil, &wrapperStatus{Step: "exec", Error: "the wrapper exited before the command's exec"}
+				return nil, 0, &wrapperStatus{Step: "exec", Error: "the wrapper exited before the command's exec"}
 			}
-			return applied, nil
+			return applied, lingering, nil
 		}
 	}
 }
@@ -444,7 +447,9 @@ func (r *run) forwardSignals(p *os.Process, h *held) func() {
 // exit is the exit path: drain, gate, counters, table, cgroup, manifest.
 func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	k := drain.All(ctx, h.cg.Path, drain.StepsFor(h.mon))
-	x.Drained, x.DrainErr, x.Escapes = k.Drained, k.Err, k.Escapes
+	// Processes the command left were killed when it exited (pid 1's
+	// kill); the drain kills whatever else is in the cgroup.
+	x.Drained, x.DrainErr, x.Escapes = k.Drained+x.lingering, k.Err, k.Escapes
 	// Every writer of the relayed pipes is gone with the cgroup: what the
 	// command wrote reaches the caller before the verdict line.
 	x.stdio.wait(2 * time.Second)

@@ -17,6 +17,7 @@ type exitFacts struct {
 	writables []string
 	sandbox   *spec.HostSandbox
 	stdio     *stdio
+	lingering int // processes the wrapper killed after the command exited
 }
 
 // sandboxOf is the manifest's account of the layers: the wrapper's view

@@ -42,7 +42,7 @@ const (
 // The wrapper's inherited fds (exec.Cmd.ExtraFiles order).
 const (
 	fdControl = 3 // parent -> wrapper: the wrapperSpec as JSON, then one byte "go" (EOF: abort)
-	fdStatus  = 4 // wrapper and stage -> parent: wrapperStatus lines; EOF after the stage's applied line means the exec happened
+	fdStatus  = 4 // wrapper and stage -> parent: wrapperStatus lines: ready; the stage's applied line, or its failure; the wrapper's lingering count; EOF when the wrapper exits
 	fdExe     = 5 // the sealed executable (the script, for a #! script)
 	fdInterp  = 6 // the sealed #! interpreter, when there is one
 )
@@ -82,6 +82,9 @@ type wrapperStatus struct {
 	Ready   bool          `json:"ready,omitempty"`
 	Masked  []string      `json:"masked,omitempty"`
 	Applied *stageApplied `json:"applied,omitempty"`
+	// Lingering, in the wrapper's last line, counts the processes the
+	// command left in the run's pid namespace, killed when it exited.
+	Lingering *int `json:"lingering,omitempty"`
 	Step    string        `json:"step,omitempty"` // "mount", "stage", "credentials", "landlock", "seccomp", "exec"
 	Reason  string        `json:"reason,omitempty"`
 	Error   string        `json:"error,omitempty"`
@@ -142,13 +145,34 @@ func WrapperMain() int {
 		report(wrapperStatus{Step: "stage", Error: err.Error()})
 		return wrapperSetupFailed
 	}
-	st.Close() // the stage holds the status fd now: its exec closes the last writer
 	go func() {
 		for s := range sigs {
 			unix.Kill(pid, s.(syscall.Signal))
 		}
 	}()
-	return reap(pid)
+	status := reap(pid)
+	n := killLingering()
+	report(wrapperStatus{Lingering: &n})
+	return status
+}
+
+// killLingering kills, as pid 1, every process the command left in the
+// run's pid namespace and reaps them (orphans are re-parented to pid 1, so
+// every one is reaped here), returning how many there were.
+func killLingering() int {
+	unix.Kill(-1, unix.SIGKILL)
+	n := 0
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n
+		}
+		n++
+	}
 }
 
 // startStage starts the stage in its user namespace, mapping only the
