@@ -84,10 +84,10 @@ type wrapperStatus struct {
 	Applied *stageApplied `json:"applied,omitempty"`
 	// Lingering, in the wrapper's last line, counts the processes the
 	// command left in the run's pid namespace, killed when it exited.
-	Lingering *int `json:"lingering,omitempty"`
-	Step    string        `json:"step,omitempty"` // "mount", "stage", "credentials", "landlock", "seccomp", "exec"
-	Reason  string        `json:"reason,omitempty"`
-	Error   string        `json:"error,omitempty"`
+	Lingering *int   `json:"lingering,omitempty"`
+	Step      string `json:"step,omitempty"` // "mount", "stage", "credentials", "landlock", "seccomp", "exec"
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 func reporter(f *os.File) func(wrapperStatus) {
