@@ -60,7 +60,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 	notEnforced = append(notEnforced,
 		effect.NotEnforcedOutsideCgroup("command", "host", "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
 		"UDP and ICMP from the command: only the table governs them (Landlock has no UDP rules at this ABI); TCP connects too, so that every denied attempt reaches the table's log",
-		"FIFOs and pathname sockets bound by another mount namespace at a path the host view does not share: only /run, /var/run, /tmp, /var/tmp, /dev and each socket bound in a network namespace of this host when the run started are masked")
+		"pathname unix sockets bound after the run started, or by another mount namespace at a path the host's view does not share, outside /run, /var/run, /tmp, /var/tmp and /dev: connect(2) is not a file open, so Landlock (ABI 7) does not see it; the sockets bound in any network namespace of this host when the run started are masked, and a FIFO outside the run's writable trees cannot be opened for writing (Landlock)")
 	m := &spec.Manifest{
 		Schema:      spec.SchemaManifest,
 		OperationID: r.id,
