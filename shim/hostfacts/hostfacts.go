@@ -28,6 +28,7 @@ func Operator(cfg config.Config) specpolicy.Operator {
 	}
 	op.SocketFinder = FindSocket
 	op.ReadableBindRoots = cfg.ReadableBindRoots
+	op.OOMScoreAdjFloor = OOMScoreAdjFloor()
 	mounts := MountTable()
 	op.Submounts = func(p string) []string {
 		var out []string

@@ -57,7 +57,7 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	if err != nil {
 		return nil, err
 	}
-	removed, err := specpolicy.CheckProcess(&p, specpolicy.Grants{Capabilities: op.contract.Capabilities})
+	removed, err := specpolicy.CheckProcess(&p, specpolicy.Grants{Capabilities: op.contract.Capabilities}, op.execPolicy)
 	if err != nil {
 		var rf *specpolicy.Refusal
 		if !errors.As(err, &rf) {

@@ -13,6 +13,7 @@ import (
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -165,6 +166,9 @@ type operation struct {
 	mounts      []string   // mount destinations of config.json (runc stubs them in the upperdir)
 	ownRootfs   bool       // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
 	ownPidns    bool       // runc makes the container its own pid namespace (privatePidns)
+	// execPolicy is what Create admitted that an exec is held to (the
+	// oom_score_adj floor, the init's LSM labels and rlimits).
+	execPolicy specpolicy.Operator
 
 	// recorded waits for the bound admission record (recordBound); nil
 	// before bind.

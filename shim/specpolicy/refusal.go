@@ -34,4 +34,8 @@ const (
 	RuleRootPath            = "root_path"
 	RuleBindSocket          = "bind_socket"
 	RuleMountPropagation    = "mount_propagation"
+	RuleNetDevice           = "net_device"
+	RuleSchedulerPolicy     = "scheduler_policy"
+	RuleIOPriority          = "io_priority"
+	RuleOOMScoreAdj         = "oom_score_adj"
 )

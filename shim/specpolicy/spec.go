@@ -24,6 +24,12 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 	if err := checkDevices(s.Linux); err != nil {
 		return res, err
 	}
+	if err := checkNetDevices(s.Linux); err != nil {
+		return res, err
+	}
+	if err := checkProcessPowers(s.Process, "process", op.OOMScoreAdjFloor); err != nil {
+		return res, err
+	}
 	cgroupMount, err := checkMounts(s.Mounts, op)
 	if err != nil {
 		return res, err
@@ -72,12 +78,16 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 
 // CheckProcess admits an exec's process spec with the same capability policy and narrows
 // it in place: CAP_NET_RAW leaves every set, NoNewPrivileges is forced on (an exec must
-// not gain privileges through setuid binaries the init process was denied).
-func CheckProcess(p *specs.Process, g Grants) (removed []string, err error) {
+// not gain privileges through setuid binaries the init process was denied). Scheduling,
+// I/O class and oom_score_adj are held to Create's rules (op.OOMScoreAdjFloor).
+func CheckProcess(p *specs.Process, g Grants, op Operator) (removed []string, err error) {
 	if p == nil {
 		return nil, refuse(RuleNoSpec, "process", "the exec has no process spec; pass one")
 	}
 	if err := checkCaps(p, g); err != nil {
+		return nil, err
+	}
+	if err := checkProcessPowers(p, "process", op.OOMScoreAdjFloor); err != nil {
 		return nil, err
 	}
 	removed = dropNetRaw(p)

@@ -45,7 +45,9 @@ func TestDefaultSpecsAdmitted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := mk(t)
 			orig := clone(t, s)
-			res, err := CheckSpec(s, Grants{}, Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}, SandboxID: criSandbox})
+			// The floor: a shim under a systemd containerd (OOMScoreAdjust=-999)
+			// runs at -998, the pause container's.
+			res, err := CheckSpec(s, Grants{}, Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}, SandboxID: criSandbox, OOMScoreAdjFloor: -998})
 			if err != nil {
 				t.Fatalf("default spec refused: %v", err)
 			}
@@ -303,7 +305,7 @@ func TestCheckProcess(t *testing.T) {
 	p := ctrDefaultSpec(t).Process
 	p.NoNewPrivileges = false
 	p.Capabilities.Ambient = []string{"CAP_NET_RAW", "CAP_NET_RAW"}
-	removed, err := CheckProcess(p, Grants{})
+	removed, err := CheckProcess(p, Grants{}, Operator{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +318,7 @@ func TestCheckProcess(t *testing.T) {
 	p = ctrDefaultSpec(t).Process
 	addCaps(p.Capabilities, "CAP_SYS_ADMIN")
 	var r *Refusal
-	if _, err := CheckProcess(p, Grants{}); !errors.As(err, &r) || r.Rule != RuleRefusedCapability {
+	if _, err := CheckProcess(p, Grants{}, Operator{}); !errors.As(err, &r) || r.Rule != RuleRefusedCapability {
 		t.Fatalf("exec with CAP_SYS_ADMIN: %v", err)
 	}
 }

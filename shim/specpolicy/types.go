@@ -37,6 +37,11 @@ type Operator struct {
 	// ReadableBindRoots are host directories the operator vouches for: a
 	// bind under them is not scanned for unix sockets.
 	ReadableBindRoots []string
+	// OOMScoreAdjFloor is the lowest process.oomScoreAdj admitted: the
+	// shim's own oom_score_adj when that is negative (containerd's CRI
+	// gives the pause container the runtime's own under
+	// restrict_oom_score_adj), else 0.
+	OOMScoreAdjFloor int
 }
 
 // Result says what admission changed and noticed, for the records.
