@@ -50,8 +50,8 @@ func (e *env) newClientContainer(t *testing.T, c *client.Client, ctx context.Con
 }
 
 // TestCallerProcessPowers: netDevices, realtime scheduling, the realtime
-// I/O class and a negative oomScoreAdj are refused at Create with their
-// rules (issue 25, item 5).
+// I/O class, a negative oomScoreAdj and proc/sysfs away from /proc and
+// /sys are refused at Create with their rules (issue 25, items 5 and 8).
 func TestCallerProcessPowers(t *testing.T) {
 	e := startEnv(t, hostileCatalog())
 	base := e.baseSpec(t)
@@ -73,6 +73,12 @@ func TestCallerProcessPowers(t *testing.T) {
 			s.Process.IOPriority = &specs.LinuxIOPriority{Class: specs.IOPRIO_CLASS_RT, Priority: 0}
 		}},
 		{"oom", "oom_score_adj", func(s *specs.Spec) { s.Process.OOMScoreAdj = &minus }},
+		{"proc2", "kernel_fs_destination", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/p2", Type: "proc", Source: "proc", Options: []string{"ro", "nosuid", "nodev", "noexec"}})
+		}},
+		{"sys2", "kernel_fs_destination", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/s2", Type: "sysfs", Source: "sysfs", Options: []string{"ro", "nosuid", "nodev", "noexec"}})
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base()

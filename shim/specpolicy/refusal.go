@@ -38,4 +38,5 @@ const (
 	RuleSchedulerPolicy     = "scheduler_policy"
 	RuleIOPriority          = "io_priority"
 	RuleOOMScoreAdj         = "oom_score_adj"
+	RuleKernelFSDestination = "kernel_fs_destination"
 )

@@ -34,6 +34,9 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if err := checkKernelFSDestinations(s.Mounts); err != nil {
+		return res, err
+	}
 	if err := checkProcPaths(s.Linux); err != nil {
 		return res, err
 	}
