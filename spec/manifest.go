@@ -171,6 +171,12 @@ type Served struct {
 	// allowed counters), so the table's counters were reset or its
 	// elements written from outside its rules.
 	PortsWithheld string `json:"ports_withheld,omitempty"`
+	// ReversePathDropped counts the inbound packets to a served port the
+	// table dropped because their source would not be routed back out of
+	// the interface they arrived on (or came over loopback from an address
+	// not the namespace's): forged sources that would otherwise have made
+	// the workload answer a peer that never contacted it.
+	ReversePathDropped uint64 `json:"reverse_path_dropped,omitempty"`
 }
 
 // ServedCount is one serve port's reply counters.

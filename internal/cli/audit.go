@@ -64,15 +64,21 @@ operation's events.jsonl and attention.json and classifies each finding:
 A control_defeat event and the attention finding of the same firing are one
 finding. The readable report groups a wall hit repeatedly into one line
 with a count; if events were dropped (the log reached its size bound) it
-says the audit covers only what was written.
+says the audit covers only what was written. When the contract serves ports
+(network.serve) and the manifest exists, a SERVED section shows what the
+table counted for them: replies, connections answered, per port, and the
+inbound packets dropped for a forged source (reverse path). It classifies
+nothing; a served reply to a peer denied earlier is a deny_then_reach.
 
 --json prints one object with sorted keys: schema
 "gensee.operation-audit/v1", operation_id, container, log {present, events,
 dropped, malformed, complete}, attention_set, findings[] {class, security,
 guidance_gap, kind, control, rule, target, detail, hint, at, sources[],
 evidence[]} oldest first, counts {hit_a_wall, defeated_a_control,
-observed}, verdict (defeated_a_control | hit_a_wall | nothing_refused) and
-exit_code.
+observed}, verdict (defeated_a_control | hit_a_wall | nothing_refused),
+exit_code and, when ports are served, served {ports[] {proto, port},
+counted {packets, bytes, connections, ports[], ports_withheld,
+reverse_path_dropped} or null}.
 
 Exit 0 when nothing defeated a control, 4 when a control was defeated.`,
 		Setup: func(fs *flag.FlagSet) Runner {

@@ -40,6 +40,25 @@ type OperationAudit struct {
 	Counts      map[string]int     `json:"counts"`   // per class, every class present
 	Verdict     string             `json:"verdict"`  // defeated_a_control | hit_a_wall | nothing_refused
 	ExitCode    int                `json:"exit_code"`
+	// Served is what the manifest recorded for the contract's served
+	// ports; absent when it serves none or there is no manifest yet.
+	Served *OperationServed `json:"served,omitempty"`
+}
+
+// OperationServed is network.serve as the manifest recorded it: the ports
+// served and, once the task exited, what the table counted for them.
+// Reporting only: it classifies nothing.
+type OperationServed struct {
+	Ports   []spec.ServeRule `json:"ports"`
+	Counted *spec.Served     `json:"counted"` // nil: not counted (the counters were not read)
+}
+
+// servedOf is m's served section for the audit, nil when m serves nothing.
+func servedOf(m *spec.Manifest) *OperationServed {
+	if m == nil || (len(m.Enforcement.Network.Serve) == 0 && m.Observation.Served == nil) {
+		return nil
+	}
+	return &OperationServed{Ports: append([]spec.ServeRule{}, m.Enforcement.Network.Serve...), Counted: m.Observation.Served}
 }
 
 // OperationLog says how much of the operation's events.jsonl the audit saw.

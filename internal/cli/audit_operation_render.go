@@ -13,6 +13,7 @@ import (
 
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // runOperation is boundary audit --operation / --container: read the
@@ -40,6 +41,7 @@ func (o *auditOptions) runOperation(_ context.Context, env *Env) error {
 			"inspect "+filepath.Join(op.dir, events.AttentionFile))
 	}
 	rep := buildOperationAudit(op.id, op.who, log, present, att, attSet)
+	rep.Served = servedOf(manifestIfAny(op))
 	if o.json {
 		err = writeJSON(env.Stdout, rep)
 	} else {
@@ -95,8 +97,33 @@ func renderOperationAudit(w io.Writer, rep OperationAudit) error {
 			writeFindingGroup(w, g)
 		}
 	}
+	if sv := rep.Served; sv != nil {
+		fmt.Fprintf(w, "\nSERVED (inbound peers the table answered; not a finding)\n  ports  %s\n", serveLine(sv.Ports))
+		lines := []string{"not counted (no counters in the manifest)"}
+		if sv.Counted != nil {
+			lines = servedLines(spec.NetworkEnforcement{Serve: sv.Ports}, spec.Observed{Served: sv.Counted})
+		}
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	_, err := fmt.Fprintf(w, "\nverdict: %s (exit %d)\n", rep.Verdict, rep.ExitCode)
 	return err
+}
+
+// manifestIfAny reads op's manifest for what the audit reports beside the
+// events (served ports); nil while the task runs or when the record does
+// not read or validate (manifest show says why).
+func manifestIfAny(op *operation) *spec.Manifest {
+	raw, err := readRecord(op.dir, record.ManifestFile, spec.MaxManifestBytes)
+	if err != nil {
+		return nil
+	}
+	m, err := spec.ParseManifest(raw)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 func logLine(l OperationLog) string {

@@ -123,3 +123,30 @@ func TestOperationAuditUsage(t *testing.T) {
 	std().run(t, "boundary", "audit").want(t, ExitUsage, nil, []string{"pass --contract F", "--operation ID"})
 	std().run(t, "boundary", "audit", "--contract", contrib(t, "allow-exact.json"), "--namespace", "k8s.io").want(t, ExitUsage, nil, []string{"go with --operation"})
 }
+
+// The audit shows what the manifest counted for served ports, in text and
+// JSON; without a manifest (a running task) there is no served section.
+func TestOperationAuditServed(t *testing.T) {
+	fx := newOpFixture(t)
+	fx.m.Enforcement.Network.Serve = []spec.ServeRule{{Proto: "udp", Port: 53}}
+	fx.m.Observation.Served = &spec.Served{Packets: 7, Bytes: 700, ReversePathDropped: 3,
+		Ports: []spec.ServedCount{{Proto: "udp", Port: 53, Packets: 7, Bytes: 700}}}
+	fx.writeManifest(t)
+	fx.run(t, "boundary", "audit", "--operation", fxOperation).want(t, ExitOK, []string{
+		"SERVED (inbound peers the table answered; not a finding)", "ports  53/udp",
+		"7 reply packets / 700 bytes", "3 inbound packet(s) with a forged source dropped (reverse path)", "53/udp: 7 packets / 700 bytes",
+	}, nil)
+	r := fx.run(t, "boundary", "audit", "--operation", fxOperation, "--json")
+	var rep OperationAudit
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Served == nil || len(rep.Served.Ports) != 1 || rep.Served.Counted == nil || rep.Served.Counted.ReversePathDropped != 3 {
+		t.Errorf("served = %+v", rep.Served)
+	}
+	fx.m.Enforcement.Network.Serve, fx.m.Observation.Served = nil, nil
+	fx.writeManifest(t)
+	if r := fx.run(t, "boundary", "audit", "--operation", fxOperation); strings.Contains(r.stdout, "SERVED") {
+		t.Errorf("a contract serving nothing shows a served section:\n%s", r.stdout)
+	}
+}

@@ -50,6 +50,9 @@ func renderManifest(w io.Writer, op *operation) error {
 		}
 		row(tw, label, allowLine(a))
 	}
+	if len(n.Serve) > 0 {
+		row(tw, "  serve", serveLine(n.Serve))
+	}
 	caps := "none recorded"
 	if len(m.Enforcement.CapabilitiesRemoved) > 0 {
 		caps = strings.Join(m.Enforcement.CapabilitiesRemoved, ", ")
@@ -65,6 +68,13 @@ func renderManifest(w io.Writer, op *operation) error {
 		row(tw, "  counters", "not read ("+safeText(c.Error)+"): the zeros recorded mean nothing")
 	} else {
 		row(tw, "  counters", fmt.Sprintf("allowed %d packets / %d bytes; denied %d packets / %d bytes", c.AllowedPackets, c.AllowedBytes, c.DeniedPackets, c.DeniedBytes))
+	}
+	for i, l := range servedLines(n, o) {
+		label := ""
+		if i == 0 {
+			label = "  served"
+		}
+		row(tw, label, l)
 	}
 	row(tw, "  denied attempts", deniedLine(o.DeniedAttempts))
 	for _, d := range o.DeniedAttempts.Items {

@@ -167,3 +167,21 @@ func TestManifestUsage(t *testing.T) {
 		r.want(t, ExitUsage, nil, []string{tc.stderr, "run 'gensee manifest " + tc.args[0] + " --help'"})
 	}
 }
+
+// Served ports show on both sides: the ports under enforced, the counts
+// (reverse-path drops included) under observed.
+func TestManifestShowServed(t *testing.T) {
+	fx := newOpFixture(t)
+	fx.m.Enforcement.Network.Serve = []spec.ServeRule{{Proto: "udp", Port: 53}, {Proto: "tcp", Port: 8080}}
+	fx.m.Observation.Served = &spec.Served{Packets: 30, Bytes: 3000, Connections: 4, ReversePathDropped: 2,
+		Ports: []spec.ServedCount{{Proto: "tcp", Port: 8080, Packets: 20, Bytes: 2000}, {Proto: "udp", Port: 53, Packets: 10, Bytes: 1000}}}
+	fx.writeManifest(t)
+	fx.run(t, "manifest", "show", "--operation", fxOperation).want(t, ExitOK, []string{
+		"serve", "53/udp, 8080/tcp (replies to peers that connected; a peer whose source does not route back",
+		"served", "30 reply packets / 3000 bytes, 4 tcp connection(s) answered; 2 inbound packet(s) with a forged source dropped (reverse path)",
+		"8080/tcp: 20 packets / 2000 bytes", "53/udp: 10 packets / 1000 bytes",
+	}, nil)
+	fx.m.Observation.Served = nil
+	fx.writeManifest(t)
+	fx.run(t, "manifest", "show", "--operation", fxOperation).want(t, ExitOK, []string{"served", "not counted"}, nil)
+}

@@ -71,6 +71,12 @@ type Counters struct {
 	Served            Count        // with served ports only
 	ServedConnections uint64       // SYN-ACKs sent from served ports (served_conn packets)
 	ServeCounts       []ServeCount // per served port, in Plan.Serve order
+	// ServedSpoofed counts the inbound packets to a served port the input
+	// chain dropped: their source would not be routed back out of the
+	// interface they came in on (reverse path), or came over lo from an
+	// address that is not the namespace's. Not part of Denied: they are
+	// the peer's packets, not the workload's.
+	ServedSpoofed Count
 	// ElementsWithheld says why Tuples and ServeCounts are left out: the
 	// per-element counts exceed the named counters that counted the same
 	// packets, which happens only when those were reset (nft reset
@@ -118,7 +124,7 @@ func countersOf(want, got *ruleset) (Counters, error) {
 	dst := map[string]*Count{
 		counterAllow: &c.Allowed, counterDeny: &c.Denied, counterDenyK: &c.DeniedKernel, counterSpoofed: &c.Spoofed,
 		counterAllowO: &c.AllowedOutside, counterDenyO: &c.DeniedOutside,
-		counterServed: &c.Served, counterServedConn: &conn,
+		counterServed: &c.Served, counterServedConn: &conn, counterServedSpoofed: &c.ServedSpoofed,
 	}
 	seen := map[string]bool{}
 	for _, o := range got.counters {

@@ -12,7 +12,7 @@
 //
 //	counter allowed, denied, denied_kernel, spoofed
 //	counter allowed_outside, denied_outside                          netns scope only
-//	counter served, served_conn                                       with served ports only
+//	counter served, served_conn, served_spoofed                       with served ports only
 //	set cg      { type cgroupsv2 }                                  the container's cgroup id
 //	set allow4  { type ipv4_addr . inet_proto . inet_service }       tcp/udp tuples
 //	set allow6  { type ipv6_addr . inet_proto . inet_service }
@@ -21,6 +21,10 @@
 //	set allow4_used, allow6_used, icmp4_used, icmp6_used, serve_used
 //	            { same type and size; flags dynamic }                the keys matched, counted
 //	set nd6     { type icmpv6_type }                                 only with IPv6 tuples or served ports
+//	chain input { type filter hook input priority filter; policy accept;   with served ports only
+//	  C' iif != lo meta l4proto . th dport @serve fib saddr . iif oif missing → served_spoofed, drop
+//	  C' iif lo meta l4proto . th dport @serve fib saddr type != local        → served_spoofed, drop }
+//	  (C' is C in cgroup scope, nothing in netns scope)
 //	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
 //	  N(C, allowed)
 //	  C fib saddr type != local meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
@@ -87,13 +91,28 @@
 // lets nothing out that the contract does not allow (its first packet is
 // dropped, and a dropped packet never confirms a conntrack entry). The table
 // has no input chain: inbound packets reach a listener on any port, and
-// only its answers are filtered. A SYN-ACK leaves from a request socket,
+// only its answers are filtered (served ports' sources are checked, see
+// below). A SYN-ACK leaves from a request socket,
 // which has no cgroup: in netns scope the outside copy of S decides it (a
 // port not served gets no SYN-ACK at all); in cgroup scope it passes, as
 // every unattributed packet does, so a client of a port not served
 // completes its handshake and then gets no data; the count-only S(-) at the
 // end counts the SYN-ACKs sent from served ports by whichever socket of the
 // shared namespace sent them.
+//
+// Forged peers of served ports. A UDP datagram (or a SYN) from a forged
+// source D to a served port creates a conntrack entry, and the serve accept
+// then lets the workload answer D, which never contacted it. The input
+// chain drops, before conntrack confirms the entry, every packet to a
+// served port whose source the namespace would not route back out of the
+// interface it arrived on (strict reverse path, RFC 3704; IPv4 and IPv6),
+// and over lo every one whose source is not an address of the namespace;
+// counted in served_spoofed, not in denied (they are the peer's packets).
+// It cannot tell a forged source that routes back through the arrival
+// interface (any address behind the default route) from a genuine one:
+// that peer is answered, and if the workload was denied that peer earlier
+// the flow sensor reports a deny_then_reach. In cgroup scope only packets
+// whose socket is the cgroup's are checked.
 //
 // Non-local sources. The reply and serve accepts trust a packet's source
 // address and port, and a socket bound with IPV6_FREEBIND (no privilege

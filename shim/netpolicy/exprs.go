@@ -354,3 +354,49 @@ func countDrop(counters ...string) []expr.Any {
 	}
 	return append(e, &expr.Verdict{Kind: expr.VerdictDrop})
 }
+
+// servedReversePath: cgroup ∧ iif != lo ∧ l4proto . th dport ∈ serve ∧ `fib
+// saddr . iif oif missing` → served_spoofed, drop. In the input chain: a
+// packet to a served port whose source the namespace would not route back
+// out of the interface it arrived on (strict reverse path, RFC 3704 §2.2).
+// A peer answers only through conntrack, and an unconfirmed entry dies
+// with its dropped packet: one forged datagram from D must not make the
+// workload's replies to D "served". Loopback is left to servedLoopback:
+// kernels before nft_fib_can_skip (6.15) would find no route back through
+// lo for the namespace's own addresses and drop every local client. The
+// match is the local port (dport inbound); in cgroup scope the socket the
+// kernel looks up for the packet must be the cgroup's.
+func (m matcher) servedReversePath(set *countedSet) []expr.Any {
+	lo := make([]byte, 4)
+	binary.NativeEndian.PutUint32(lo, loIfindex)
+	return join(m.cgroup(), []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIF, Register: reg1},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: lo},
+	}, servedPort(set), []expr.Any{
+		&expr.Fib{Register: reg1, FlagSADDR: true, FlagIIF: true, ResultOIF: true, FlagPRESENT: true},
+		cmpEq(reg1, []byte{0, 0, 0, 0}),
+	}, countDrop(counterServedSpoofed))
+}
+
+// servedLoopback: cgroup ∧ iif lo ∧ l4proto . th dport ∈ serve ∧ source not
+// local → served_spoofed, drop. Over lo a packet comes from this very
+// namespace, so its source must be one of its addresses; in cgroup scope
+// the table's output rules check only the cgroup's own sockets, and another
+// tenant's forged source would otherwise make the workload answer it.
+func (m matcher) servedLoopback(set *countedSet) []expr.Any {
+	lo := make([]byte, 4)
+	binary.NativeEndian.PutUint32(lo, loIfindex)
+	return join(m.cgroup(), []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIF, Register: reg1}, cmpEq(reg1, lo),
+	}, servedPort(set), notLocalSource(), countDrop(counterServedSpoofed))
+}
+
+// servedPort is `meta l4proto . th dport @serve`: the packet is addressed to
+// a served local port.
+func servedPort(set *countedSet) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		load(expr.PayloadBaseTransportHeader, 2, 2, reg32_01),
+		&expr.Lookup{SourceRegister: reg1, SetName: set.in.Name, SetID: set.in.ID},
+	}
+}

@@ -57,7 +57,7 @@ func nftScript(p *Plan, cgPath string) string {
 		b.WriteString("\tcounter allowed_outside { }\n\tcounter denied_outside { }\n")
 	}
 	if serve {
-		b.WriteString("\tcounter served { }\n\tcounter served_conn { }\n")
+		b.WriteString("\tcounter served { }\n\tcounter served_conn { }\n\tcounter served_spoofed { }\n")
 	}
 	fmt.Fprintf(&b, "\tset cg { type cgroupsv2; size 1; elements = { %q } }\n", cgPath)
 	if len(p.Allow) > 0 {
@@ -84,6 +84,16 @@ func nftScript(p *Plan, cgPath string) string {
 	policy := "accept"
 	if netns {
 		policy = "drop"
+	}
+	if serve {
+		in := ""
+		if !netns {
+			in = fmt.Sprintf("socket cgroupv2 level %d @cg ", p.Cgroup.Level)
+		}
+		fmt.Fprintf(&b, "\tchain input {\n\t\ttype filter hook input priority filter; policy accept;\n")
+		fmt.Fprintf(&b, "\t\t%siif != lo meta l4proto . th dport @serve fib saddr . iif oif missing counter name \"served_spoofed\" drop comment \"gensee: served ports, source not routed back through its interface (reverse path)\"\n", in)
+		fmt.Fprintf(&b, "\t\t%siif lo meta l4proto . th dport @serve fib saddr type != local counter name \"served_spoofed\" drop comment \"gensee: served ports, non-local source over loopback\"\n", in)
+		b.WriteString("\t}\n")
 	}
 	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy %s;\n", policy)
 	// counted writes the rule that adds match's key to set's used set,
@@ -226,6 +236,12 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 		{"fib daddr", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib daddr type != local counter name \"spoofed\" counter name \"denied_outside\""},
 		{"fib type unicast", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib saddr type unicast counter name \"spoofed\" counter name \"denied_outside\""},
 		{"fib oif", "fib saddr type != local counter name \"spoofed\" counter name \"denied_outside\"", "fib saddr . oif type != local counter name \"spoofed\" counter name \"denied_outside\""},
+		// The served ports' reverse-path check: its interface, its
+		// result, the port it guards.
+		{"rpf loose", "fib saddr . iif oif missing", "fib saddr oif missing"},
+		{"rpf sport", "meta l4proto . th dport @serve fib saddr . iif", "meta l4proto . th sport @serve fib saddr . iif"},
+		{"rpf lo only", "iif != lo meta l4proto", "iif lo meta l4proto"},
+		{"rpf lo any source", "iif lo meta l4proto . th dport @serve fib saddr type != local", "iif lo meta l4proto . th dport @serve fib saddr type multicast"},
 		{"dad any type", "icmpv6 type nd-neighbor-solicit counter name \"allowed_outside\"", "icmpv6 type nd-neighbor-advert counter name \"allowed_outside\""},
 	} {
 		t.Run("mutated/"+m.name, func(t *testing.T) {

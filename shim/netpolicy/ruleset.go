@@ -12,7 +12,10 @@ import (
 // Names of the objects inside a gensee table. Part of the operator-facing
 // interface (`nft list table inet gensee_...`): extend, don't rename.
 const (
-	chainName    = "output"
+	chainName = "output"
+	// chainInput holds the reverse-path check of served ports; only with
+	// served ports.
+	chainInput   = "input"
 	counterAllow = "allowed"
 	counterDeny  = "denied"
 	counterDenyK = "denied_kernel"
@@ -27,13 +30,16 @@ const (
 	// SYN-ACKs among them.
 	counterServed     = "served"
 	counterServedConn = "served_conn"
-	setCgroup         = "cg"
-	setAllow4         = "allow4" // ipv4_addr . inet_proto . inet_service
-	setAllow6         = "allow6" // ipv6_addr . inet_proto . inet_service
-	setICMP4          = "icmp4"  // ipv4_addr
-	setICMP6          = "icmp6"  // ipv6_addr
-	setND6            = "nd6"    // icmpv6_type
-	setServe          = "serve"  // inet_proto . inet_service
+	// With served ports only: inbound packets to a served port dropped
+	// because their source does not route back where they came from.
+	counterServedSpoofed = "served_spoofed"
+	setCgroup            = "cg"
+	setAllow4            = "allow4" // ipv4_addr . inet_proto . inet_service
+	setAllow6            = "allow6" // ipv6_addr . inet_proto . inet_service
+	setICMP4             = "icmp4"  // ipv4_addr
+	setICMP6             = "icmp6"  // ipv6_addr
+	setND6               = "nd6"    // icmpv6_type
+	setServe             = "serve"  // inet_proto . inet_service
 	// usedSuffix names the companion of each counted set (allow4_used,
 	// ..., serve_used): a dynamic set, empty at install, into which the
 	// rules that match the counted set add the key they matched, each new
@@ -147,7 +153,8 @@ func build(p *Plan) *ruleset {
 		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterAllowO}, &nftables.CounterObj{Table: t, Name: counterDenyO})
 	}
 	if len(p.Serve) > 0 {
-		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterServed}, &nftables.CounterObj{Table: t, Name: counterServedConn})
+		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterServed}, &nftables.CounterObj{Table: t, Name: counterServedConn},
+			&nftables.CounterObj{Table: t, Name: counterServedSpoofed})
 	}
 
 	// Set IDs are chosen here, not by the library's package-global
@@ -245,12 +252,16 @@ func build(p *Plan) *ruleset {
 		Policy: &policy,
 	}
 	rs.chains = []*nftables.Chain{ch}
-	rule := func(comment string, exprs []expr.Any) {
+	ruleIn := func(ch *nftables.Chain, comment string, exprs []expr.Any) {
 		r := &nftables.Rule{
 			Table: t, Chain: ch, Exprs: exprs,
 			UserData: userdata.AppendString(nil, userdata.TypeComment, comment),
 		}
 		rs.rules = append(rs.rules, canonRule(r))
+	}
+	rule := func(comment string, exprs []expr.Any) { ruleIn(ch, comment, exprs) }
+	if sets.serve != nil {
+		serveInput(rs, ruleIn, p, cg, sets.serve)
 	}
 
 	// The cgroup's rules. Accepts first; every one starts with the cgroup
@@ -311,6 +322,29 @@ func build(p *Plan) *ruleset {
 	rule("gensee: log denied"+outsideNote, logOutside(p.LogGroup, p.LogPrefixOutside))
 	rule("gensee: deny"+outsideNote, denyOutside())
 	return rs
+}
+
+// serveInput adds the input chain: a served port takes packets only from
+// sources that route back where they came from (servedReversePath), over lo
+// only from the namespace's own addresses (servedLoopback). In cgroup scope
+// both match only packets whose socket is the cgroup's; in netns scope every
+// packet to a served port. Policy accept: this chain filters nothing else
+// inbound. Its rules come before the output chain's in rs.rules, as a dump
+// lists them (chains in the order they were added).
+func serveInput(rs *ruleset, rule func(*nftables.Chain, string, []expr.Any), p *Plan, cg *nftables.Set, serve *countedSet) {
+	accept := nftables.ChainPolicyAccept
+	in := &nftables.Chain{
+		Name: chainInput, Table: rs.table, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter,
+		Policy: &accept,
+	}
+	rs.chains = append([]*nftables.Chain{in}, rs.chains...)
+	m := matcher{}
+	if p.Scope == ScopeCgroup {
+		m = matcher{cg: cg, level: p.Cgroup.Level}
+	}
+	rule(in, "gensee: served ports, source not routed back through its interface (reverse path)", m.servedReversePath(serve))
+	rule(in, "gensee: served ports, non-local source over loopback", m.servedLoopback(serve))
 }
 
 // outsideNote ends the comment of every netns-scope rule for packets the

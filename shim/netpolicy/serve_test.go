@@ -124,6 +124,42 @@ func servedMatch(prefix []expr.Any, synack bool) []expr.Any {
 	return e
 }
 
+const (
+	rpfComment   = "gensee: served ports, source not routed back through its interface (reverse path)"
+	rpfLoComment = "gensee: served ports, non-local source over loopback"
+)
+
+// servedRPFExprs is what nft(8) 1.0.6 emits for `iif != lo meta l4proto .
+// th dport @serve fib saddr . iif oif missing counter name
+// "served_spoofed" drop`, after prefix.
+func servedRPFExprs(prefix []expr.Any) []string {
+	return canonAll(append(slices.Clone(prefix),
+		&expr.Meta{Key: expr.MetaKeyIIF, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, 1)},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Lookup{SourceRegister: 1, SetName: "serve"},
+		&expr.Fib{Register: 1, FlagSADDR: true, FlagIIF: true, ResultOIF: true, FlagPRESENT: true},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0, 0, 0, 0}},
+		&expr.Objref{Type: 1, Name: "served_spoofed"},
+		&expr.Verdict{Kind: expr.VerdictDrop})...)
+}
+
+// servedRPFLoExprs: `iif lo meta l4proto . th dport @serve fib saddr type
+// != local counter name "served_spoofed" drop`, after prefix.
+func servedRPFLoExprs(prefix []expr.Any) []string {
+	return canonAll(append(slices.Clone(prefix),
+		&expr.Meta{Key: expr.MetaKeyIIF, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, 1)},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Lookup{SourceRegister: 1, SetName: "serve"},
+		&expr.Fib{Register: 1, FlagSADDR: true, ResultADDRTYPE: true},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, unix.RTN_LOCAL)},
+		&expr.Objref{Type: 1, Name: "served_spoofed"},
+		&expr.Verdict{Kind: expr.VerdictDrop})...)
+}
+
 var cgPrefix = []expr.Any{
 	&expr.Socket{Key: expr.SocketKeyCgroupv2, Level: 2, Register: 1},
 	&expr.Lookup{SourceRegister: 1, SetName: "cg"},
@@ -139,13 +175,16 @@ func TestBuildServe(t *testing.T) {
 		served map[string][]string
 	}{
 		{ScopeCgroup, []string{
+			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback",
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
 			"gensee: icmpv6 neighbor discovery for served ports",
 			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 			"gensee: count per element, count served connections answered, outside the cgroup", "gensee: count served connections answered, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "served", "served_conn"}, map[string][]string{
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "served", "served_conn", "served_spoofed"}, map[string][]string{
+			rpfComment:   servedRPFExprs(cgPrefix),
+			rpfLoComment: servedRPFLoExprs(cgPrefix),
 			"gensee: count per element, served connections answered":                           servedCount(cgPrefix, true),
 			"gensee: served connections answered":                                              servedExprs(cgPrefix, true, true),
 			"gensee: count per element, replies on served ports":                               servedCount(cgPrefix, false),
@@ -154,6 +193,7 @@ func TestBuildServe(t *testing.T) {
 			"gensee: count served connections answered, outside the cgroup":                    servedExprs(nil, true, false), // count only, the last rule
 		}},
 		{ScopeNetns, []string{
+			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback",
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
@@ -164,9 +204,11 @@ func TestBuildServe(t *testing.T) {
 			"gensee: count per element, served connections answered, outside the cgroup", "gensee: served connections answered, outside the cgroup", "gensee: count per element, replies on served ports, outside the cgroup", "gensee: replies on served ports, outside the cgroup",
 			"gensee: icmpv6 neighbor discovery for served ports, outside the cgroup",
 			"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside", "served", "served_conn"}, map[string][]string{
-			"gensee: served connections answered":                                        servedExprs(cgPrefix, true, true),
-			"gensee: replies on served ports":                                            servedExprs(cgPrefix, false, true),
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside", "served", "served_conn", "served_spoofed"}, map[string][]string{
+			rpfComment:                            servedRPFExprs(nil),
+			rpfLoComment:                          servedRPFLoExprs(nil),
+			"gensee: served connections answered": servedExprs(cgPrefix, true, true),
+			"gensee: replies on served ports":     servedExprs(cgPrefix, false, true),
 			"gensee: count per element, served connections answered, outside the cgroup": servedCount(nil, true),
 			"gensee: served connections answered, outside the cgroup":                    servedExprs(nil, true, true),
 			"gensee: replies on served ports, outside the cgroup":                        servedExprs(nil, false, true),
@@ -288,8 +330,24 @@ func TestDiffServeDrift(t *testing.T) {
 			rs.rules[reply].exprs = slices.Delete(slices.Clone(rs.rules[reply].exprs), 2, 4)
 		}, fmt.Sprintf("rule %d (gensee: replies on served ports) changed", reply)},
 		{"served before the non-local source check", func(rs *ruleset) {
-			rs.rules[2], rs.rules[reply] = rs.rules[reply], rs.rules[2]
+			rs.rules[4], rs.rules[reply] = rs.rules[reply], rs.rules[4]
 		}, "gensee: deny non-local source"},
+		{"reverse path loosened", func(rs *ruleset) {
+			i := ruleAt(t, rs, rpfComment)
+			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
+			rs.rules[i].exprs[5] = canon(&expr.Fib{Register: 1, FlagSADDR: true, ResultOIF: true, FlagPRESENT: true})
+		}, "(gensee: served ports, source not routed back through its interface (reverse path)) changed"},
+		{"reverse path gone", func(rs *ruleset) {
+			rs.rules = slices.Delete(rs.rules, 0, 1)
+		}, "(gensee: served ports, source not routed back through its interface (reverse path)) is missing"},
+		{"input chain moved to prerouting", func(rs *ruleset) {
+			c := *rs.chains[0]
+			c.Hooknum = nftables.ChainHookPrerouting
+			rs.chains[0] = &c
+		}, "chain input is"},
+		{"no served_spoofed", func(rs *ruleset) {
+			rs.counters = slices.DeleteFunc(rs.counters, func(c *nftables.CounterObj) bool { return c.Name == "served_spoofed" })
+		}, "named counters are"},
 		{"counting rule counts the wrong set", func(rs *ruleset) {
 			i := reply - 1
 			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
@@ -314,7 +372,8 @@ func TestCountersOfServe(t *testing.T) {
 	for _, name := range []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside"} {
 		got.counters = append(got.counters, &nftables.CounterObj{Name: name})
 	}
-	got.counters = append(got.counters, &nftables.CounterObj{Name: "served", Packets: 30, Bytes: 3000}, &nftables.CounterObj{Name: "served_conn", Packets: 4, Bytes: 240})
+	got.counters = append(got.counters, &nftables.CounterObj{Name: "served", Packets: 30, Bytes: 3000}, &nftables.CounterObj{Name: "served_conn", Packets: 4, Bytes: 240},
+		&nftables.CounterObj{Name: "served_spoofed", Packets: 2, Bytes: 84})
 	for _, s := range got.sets {
 		if s.set.Name == "serve_used" {
 			s.elems = []nftables.SetElement{
@@ -328,7 +387,7 @@ func TestCountersOfServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []ServeCount{{ServePort{ProtoTCP, 8080}, Count{20, 2000}}, {ServePort{ProtoUDP, 53}, Count{10, 1000}}}
-	if c.Served != (Count{30, 3000}) || c.ServedConnections != 4 || !slices.Equal(c.ServeCounts, want) || len(c.Tuples) != 1 {
+	if c.Served != (Count{30, 3000}) || c.ServedConnections != 4 || c.ServedSpoofed != (Count{2, 84}) || !slices.Equal(c.ServeCounts, want) || len(c.Tuples) != 1 {
 		t.Errorf("counters = %+v, want served 30/3000, 4 connections, serve counts %+v, one tuple", c, want)
 	}
 	// The per-port counts above served (reset, or written from outside):

@@ -77,6 +77,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 				Packets: p.Count.Packets, Bytes: p.Count.Bytes})
 		}
 		sv.PortsWithheld = c.ElementsWithheld
+		sv.ReversePathDropped = c.ServedSpoofed.Packets
 		m.Observation.Served = sv
 	}
 	return m

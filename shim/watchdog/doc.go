@@ -4,7 +4,8 @@
 // control-defeat signatures on evidence that a boundary failed:
 //
 //   - deny_then_reach: a target denied earlier (or watched because of a
-//     policy_unbound event) is later seen reached;
+//     policy_unbound event) is later seen reached, or answered on a flow it
+//     opened (a served port's reply);
 //   - table_tampered: the operation's table changed or vanished while the
 //     task runs;
 //   - product_mismatch: a staged product no longer matches its manifest

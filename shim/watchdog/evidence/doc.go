@@ -9,7 +9,8 @@
 //     table back only when the namespace's nf_tables generation moved, see
 //     netpolicy's gen.go);
 //   - FlowPoller: conntrack holds a flow that got a reply from a watched
-//     (earlier denied) target;
+//     (earlier denied) target, or that such a target opened and the
+//     container answered (a served port's peer);
 //   - CounterPoller: the table's allow and deny counters moved;
 //   - BindingPoller: the bound cgroup is gone or replaced, or a process of
 //     the container (any process ever seen in the cgroup, remembered by pid

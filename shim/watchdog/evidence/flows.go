@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -98,34 +99,46 @@ func (p *FlowPoller) Run(ctx context.Context, watched func() []string, report fu
 func (p *FlowPoller) scan(flows []conntrack.Flow, watched []string, reported map[string]bool, report func(Reach)) map[string]bool {
 	still := map[string]bool{}
 	for _, f := range flows {
-		target, key, ok := replied(f)
+		dst, src, key, ok := replied(f)
 		switch {
 		case !ok:
 		case reported[key]:
 			still[key] = true
-		case slices.Contains(watched, target):
+		case slices.Contains(watched, dst):
 			still[key] = true
-			report(Reach{Target: target, At: p.now(), Detail: describe(f)})
+			report(Reach{Target: dst, At: p.now(), Detail: describe(f)})
+		case slices.Contains(watched, src):
+			still[key] = true
+			report(Reach{Target: src, At: p.now(), Detail: describeAnswered(f)})
 		}
 	}
 	return still
 }
 
-// replied returns the original destination of a flow that saw a reply, and
-// a key naming the flow.
-func replied(f conntrack.Flow) (target, key string, ok bool) {
+// replied returns, for a flow that saw a reply, its original destination
+// (the container reached it), its original source (the container answered
+// it: a peer that opened the flow, to a served port or any other that
+// answered), and a key naming the flow.
+func replied(f conntrack.Flow) (dst, src, key string, ok bool) {
 	if !f.Status.SeenReply() {
-		return "", "", false
+		return "", "", "", false
 	}
 	o := f.TupleOrig
-	if !o.IP.DestinationAddress.IsValid() {
-		return "", "", false
+	if !o.IP.DestinationAddress.IsValid() || !o.IP.SourceAddress.IsValid() {
+		return "", "", "", false
 	}
-	tu := netpolicy.Tuple{Addr: o.IP.DestinationAddress.Unmap(), Proto: o.Proto.Protocol, Port: o.Proto.DestinationPort}
+	d := endpoint(o.IP.DestinationAddress, o.Proto.Protocol, o.Proto.DestinationPort, o)
+	s := endpoint(o.IP.SourceAddress, o.Proto.Protocol, o.Proto.SourcePort, o)
+	return d.String(), s.String(), fmt.Sprintf("%d %s:%d %s", f.ID, o.IP.SourceAddress, o.Proto.SourcePort, d), true
+}
+
+// endpoint is one end of a flow as the NFLOG sensor names a target.
+func endpoint(a netip.Addr, proto uint8, port uint16, o conntrack.Tuple) netpolicy.Tuple {
+	tu := netpolicy.Tuple{Addr: a.Unmap(), Proto: proto, Port: port}
 	if o.Proto.ICMPv4 || o.Proto.ICMPv6 {
 		tu.Port = 0
 	}
-	return tu.String(), fmt.Sprintf("%d %s:%d %s", f.ID, o.IP.SourceAddress, o.Proto.SourcePort, tu), true
+	return tu
 }
 
 var tcpStates = []string{"NONE", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT", "CLOSE_WAIT", "LAST_ACK", "TIME_WAIT", "CLOSE", "SYN_SENT2"}
@@ -134,6 +147,18 @@ func describe(f conntrack.Flow) string {
 	o := f.TupleOrig
 	tu := netpolicy.Tuple{Addr: o.IP.DestinationAddress.Unmap(), Proto: o.Proto.Protocol, Port: o.Proto.DestinationPort}
 	s := fmt.Sprintf("conntrack: flow from %s port %d to %s got a reply", o.IP.SourceAddress, o.Proto.SourcePort, tu)
+	if f.ProtoInfo.TCP != nil && int(f.ProtoInfo.TCP.State) < len(tcpStates) {
+		s += ", tcp " + tcpStates[f.ProtoInfo.TCP.State]
+	}
+	return s
+}
+
+// describeAnswered: the flow a watched target opened, which the container
+// answered.
+func describeAnswered(f conntrack.Flow) string {
+	o := f.TupleOrig
+	peer := endpoint(o.IP.SourceAddress, o.Proto.Protocol, o.Proto.SourcePort, o)
+	s := fmt.Sprintf("conntrack: flow %s opened to %s port %d was answered by the container (served)", peer, o.IP.DestinationAddress, o.Proto.DestinationPort)
 	if f.ProtoInfo.TCP != nil && int(f.ProtoInfo.TCP.State) < len(tcpStates) {
 		s += ", tcp " + tcpStates[f.ProtoInfo.TCP.State]
 	}

@@ -136,3 +136,28 @@ func TestCounterPoller(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlowScanServed: a watched target that opened a flow the container
+// answered (a served port's peer) is reached too; the same flow is reported
+// once, and an unanswered one not at all.
+func TestFlowScanServed(t *testing.T) {
+	p := &FlowPoller{now: time.Now}
+	var got []Reach
+	report := func(r Reach) { got = append(got, r) }
+	served := func(id uint32, status conntrack.Status) conntrack.Flow {
+		f := conntrack.Flow{ID: id, Status: status}
+		f.TupleOrig.IP = conntrack.IPTuple{SourceAddress: netip.MustParseAddr("::ffff:198.51.100.7"), DestinationAddress: netip.MustParseAddr("10.0.0.2")}
+		f.TupleOrig.Proto = conntrack.ProtoTuple{Protocol: 17, SourcePort: 5353, DestinationPort: 8080}
+		return f
+	}
+	watched := []string{"198.51.100.7:5353/udp"}
+	flows := []conntrack.Flow{served(1, conntrack.StatusConfirmed), served(2, seen)}
+	rep := p.scan(flows, watched, map[string]bool{}, report)
+	if len(got) != 1 || got[0].Target != watched[0] || !strings.Contains(got[0].Detail, "answered by the container") {
+		t.Fatalf("reaches %+v", got)
+	}
+	p.scan(flows, watched, rep, report)
+	if len(got) != 1 {
+		t.Fatalf("served flow reported twice: %+v", got)
+	}
+}
