@@ -57,6 +57,15 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	if err != nil {
 		return nil, err
 	}
+	if st := op.life.current(); st != opRunning {
+		// The deadline, the sensors and the gate arm at Start: an exec
+		// into a created task would run unwatched, and a task deleted
+		// unstarted is never gated (not_run), so what the exec wrote
+		// would leave with no verdict. runc would exec into a created
+		// container; CRI and kubectl exec only into a running one.
+		op.logger(ctx).WithField("exec_id", r.ExecID).WithField("state", st.String()).Warn("exec refused: the task is not running")
+		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: exec refused: exec_before_start: cannot exec in a task in %s state: the deadline, the sensors and the gate arm at Start; start the task first", st)
+	}
 	removed, err := specpolicy.CheckProcess(&p, specpolicy.Grants{Capabilities: op.contract.Capabilities}, op.execPolicy)
 	if err != nil {
 		var rf *specpolicy.Refusal
@@ -83,8 +92,8 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 			Target: r.ExecID,
 			Hint:   "the exec'd process cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
 	}
-	// An exec may come before Start (runc execs into a created
-	// container): the bound admission record is durable before it runs.
+	// The bound admission record is durable before the exec runs (Start
+	// waited for it too).
 	if err := op.waitRecorded(); err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: exec refused: the admission record was not written (%v): delete the task and create it again", err)
 	}
