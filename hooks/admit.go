@@ -250,6 +250,8 @@ func checkPolicy(oci *specs.Spec, c spec.Contract, op specpolicy.Operator, self 
 	if cp.Linux != nil {
 		cp.Linux.Seccomp = nil
 	}
+	// The cgroup-bind rule's exception reads the container's own profile.
+	op.Clone3ENOSYS = specpolicy.SeccompRefusesClone3(old)
 	res, err := specpolicy.CheckSpec(&cp, specpolicy.Grants{Capabilities: c.Capabilities}, op)
 	if err != nil {
 		return res, specRefusal(err)

@@ -25,8 +25,10 @@
 //  4. No poststop (the engine died, a later hook failed, the container was
 //     never started): once the init is gone the monitor waits Grace, then
 //     finishes on its own the same way and exits. A monitor that died is
-//     found by the next hook (its marker names a dead owner): the table is
-//     removed and the operation marked cleaned.
+//     found by the next hook (its marker names a dead owner and the
+//     container's cgroup): the cgroup is drained first (the container
+//     may still run), then the table is removed, then a manifest that
+//     says the monitor died is written and the operation marked cleaned.
 //
 // It must never let a container start whose table is not installed and read
 // back, never edit the bundle, and never leave a table, a monitor process or

@@ -20,6 +20,9 @@ type exitFacts struct {
 	effect.Exit
 	exitedAt time.Time
 	poststop bool // finished at poststop (false: Grace passed without one)
+	// cleanup, when set, is the not_enforced line of an operation whose
+	// monitor died, finished by a later hook (writeOrphanManifest).
+	cleanup string
 }
 
 // finish is the exit path: drain (if the init's exit was not seen yet),
@@ -40,6 +43,7 @@ func (op *operation) finish(ctx context.Context, poststop bool) (*spec.Manifest,
 		op.mon.Note(ev)
 	}
 	op.mon.StopSensors()
+	x.Drift = op.mon.Drift()
 	x.Attempts = op.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(op.netns.Fd()), op.plan)))
 	x.Removed = op.removeTable(ctx)
 	op.mon.Close()

@@ -43,7 +43,10 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 			effect.NotEnforcedAbstractUnix("container", a.Netns),
 			effect.NotEnforcedOutsideCgroup("container", a.Netns, ""))
 	}
-	if !x.poststop {
+	switch {
+	case x.cleanup != "":
+		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced, x.cleanup)
+	case !x.poststop:
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
 			"poststop never came: the monitor finished the operation on its own after the container's init was gone")
 	}

@@ -1,15 +1,12 @@
 package hooks
 
 import (
-	"context"
-	"errors"
+	"bytes"
 	"os"
 	"path/filepath"
-
-	"github.com/containerd/log"
+	"strconv"
 
 	"github.com/gensee/gensee/shim/cgroup"
-	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 )
 
@@ -24,7 +21,13 @@ type marker struct {
 	Table       string `json:"table"`
 	Netns       string `json:"netns"`
 	NetnsPath   string `json:"netns_path,omitempty"`
-	Monitor     owner  `json:"monitor"`
+	// Cgroup and CgroupID are the container's cgroup v2 (path, and the id
+	// that tells this cgroup from a later one at the same path): what the
+	// orphan cleanup drains before it removes the table. Empty in markers
+	// written before they existed.
+	Cgroup   string `json:"cgroup,omitempty"`
+	CgroupID uint64 `json:"cgroup_id,omitempty"`
+	Monitor  owner  `json:"monitor"`
 }
 
 // socketPath is where operation opID's monitor listens for poststop.
@@ -43,52 +46,26 @@ func removeMarker(stateDir, opID string) {
 
 func (m marker) Operation() string { return m.OperationID }
 
-// Orphaned: the monitor (by pid and start time) is gone.
-func (m marker) Orphaned() bool { return !cgroup.Proc(m.Monitor).Alive() }
+// Orphaned: the monitor (by pid and start time) is gone, or is a zombie:
+// it runs no more, and whoever it was reparented to (the engine's
+// subreaper, the host's init) may never wait for it.
+func (m marker) Orphaned() bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(m.Monitor.PID) + "/stat")
+	if err != nil {
+		return true
+	}
+	st, err := cgroup.ParseStat(b)
+	return err != nil || st.Start != m.Monitor.Start || zombie(b)
+}
+
+// zombie: a /proc/<pid>/stat line's state (the field after comm) is Z.
+func zombie(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	f := bytes.Fields(stat[i+1:])
+	return len(f) > 0 && string(f[0]) == "Z"
+}
 
 func selfOwner() (owner, error) {
 	p, err := cgroup.Self()
 	return owner(p), err
-}
-
-// CleanOrphans removes what operations whose monitor died left: the table
-// (in the host netns, or in the joined netns if it still exists; a private
-// netns died with its last process and took the table along), the marker
-// and the socket; the operation is marked cleaned. It returns the
-// operation ids it cleaned.
-func CleanOrphans(ctx context.Context, stateDir string) ([]string, error) {
-	return record.CleanOrphans(record.Store{Dir: stateDir}, markersDir, func(m marker) error {
-		if err := removeOrphan(ctx, stateDir, m); err != nil {
-			return err
-		}
-		log.G(ctx).WithField("operation_id", m.OperationID).WithField("container_id", m.ContainerID).
-			Warn("removed the table of an OCI hook operation whose monitor process died")
-		return nil
-	})
-}
-
-func removeOrphan(ctx context.Context, stateDir string, m marker) error {
-	var f *os.File
-	var err error
-	switch m.Netns {
-	case netnsHost:
-		f, err = os.Open("/proc/self/ns/net")
-	case netnsPath:
-		f, err = os.Open(m.NetnsPath)
-		if errors.Is(err, os.ErrNotExist) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if f != nil {
-		defer f.Close()
-		if err := netpolicy.RemoveIfPresent(ctx, int(f.Fd()), m.Table); err != nil {
-			return err
-		}
-	}
-	_ = record.Store{Dir: stateDir}.MarkCleaned(m.OperationID, "by a later OCI hook: the monitor process had died") // losing it only keeps the record longer
-	removeMarker(stateDir, m.OperationID)
-	return nil
 }

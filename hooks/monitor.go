@@ -182,7 +182,7 @@ func (op *operation) bind(ctx context.Context) error {
 	}
 	op.adm.Monitor = &me
 	if err := writeMarker(op.store.Dir, marker{OperationID: adm.OperationID, ContainerID: adm.ContainerID, Table: plan.Table,
-		Netns: adm.Netns, NetnsPath: adm.NetnsPath, Monitor: me}); err != nil {
+		Netns: adm.Netns, NetnsPath: adm.NetnsPath, Cgroup: path, CgroupID: id, Monitor: me}); err != nil {
 		return err
 	}
 	if op.mon, err = monitor.Open(monitor.Config{OperationID: adm.OperationID, Store: op.store, DenyRule: adm.Contract.Network.Mode,

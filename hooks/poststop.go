@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/containerd/log"
@@ -19,8 +20,8 @@ import (
 // finish (gate, staging, counters, table removal, manifest) and waits for
 // its answer. A poststop cannot fail the run (podman only logs a failing
 // one), so what went wrong is in the manifest and the log; the error
-// returned is for that log. Without a live monitor it removes what the
-// operation left (CleanOrphans).
+// returned is for that log. Without a live monitor it ends what the
+// operation left (CleanOrphans: drain, table, a manifest that says so).
 func Poststop(ctx context.Context, o Options, s State) error {
 	st := record.Store{Dir: o.Config.StateDir}
 	id, err := st.Lookup(Namespace, s.ID)
@@ -35,12 +36,15 @@ func Poststop(ctx context.Context, o Options, s State) error {
 	c, err := net.DialTimeout("unix", socketPath(st.Dir, id), 5*time.Second)
 	if err != nil {
 		cleaned, cerr := CleanOrphans(ctx, st.Dir)
-		log.G(ctx).WithField("operation_id", id).WithField("cleaned", cleaned).WithError(err).
-			Error("the operation's monitor process is gone: no manifest; its table was removed")
 		if cerr != nil {
 			return cerr
 		}
-		return fmt.Errorf("reach the monitor of operation %s: %w", id, err)
+		if !slices.Contains(cleaned, id) {
+			return fmt.Errorf("reach the monitor of operation %s: %w", id, err)
+		}
+		log.G(ctx).WithField("operation_id", id).WithError(err).
+			Error("the operation's monitor process had died: its cgroup was drained, its table removed, and its manifest says so")
+		return nil
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(o.gateTimeout() + 30*time.Second))

@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	"github.com/gensee/gensee/hooks"
+	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -56,6 +59,9 @@ func (p *podmanEnv) denyAllHost(t *testing.T) {
 	if m.Contract.ID != "deny" || m.Observation.Counters.DeniedPackets == 0 || m.Enforcement.Network.TableRemoved != "deleted" {
 		t.Fatalf("manifest: %+v", m)
 	}
+	if m.Enforcement.Network.Status != spec.NetworkEnforced || len(m.Observation.TableDrift) != 0 {
+		t.Errorf("network status %q, drift %q: want enforced with no drift", m.Enforcement.Network.Status, m.Observation.TableDrift)
+	}
 	if !strings.Contains(m.Enforcement.Network.Scope, "host netns") {
 		t.Errorf("scope %q: want the cgroup scope in the host netns", m.Enforcement.Network.Scope)
 	}
@@ -89,15 +95,22 @@ func (p *podmanEnv) refused(t *testing.T) {
 	p.publish(denyAll("deny"))
 	ops := func() int { e, _ := os.ReadDir(filepath.Join(p.e.state, "operations")); return len(e) }
 	before := ops()
-	for _, c := range []struct {
+	type refusal struct {
 		name, rule string
 		base       []string
-	}{
+	}
+	cases := []refusal{
 		{"capadd", "refused_capability", append([]string{"--cap-add=NET_ADMIN"}, hookFlags...)},
 		{"netraw", hooks.ReasonCapNetRaw, []string{"--cgroupns=private", "--security-opt", "mask=/proc/asound:/sys/devices/virtual/powercap"}},
 		{"seccomp", "seccomp_weaker", append(append([]string{}, hookFlags...), "--security-opt", "seccomp=unconfined")},
 		{"cgroupns", hooks.ReasonCgroupns, []string{"--cgroupns=host", "--cap-drop=NET_RAW", "--security-opt", "mask=/proc/asound:/sys/devices/virtual/powercap"}},
-	} {
+	}
+	if h, err := cgroup.Find(); err == nil && !hostfacts.CgroupNsDelegate(hostfacts.MountTable()) {
+		// Without nsdelegate clone3 through a directory fd of the bind
+		// starts a child in the host's root cgroup, read-only or not.
+		cases = append(cases, refusal{"cgbind", specpolicy.RuleCgroupBind, append([]string{"-v", h.Mountpoint + ":/hostcg:ro"}, hookFlags...)})
+	}
+	for _, c := range cases {
 		out, code := p.runBase("refused-"+c.name, c.base, []string{"--network=host"}, "/bin/probe", "sleep", "0")
 		if code == 0 || !strings.Contains(out, "gensee: admission refused: "+c.rule+": ") {
 			t.Errorf("%s: podman run exit %d, want a failure naming %s:\n%s", c.name, code, c.rule, out)
@@ -105,6 +118,15 @@ func (p *podmanEnv) refused(t *testing.T) {
 	}
 	if n := ops(); n != before {
 		t.Errorf("refused containers left %d operation records", n-before)
+	}
+	if h, err := cgroup.Find(); err == nil && h.Mountpoint != "/sys/fs/cgroup" {
+		// A hybrid host: podman's default cgroup mount (type cgroup, in
+		// the container's cgroup namespace) holds the v1 hierarchies
+		// only, and clone3 takes no v1 fd; it stays admitted.
+		out, code := p.run("cgdefault", []string{"--network=host"}, "/bin/probe", "cgclone", "/sys/fs/cgroup/pids")
+		if code != 1 || !strings.Contains(out, "bad file descriptor") {
+			t.Errorf("clone3 into a v1 hierarchy of podman's cgroup mount: exit %d, want EBADF\n%s", code, out)
+		}
 	}
 	b, err := os.ReadFile(filepath.Join(p.e.state, "refusals.jsonl"))
 	must(t, err)

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -114,8 +115,9 @@ func TestHostileSockets(t *testing.T) {
 }
 
 // TestHostileMounts: writable kernel filesystems, runtime sockets and
-// mounts over the entrypoint are refused; through a read-only cgroup2
-// bind the process cannot leave its cgroup.
+// mounts over the entrypoint are refused; a read-only cgroup2 bind is
+// refused where cgroup2 lacks nsdelegate, and through it the process cannot
+// leave its cgroup elsewhere.
 func TestHostileMounts(t *testing.T) {
 	e := startEnv(t, hostileCatalog())
 	h, err := cgroup.Find()
@@ -127,9 +129,26 @@ func TestHostileMounts(t *testing.T) {
 		[]string{"--mount", "type=bind,src=/sys,dst=/hostsys,options=rbind:rw"}, "/bin/true")
 	e.refusedWith(t, "it-hostile", "sock", "runtime_socket",
 		[]string{"--mount", "type=bind,src=" + filepath.Dir(e.sock) + ",dst=/run/ctrd,options=rbind:ro"}, "/bin/true")
-	out, code := e.run("it-hostile", "cgro", []string{"--mount", "type=bind,src=" + cg + ",dst=/hostcg,options=rbind:ro"}, "/bin/probe", "cgmove", "/hostcg")
-	if code != 1 || !strings.Contains(out, "read-only file system") {
-		t.Fatalf("cgroup move through a read-only bind: exit %d, want EROFS\n%s", code, out)
+	cgro := []string{"--mount", "type=bind,src=" + cg + ",dst=/hostcg,options=rbind:ro"}
+	if !hostfacts.CgroupNsDelegate(hostfacts.MountTable()) {
+		// Without nsdelegate clone3 starts a child in any cgroup the bind
+		// names (the host's root here), read-only or not: refused.
+		e.refusedWith(t, "it-hostile", "cgro", "cgroup_bind", cgro, "/bin/probe", "cgclone", "/hostcg")
+	} else {
+		out, code := e.run("it-hostile", "cgro", cgro, "/bin/probe", "cgmove", "/hostcg")
+		if code != 1 || !strings.Contains(out, "read-only file system") {
+			t.Fatalf("cgroup move through a read-only bind: exit %d, want EROFS\n%s", code, out)
+		}
+		if out, code := e.run("it-hostile", "cgro2", cgro, "/bin/probe", "cgclone", "/hostcg"); code != 1 {
+			t.Fatalf("clone3 into the host's root cgroup under nsdelegate: exit %d, want refused\n%s", code, out)
+		}
+	}
+	if h.Mountpoint != "/sys/fs/cgroup" {
+		// A hybrid host: ctr's default cgroup mount (type cgroup, admitted)
+		// holds no cgroup2 hierarchy to clone3 into.
+		if out, code := e.run("it-hostile", "cgdef", nil, "/bin/probe", "cgclone", h.Mountpoint); code != 1 {
+			t.Fatalf("clone3 into %s through the default cgroup mount: exit %d, want refused\n%s", h.Mountpoint, code, out)
+		}
 	}
 	bin := filepath.Join(e.dir, "fakebin")
 	must(t, os.MkdirAll(bin, 0o755))
@@ -151,9 +170,8 @@ func TestHostileMounts(t *testing.T) {
 	if out, code := e.run("it-hostile", "etcro", []string{"--mount", "type=bind,src=" + bin + ",dst=/opt/w,options=rbind:ro"}, "/bin/true"); code != 0 {
 		t.Fatalf("read-only host bind refused: exit %d\n%s", code, out)
 	}
-	// A read-only bind of the cgroup2 mount does not let clone3 move a
-	// process out either: the container has its own cgroup namespace.
-	if rec := e.admissionRecord("it-hostile", "cgro"); !strings.Contains(fmt.Sprint(rec["notes"]), "cgroup namespace") {
+	// ctr's spec has no cgroup namespace: the shim adds one.
+	if rec := e.admissionRecord("it-hostile", "etcro"); !strings.Contains(fmt.Sprint(rec["notes"]), "cgroup namespace") {
 		t.Fatalf("cgroup namespace not added: notes %v", rec["notes"])
 	}
 }

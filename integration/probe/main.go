@@ -11,6 +11,7 @@
 //	probe socket KIND                 open a socket: packet, raw4, vsock, xdp, key, bluetooth, nfnetlink, rtnetlink, inet, unix, iouring
 //	probe cgmove DIR                  write the probe's pid into DIR/cgroup.procs
 //	probe cgmove-connect DIR tcp|udp HOST:PORT   cgmove, then connect
+//	probe cgclone DIR                 start a child in the cgroup at DIR (clone3 CLONE_INTO_CGROUP)
 //	probe nested-connect tcp|udp HOST:PORT  connect from a child in a new user+network namespace
 //	probe serve PORT...               answer "pong" to every TCP connection on each port (until killed)
 //	probe rewrite PATH TEXT           write TEXT over PATH (same length) and restore its size and mtime
@@ -68,6 +69,11 @@ func main() {
 			usage()
 		}
 		err = cgmove(os.Args[2])
+	case "cgclone":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = cgclone(os.Args[2])
 	case "cgmove-connect":
 		if len(os.Args) != 5 {
 			usage()

@@ -24,6 +24,13 @@ type Exit struct {
 	CountErr error
 	Removed  string // how the table went ("deleted", "with_netns"); "" while it is still installed
 	Attempts spec.DeniedAttempts
+	// Drift is what the table watcher saw differ from the table's plan
+	// while the subject ran (monitor.Monitor.Drift, after StopSensors).
+	Drift []string
+	// Unwatched, when set, says why the sensors stopped before the
+	// subject's end (the monitor process died): drift and escapes after
+	// that were not observed.
+	Unwatched string
 }
 
 // Counted keeps what reading the table's counters gave and returns what the
@@ -47,7 +54,8 @@ func (x *Exit) Counted(c netpolicy.Counters, err error) (denied uint64, read boo
 // says the table's rules match only the bound cgroup (a host or pod
 // namespace): a process found outside it was not confined, so an escape
 // makes the network status escape_detected. In a namespace of its own the
-// table drops what any process sends, and an escape changes nothing.
+// table drops what any process sends, and an escape changes nothing; a
+// drift of the table downgrades it in either (NetworkStatus).
 func Exited(m *spec.Manifest, x Exit, sharedNetns bool) {
 	m.Drained = x.Drained
 	m.Enforcement.Network.TableRemoved = x.Removed
@@ -60,10 +68,35 @@ func Exited(m *spec.Manifest, x Exit, sharedNetns bool) {
 	}
 	m.Observation.DeniedAttempts = x.Attempts
 	m.Observation.Escapes = x.Escapes
-	if len(x.Escapes) > 0 && sharedNetns {
-		m.Enforcement.Network.Status = spec.NetworkEscapeDetected
-	}
+	NetworkStatus(m, x, sharedNetns)
 	Gate(m, x.GateRan, x.GateRes, x.GateErr, x.DrainErr)
+}
+
+// NetworkStatus downgrades m's network status, the same in every front
+// door, from what the sensors saw: a drift of the table (it may not have
+// held, whatever the netns) makes it drift_detected and lists the drift;
+// else an escape in a shared netns (sharedNetns: the rules match only the
+// bound cgroup) makes it escape_detected; else sensors that stopped
+// before the subject's end make it unwatched. It never upgrades: a status
+// the front door already set to something else than enforced stays.
+// Exited calls it; a front door that builds its manifest otherwise calls
+// it after setting the status.
+func NetworkStatus(m *spec.Manifest, x Exit, sharedNetns bool) {
+	n := &m.Enforcement.Network
+	if len(x.Drift) > 0 {
+		m.Observation.TableDrift = x.Drift
+	}
+	if n.Status != spec.NetworkEnforced {
+		return
+	}
+	switch {
+	case len(x.Drift) > 0:
+		n.Status = spec.NetworkDriftDetected
+	case len(x.Escapes) > 0 && sharedNetns:
+		n.Status = spec.NetworkEscapeDetected
+	case x.Unwatched != "":
+		n.Status = spec.NetworkUnwatched
+	}
 }
 
 // Bound fills m with the subject the table was bound to and the table's

@@ -44,6 +44,18 @@ func TestExited(t *testing.T) {
 		{"escape in a netns of its own", Exit{Escapes: esc}, false, spec.NetworkEnforced, func(m *spec.Manifest) bool {
 			return len(m.Observation.Escapes) == 1
 		}},
+		{"drift in a netns of its own", Exit{Drift: []string{"table gensee_x is missing"}}, false, spec.NetworkDriftDetected, func(m *spec.Manifest) bool {
+			return len(m.Observation.TableDrift) == 1
+		}},
+		{"drift outranks an escape", Exit{Escapes: esc, Drift: []string{"rule 3 differs"}}, true, spec.NetworkDriftDetected, func(m *spec.Manifest) bool {
+			return len(m.Observation.Escapes) == 1 && m.Observation.TableDrift[0] == "rule 3 differs"
+		}},
+		{"escape outranks unwatched", Exit{Escapes: esc, Unwatched: "the monitor died"}, true, spec.NetworkEscapeDetected, func(m *spec.Manifest) bool {
+			return true
+		}},
+		{"unwatched", Exit{Unwatched: "the monitor died"}, false, spec.NetworkUnwatched, func(m *spec.Manifest) bool {
+			return m.Observation.TableDrift == nil
+		}},
 		{"drain failed", Exit{GateRan: true, GateRes: &gate.Result{Verdict: gate.Pass}, DrainErr: errors.New("EBUSY")}, true, spec.NetworkEnforced, func(m *spec.Manifest) bool {
 			return m.Gate.Verdict == spec.VerdictFail
 		}},
@@ -55,6 +67,20 @@ func TestExited(t *testing.T) {
 				t.Errorf("manifest %+v", m)
 			}
 		})
+	}
+}
+
+// TestNetworkStatusNeverUpgrades: a status the front door set to other
+// than enforced stays, whatever the sensors saw; the drift is still listed.
+func TestNetworkStatusNeverUpgrades(t *testing.T) {
+	m := &spec.Manifest{Enforcement: spec.Enforcement{Network: spec.NetworkEnforcement{Status: spec.NetworkUnwatched}}}
+	NetworkStatus(m, Exit{Escapes: []spec.Escape{{PID: 7}}}, true)
+	if m.Enforcement.Network.Status != spec.NetworkUnwatched {
+		t.Fatalf("status %q", m.Enforcement.Network.Status)
+	}
+	NetworkStatus(m, Exit{Drift: []string{"gone"}}, true)
+	if m.Enforcement.Network.Status != spec.NetworkUnwatched || len(m.Observation.TableDrift) != 1 {
+		t.Fatalf("status %q drift %v", m.Enforcement.Network.Status, m.Observation.TableDrift)
 	}
 }
 

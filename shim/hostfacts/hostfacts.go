@@ -6,6 +6,7 @@
 package hostfacts
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -30,6 +31,7 @@ func Operator(cfg config.Config) specpolicy.Operator {
 	op.ReadableBindRoots = cfg.ReadableBindRoots
 	op.OOMScoreAdjFloor = OOMScoreAdjFloor()
 	mounts := MountTable()
+	op.CgroupNsDelegate = CgroupNsDelegate(mounts)
 	op.Submounts = func(p string) []string {
 		var out []string
 		for _, m := range mounts {
@@ -40,6 +42,18 @@ func Operator(cfg config.Config) specpolicy.Operator {
 		return out
 	}
 	return op
+}
+
+// CgroupNsDelegate reports whether the host's cgroup2 is mounted with
+// nsdelegate, from mount table ms: a superblock option, so every cgroup2
+// mount shows it. No cgroup2 mount (or an unread table) is false.
+func CgroupNsDelegate(ms []*mountinfo.Info) bool {
+	for _, m := range ms {
+		if m.FSType == "cgroup2" {
+			return slices.Contains(strings.Split(m.VFSOptions, ","), "nsdelegate")
+		}
+	}
+	return false
 }
 
 // MountTable reads this process's mount table (moby/sys/mountinfo, which

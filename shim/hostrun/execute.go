@@ -115,7 +115,7 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		return nil, err
 	}
 	upper, work := filepath.Join(dir, upperDir), filepath.Join(dir, workDir)
-	if err := makeUpper(upper, work, r.cmd.Workspace); err != nil {
+	if err := makeUpper(upper, work, r.ws.Stat); err != nil {
 		return nil, r.abandon(ctx, h, refuse(ReasonWorkspace, "--workspace", "", "%v", err))
 	}
 	me, err := cgroup.Self()
@@ -162,11 +162,7 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 // makeUpper creates the overlay's upper and work dirs; the upper dir's root
 // takes the real workspace's owner and mode, since the merged root shows
 // the upper's attributes.
-func makeUpper(upper, work, ws string) error {
-	var st unix.Stat_t
-	if err := unix.Stat(ws, &st); err != nil {
-		return fmt.Errorf("stat workspace: %w", err)
-	}
+func makeUpper(upper, work string, st unix.Stat_t) error {
 	for _, d := range []string{upper, work} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
@@ -237,7 +233,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 	if err != nil {
 		return nil, r.abandon(ctx, h, refuse(ReasonWrapper, "wrapper", "", "start the wrapper in cgroup %s: %v", h.cg.Path, err))
 	}
-	ws := wrapperSpec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.Dev, WorkspaceIno: r.ws.Ino, Upper: upper, Work: work,
+	ws := wrapperSpec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
 		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
 		RuntimeFiles: r.req.Config.AllowedRuntimeFiles}
 	status := bufio.NewReader(stR)
@@ -461,7 +457,9 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	gctx, cancel := context.WithTimeout(ctx, timeout)
 	x.GateRan = true
 	in := gate.Input{
-		UpperDir: filepath.Join(dir, upperDir), LowerDirs: []string{r.cmd.Workspace}, Workspace: "/",
+		// The lower layer is the directory checked and mounted, through
+		// its fd: never whatever the workspace path names at exit.
+		UpperDir: filepath.Join(dir, upperDir), LowerDirs: []string{r.ws.FDPath()}, Workspace: "/",
 		Products: r.contract.Products, StagingDir: filepath.Join(dir, record.StagedDir), StartTime: x.started,
 		FailUnclaimed: r.contract.FailUnclaimed(),
 	}

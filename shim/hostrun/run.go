@@ -53,7 +53,7 @@ type run struct {
 	contract spec.Contract
 	adm      *spec.Admission
 	log      *log.Entry
-	ws       dirID // the workspace directory admission checked
+	ws       *Workspace // the workspace directory admission checked
 }
 
 // Run executes req's command under the boundary. A *Refusal means it was
@@ -75,10 +75,11 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if cmd.User.UID == 0 {
 		return nil, refused(ctx, st, req.User, refuse(ReasonUser, "user", "run it through sudo from the account the command should run as", "uid 0 never runs a host command: it would own root's files"))
 	}
-	wsID, rf := CheckWorkspace(cmd.Workspace)
+	wsDir, rf := CheckWorkspace(cmd.Workspace)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
+	defer wsDir.Close()
 	exe, obs, rf := observeCommand(cmd)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
@@ -88,7 +89,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
-	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract, ws: wsID}
+	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract, ws: wsDir}
 	return r.execute(ctx, exe)
 }
 
@@ -191,9 +192,11 @@ func (noPublisher) Publish(context.Context, string, cdevents.Event) error { retu
 // Observe computes the observation Run re-derives for cmd, ahead of time
 // (gensee observe -- CMD), and the path argv[0] resolved to.
 func Observe(cmd Command) (spec.Observation, string, *Refusal) {
-	if _, rf := CheckWorkspace(cmd.Workspace); rf != nil {
+	ws, rf := CheckWorkspace(cmd.Workspace)
+	if rf != nil {
 		return spec.Observation{}, "", rf
 	}
+	ws.Close()
 	exe, obs, rf := observeCommand(cmd)
 	if rf != nil {
 		return spec.Observation{}, "", rf

@@ -3,6 +3,7 @@ package hostrun
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,28 +13,49 @@ import (
 type dirID struct{ Dev, Ino uint64 }
 
 // CheckWorkspace refuses a workspace that is not a plain directory reached
-// without symlinks, and returns the identity of the directory it opened
-// (once, O_PATH|O_NOFOLLOW) and checked. Whether its file system can be
-// an overlay lower layer is the kernel's answer to the wrapper's mount,
-// which refuses the run before the command starts.
-func CheckWorkspace(ws string) (dirID, *Refusal) {
+// without symlinks, and returns the directory it opened once
+// (O_PATH|O_NOFOLLOW) and checked, with its identity: the wrapper mounts
+// the workspace only if the directory it opens is that one, and the gate
+// reads that directory (through the fd) as the lower layer, whatever the
+// path names by then. Whether its file system can be an overlay lower
+// layer is the kernel's answer to the wrapper's mount, which refuses the
+// run before the command starts. The caller closes the file.
+func CheckWorkspace(ws string) (*Workspace, *Refusal) {
 	if rf := checkWorkspace(ws); rf != nil {
-		return dirID{}, rf
+		return nil, rf
 	}
 	fd, err := unix.Open(ws, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return dirID{}, refuse(ReasonWorkspace, "--workspace", "pass an existing directory", "open %s: %v", ws, err)
+		return nil, refuse(ReasonWorkspace, "--workspace", "pass an existing directory", "open %s: %v", ws, err)
 	}
-	defer unix.Close(fd)
+	f := os.NewFile(uintptr(fd), ws)
 	var st, lst unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return dirID{}, refuse(ReasonWorkspace, "--workspace", "", "stat %s: %v", ws, err)
+		f.Close()
+		return nil, refuse(ReasonWorkspace, "--workspace", "", "stat %s: %v", ws, err)
 	}
 	if err := unix.Lstat(ws, &lst); err != nil || lst.Dev != st.Dev || lst.Ino != st.Ino {
-		return dirID{}, refuse(ReasonWorkspace, "--workspace", "leave the workspace in place while the run starts", "%s changed while it was checked", ws)
+		f.Close()
+		return nil, refuse(ReasonWorkspace, "--workspace", "leave the workspace in place while the run starts", "%s changed while it was checked", ws)
 	}
-	return dirID{Dev: st.Dev, Ino: st.Ino}, nil
+	return &Workspace{Dir: f, ID: dirID{Dev: st.Dev, Ino: st.Ino}, Stat: st}, nil
 }
+
+// Workspace is the workspace directory as checked: an O_PATH fd of it,
+// its identity and its attributes then.
+type Workspace struct {
+	Dir  *os.File
+	ID   dirID
+	Stat unix.Stat_t
+}
+
+// FDPath names the checked directory through this process's fd (what the
+// gate reads as the overlay's lower layer). The trailing "/." makes the fd
+// link a directory step, so callers that refuse a final symlink
+// (O_NOFOLLOW) still open it.
+func (w *Workspace) FDPath() string { return "/proc/self/fd/" + strconv.Itoa(int(w.Dir.Fd())) + "/." }
+
+func (w *Workspace) Close() error { return w.Dir.Close() }
 
 func checkWorkspace(ws string) *Refusal {
 	const field = "--workspace"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,10 @@ import (
 // maxAttempts bounds the denied attempts a manifest lists; past it the list
 // says it is incomplete.
 const maxAttempts = 256
+
+// maxDrift bounds the table drifts a manifest lists (the events log has
+// every one).
+const maxDrift = 16
 
 // Config names the operation a Monitor reports for and where it reports.
 type Config struct {
@@ -69,6 +74,7 @@ type Monitor struct {
 	attempts []spec.DeniedAttempt // guarded by mu
 	seen     uint64               // attempts read, listed or not; guarded by mu
 	outside  uint64               // of seen, from outside the bound cgroup (netns scope); guarded by mu
+	drift    []string             // what the table watcher saw, len <= maxDrift; guarded by mu
 }
 
 // Open opens the events log and the watchdog of the operation. It runs
@@ -200,6 +206,11 @@ func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	}
 	m.run(func() error {
 		return evidence.NewTableWatcher(netnsFD, plan).Run(ctx, func(d evidence.Drift) {
+			m.mu.Lock()
+			if len(m.drift) < maxDrift {
+				m.drift = append(m.drift, d.Detail)
+			}
+			m.mu.Unlock()
 			m.emit(m.wd.TableDrift(d.Detail, d.At, time.Now()))
 		})
 	})
@@ -320,6 +331,18 @@ func (m *Monitor) StopSensors() {
 	}
 	m.cancel()
 	m.wg.Wait()
+}
+
+// Drift lists what the table watcher saw differ from the table's plan
+// since Start, oldest first (at most 16): every front door's exit path puts
+// it in effect.Exit.Drift after StopSensors, which downgrades the
+// manifest's network status (effect.NetworkStatus):
+//
+//	x.Drift = mon.Drift()
+func (m *Monitor) Drift() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.drift)
 }
 
 // Finish waits (bounded) until the reader has heard as many denied packets

@@ -96,11 +96,15 @@ func (b *netBoundary) drainSteps() drain.Steps {
 	return drain.StepsFor(b.monitor())
 }
 
-func (b *netBoundary) stopSensors() {
+// stopSensors stops the sensors and returns what the table watcher saw
+// differ from the table's plan meanwhile (monitor.Monitor.Drift).
+func (b *netBoundary) stopSensors() (drift []string) {
 	b.starting.Wait()
 	if m := b.monitor(); m != nil {
 		m.StopSensors()
+		drift = m.Drift()
 	}
+	return drift
 }
 
 // counters reads the table's counters; ok is false when there is no

@@ -62,12 +62,14 @@ func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, u userns, err e
 }
 
 // privateCgroupns gives a container that shares the host's cgroup
-// namespace one of its own, rooted at its cgroup. A process may only move
-// (write cgroup.procs, clone3 CLONE_INTO_CGROUP) between cgroups under its
-// cgroup namespace's root, so with its own namespace it cannot leave its
-// cgroup whatever cgroupfs it can reach (a read-only mount does not stop
-// clone3, which needs only an fd of the target directory). ctr's default
-// spec on a hybrid host, and BuildKit's, have none. It returns a note for
+// namespace one of its own, rooted at its cgroup, so the cgroupfs runc
+// mounts for it (type cgroup) shows its own cgroup as the root and names
+// no ancestor to move to (write cgroup.procs, clone3 CLONE_INTO_CGROUP).
+// The namespace is a boundary for a bind of the host's cgroupfs only
+// under nsdelegate (a read-only mount does not stop clone3, which needs
+// only an fd of the target directory): specpolicy refuses such a bind
+// without it (cgroup_bind). ctr's default spec on a hybrid host, and
+// BuildKit's, have none. It returns a note for
 // the records, or "" when the spec already has one (a cgroup namespace
 // joined by path is refused by refuseJoinedNamespaces).
 func privateCgroupns(s *specs.Spec) string {

@@ -30,7 +30,7 @@ type (
 	// networkStep is the network boundary as the exit path uses it.
 	networkStep interface {
 		noteDeferred(ev spec.Event) // fsynced by closeMonitor
-		stopSensors()
+		stopSensors() (drift []string)
 		counters(ctx context.Context) (netpolicy.Counters, bool, error)
 		finish(denied uint64, counted bool) spec.DeniedAttempts
 		remove(ctx context.Context) string
@@ -128,13 +128,14 @@ func (p *exitPipeline) neverStarted(ctx context.Context) *spec.Manifest {
 }
 
 // finalizeNetwork stops the sensors (the table may now be read and
-// removed without it looking like tampering), reads the counters,
+// removed without it looking like tampering) and keeps the drift they
+// saw, reads the counters,
 // collects the denied attempts against them and removes the table,
 // recording all of it in x. The monitor stays open for writeManifest to
 // close.
 func (p *exitPipeline) finalizeNetwork(ctx context.Context, x *exitFacts) {
 	t0 := time.Now()
-	p.network.stopSensors()
+	x.Drift = p.network.stopSensors()
 	t1 := time.Now()
 	var denied uint64
 	var counted bool

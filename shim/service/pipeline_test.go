@@ -117,10 +117,16 @@ func (d fakeDrain) drain(context.Context) drain.Result {
 	return drain.Result{Drained: 1}
 }
 
-type fakeNetwork struct{ c *calls }
+type fakeNetwork struct {
+	c     *calls
+	drift []string // what the table watcher saw
+}
 
 func (n fakeNetwork) noteDeferred(ev spec.Event) { n.c.add("noteDeferred " + ev.Kind) }
-func (n fakeNetwork) stopSensors()               { n.c.add("net.stopSensors") }
+func (n fakeNetwork) stopSensors() []string {
+	n.c.add("net.stopSensors")
+	return n.drift
+}
 func (n fakeNetwork) counters(context.Context) (netpolicy.Counters, bool, error) {
 	n.c.add("net.counters")
 	return netpolicy.Counters{Denied: netpolicy.Count{Packets: 2}}, true, nil
@@ -244,7 +250,7 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 		contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
 	op.net = &netBoundary{log: log.L}
 	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &fakeGate{c: c}, store: &fakeStore{c: c}}
-	op.exit = &exitPipeline{gate: f.gate, drain: fakeDrain{c}, network: fakeNetwork{c}, store: f.store,
+	op.exit = &exitPipeline{gate: f.gate, drain: fakeDrain{c}, network: fakeNetwork{c: c}, store: f.store,
 		release: &opRelease{op: op}, manifest: op.manifest, gateFailedStatus: gateFailedStatus, log: log.L}
 	s.put(op)
 	return f
@@ -296,6 +302,22 @@ func TestExitPipelineOrder(t *testing.T) {
 	}
 	if f.op.override != nil {
 		t.Fatal("override without gate_failed_exit_status")
+	}
+	if m.Enforcement.Network.Status != spec.NetworkEnforced {
+		t.Fatalf("network status %q without drift", m.Enforcement.Network.Status)
+	}
+}
+
+// TestExitPipelineDrift: a drift the table watcher saw downgrades the
+// manifest's network status, whatever the netns, and is listed.
+func TestExitPipelineDrift(t *testing.T) {
+	f := newFixture(t, 0)
+	f.op.exit.network = fakeNetwork{c: f.c, drift: []string{"table gensee_x is missing"}}
+	st := uint32(0)
+	f.op.exit.run(context.Background(), exitFacts{status: &st})
+	m := f.store.m
+	if m.Enforcement.Network.Status != spec.NetworkDriftDetected || len(m.Observation.TableDrift) != 1 {
+		t.Fatalf("network status %q, drift %v", m.Enforcement.Network.Status, m.Observation.TableDrift)
 	}
 }
 

@@ -53,14 +53,16 @@ var socketNames = []string{"containerd.sock", "containerd.sock.ttrpc", "docker.s
 var criSandboxFiles = []string{"hosts", "hostname", "resolv.conf", "shm"}
 
 // checkMounts admits the spec's mounts and returns the destination of a mounted cgroup
-// hierarchy, if any, for the cgroup-namespace rule.
-func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err error) {
+// hierarchy, if any, for the cgroup-namespace rule, and the index of the first bind of a
+// cgroup filesystem (-1: none), for the nsdelegate rule (checkCgroupBind).
+func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, cgroupBind int, err error) {
+	cgroupBind = -1
 	for i, m := range mounts {
 		field := fmt.Sprintf("mounts[%d]", i)
 		bind, recursive := bindKind(m)
 		if !bind {
 			if err := checkFSMount(m, field); err != nil {
-				return "", err
+				return "", -1, err
 			}
 			if m.Type == "cgroup" || m.Type == "cgroup2" {
 				cgroupMount = m.Destination
@@ -71,12 +73,12 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		if !path.IsAbs(src) {
 			// runc joins it to the bundle and follows symlinks on the host
 			// side, through the image's own files once the rootfs is mounted.
-			return "", refuse(RuleMountType, field,
+			return "", -1, refuse(RuleMountType, field,
 				"the spec binds %q, a relative source (runc would resolve it through the bundle and the image's symlinks); use an absolute host path", src)
 		}
 		src = path.Clean(src)
 		if err := checkRuntimeBind(src, field, op); err != nil {
-			return "", err
+			return "", -1, err
 		}
 		var subs []string
 		if recursive {
@@ -84,7 +86,7 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 		}
 		fs, err := bindFS(src, recursive, subs, op)
 		if err != nil {
-			return "", refuse(RuleWritableKernelMount, field,
+			return "", -1, refuse(RuleWritableKernelMount, field,
 				"the spec binds %s, whose filesystem could not be checked (%v); make the bind read-only or use another source", src, err)
 		}
 		if fs != "" && !readOnly(m.Options, recursive && len(subs) > 0) {
@@ -92,24 +94,27 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, err err
 			if recursive {
 				how = "rro (ro alone leaves rbind submounts writable)"
 			}
-			return "", refuse(RuleWritableKernelMount, field,
+			return "", -1, refuse(RuleWritableKernelMount, field,
 				"the spec binds %s (%s) writable into the container, which would let the workload reconfigure the host kernel; make it read-only with %s, or drop it (no --privileged)", src, fs, how)
 		}
-		if fs == "cgroup" || fs == "cgroup2" || under(src, "/sys/fs/cgroup") || (recursive && under("/sys/fs/cgroup", src)) {
+		if isCgroupBind(src, fs, recursive, subs) {
 			cgroupMount = m.Destination
+			if cgroupBind < 0 {
+				cgroupBind = i
+			}
 		}
 		if err := checkSockets(src, fs, field, recursive, subs, op); err != nil {
-			return "", err
+			return "", -1, err
 		}
 		if err := checkPropagation(m, field); err != nil {
-			return "", err
+			return "", -1, err
 		}
 		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src, op.SandboxID) && !underAny(src, op.WritableBindRoots) {
-			return "", refuse(RuleWritableHostPath, field,
+			return "", -1, refuse(RuleWritableHostPath, field,
 				"the spec binds host path %s writable; a writable host path outside the operator's writable_bind_roots (%s) could change the host beneath the boundary; bind it read-only (ro; rro when it has submounts), or have the operator list its directory in writable_bind_roots", src, strings.Join(op.WritableBindRoots, ", "))
 		}
 	}
-	return cgroupMount, nil
+	return cgroupMount, cgroupBind, nil
 }
 
 func bindKind(m specs.Mount) (bind, recursive bool) {

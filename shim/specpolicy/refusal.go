@@ -39,4 +39,5 @@ const (
 	RuleIOPriority          = "io_priority"
 	RuleOOMScoreAdj         = "oom_score_adj"
 	RuleKernelFSDestination = "kernel_fs_destination"
+	RuleCgroupBind          = "cgroup_bind"
 )

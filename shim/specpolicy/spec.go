@@ -30,7 +30,7 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 	if err := checkProcessPowers(s.Process, "process", op.OOMScoreAdjFloor); err != nil {
 		return res, err
 	}
-	cgroupMount, err := checkMounts(s.Mounts, op)
+	cgroupMount, cgroupBind, err := checkMounts(s.Mounts, op)
 	if err != nil {
 		return res, err
 	}
@@ -41,6 +41,9 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 		return res, err
 	}
 	if err := checkNamespaces(s, cgroupMount); err != nil {
+		return res, err
+	}
+	if err := checkCgroupBind(s, cgroupBind, op); err != nil {
 		return res, err
 	}
 	if err := checkSysctls(s); err != nil {

@@ -171,6 +171,24 @@ func TestCheckSpecRefusals(t *testing.T) {
 		{"host_cgroupns_with_cgroup_bind", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
 		}, Grants{}, Operator{}, RuleHostCgroupns, "linux.namespaces"},
+		{"cgroup_bind_without_nsdelegate", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
+		}, Grants{}, Operator{}, RuleCgroupBind, "mounts[7]"},
+		{"rbind_carrying_cgroup", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host-sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "rro"}})
+		}, Grants{}, Operator{}, RuleCgroupBind, "mounts[7]"},
+		{"cgroup2_mounted_elsewhere", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/srv/cg", Options: []string{"bind", "ro"}})
+		}, Grants{}, Operator{FSTyper: func(string) (int64, error) { return unix.CGROUP2_SUPER_MAGIC, nil }}, RuleCgroupBind, "mounts[7]"},
+		{"cgroup_bind_clone3_eperm", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Architectures: []specs.Arch{specs.ArchX86_64},
+				Syscalls: []specs.LinuxSyscall{{Names: []string{"clone3"}, Action: specs.ActErrno}}}
+		}, Grants{}, Operator{}, RuleCgroupBind, "mounts[7]"},
 		{"host_pid", func(s *specs.Spec) { dropNS(s, specs.PIDNamespace) },
 			Grants{}, Operator{}, RuleHostPID, "linux.namespaces"},
 		{"host_ipc", func(s *specs.Spec) { dropNS(s, specs.IPCNamespace) },
@@ -230,6 +248,37 @@ func TestCheckSpecRefusals(t *testing.T) {
 	}
 }
 
+// TestSeccompRefusesClone3: only a profile that answers every clone3 with
+// ENOSYS counts; libc falls back to clone(2) then.
+func TestSeccompRefusesClone3(t *testing.T) {
+	enosys, eperm := uint(unix.ENOSYS), uint(unix.EPERM)
+	rule := func(a specs.LinuxSeccompAction, ret *uint, args ...specs.LinuxSeccompArg) specs.LinuxSyscall {
+		return specs.LinuxSyscall{Names: []string{"clone", "clone3"}, Action: a, ErrnoRet: ret, Args: args}
+	}
+	for _, tc := range []struct {
+		name string
+		p    *specs.LinuxSeccomp
+		want bool
+	}{
+		{"none", nil, false},
+		{"allow_all", &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}, false},
+		{"rule_enosys", &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{rule(specs.ActErrno, &enosys)}}, true},
+		{"rule_eperm", &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{rule(specs.ActErrno, &eperm)}}, false},
+		{"rule_errno_default", &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{rule(specs.ActErrno, nil)}}, false},
+		{"rule_conditional", &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{
+			rule(specs.ActErrno, &enosys, specs.LinuxSeccompArg{Index: 1, Value: 88, Op: specs.OpEqualTo})}}, false},
+		{"two_rules", &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{
+			rule(specs.ActErrno, &enosys), rule(specs.ActAllow, nil)}}, false},
+		{"default_enosys", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, DefaultErrnoRet: &enosys}, true},
+		{"default_enosys_rule_allows", &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, DefaultErrnoRet: &enosys,
+			Syscalls: []specs.LinuxSyscall{rule(specs.ActAllow, nil)}}, false},
+	} {
+		if got := SeccompRefusesClone3(tc.p); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func dropNS(s *specs.Spec, typ specs.LinuxNamespaceType) {
 	s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == typ })
 }
@@ -253,6 +302,23 @@ func TestAdmittedVariants(t *testing.T) {
 		{"ro_rro_bind_sys", func(s *specs.Spec) {
 			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host-sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "rro"}})
+		}, Grants{}, Operator{CgroupNsDelegate: true}, nil},
+		// CRI's and containerd's default: runc mounts it in the container's
+		// own cgroup namespace, whose root is the container's cgroup.
+		{"cgroup_mount_without_nsdelegate", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}})
+		}, Grants{}, Operator{}, nil},
+		{"cgroup_bind_with_nsdelegate", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
+		}, Grants{}, Operator{CgroupNsDelegate: true}, nil},
+		{"cgroup_bind_clone3_enosys", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
+			enosys := uint(unix.ENOSYS)
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Architectures: []specs.Arch{specs.ArchX86_64},
+				Syscalls: []specs.LinuxSyscall{{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys}}}
 		}, Grants{}, Operator{}, nil},
 		{"bind_ordinary_dir_fstyper", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: "/srv/data", Options: []string{"rbind", "rw"}})

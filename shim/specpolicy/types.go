@@ -42,6 +42,16 @@ type Operator struct {
 	// gives the pause container the runtime's own under
 	// restrict_oom_score_adj), else 0.
 	OOMScoreAdjFloor int
+	// CgroupNsDelegate is the host fact that cgroup2 is mounted with
+	// nsdelegate (a cgroup namespace is then a delegation boundary). false
+	// (unknown included): a bind of a cgroup filesystem is refused
+	// (checkCgroupBind).
+	CgroupNsDelegate bool
+	// Clone3ENOSYS says the caller verified (SeccompRefusesClone3) that the
+	// container's seccomp profile answers clone3 with ENOSYS, for a front
+	// door that judges the profile apart from the spec it hands CheckSpec
+	// (the OCI hook). CheckSpec also verifies the spec's own profile.
+	Clone3ENOSYS bool
 }
 
 // Result says what admission changed and noticed, for the records.
