@@ -86,7 +86,7 @@ type Enforcement struct {
 // families nftables cannot see, and syscalls that open sockets without
 // socket(2), all refused with EPERM.
 type SeccompEnforcement struct {
-	ProfileCreated        bool     `json:"profile_created"` // the spec had none; a default-allow one was made
+	ProfileCreated        bool     `json:"profile_created"` // the spec had none; containerd's default (RuntimeDefault) was merged
 	SocketFamiliesRefused []string `json:"socket_families_refused"`
 	SyscallsRefused       []string `json:"syscalls_refused,omitempty"`
 }

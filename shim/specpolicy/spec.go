@@ -54,11 +54,7 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 			return res, err
 		}
 	}
-	var old *specs.LinuxSeccomp
-	if s.Linux != nil {
-		old = s.Linux.Seccomp
-	}
-	merged, rec, err := mergeSeccomp(old)
+	merged, rec, err := admitSeccomp(s)
 	if err != nil {
 		return res, err
 	}

@@ -63,7 +63,7 @@ type Result struct {
 
 // Seccomp says what the merge into linux.seccomp did.
 type Seccomp struct {
-	Created         bool     // the spec had no profile; a default-allow one was created
+	Created         bool     // the spec had no profile; containerd's default (RuntimeDefault) was merged
 	FamiliesRefused []string // e.g. "AF_PACKET", ..., "NETLINK_NETFILTER"
 	SyscallsRefused []string // e.g. "io_uring_setup", ...
 	// ArchitecturesRemoved lists ABIs dropped from the profile because the family rules
