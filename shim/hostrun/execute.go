@@ -474,6 +474,9 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 		h.mon.Note(ev)
 	}
 	h.mon.StopSensors()
+	// A drift the table watcher saw downgrades the network status, as in
+	// every front door (effect.NetworkStatus).
+	x.Drift = h.mon.Drift()
 	x.Attempts = h.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)))
 	x.writables = writables(r.cmd.Workspace, x.sandbox)
 	r.undo(ctx, h)
