@@ -129,6 +129,15 @@ func renderExpr(name string, data []byte) string {
 		e = &expr.Counter{}
 	case "immediate":
 		e = &expr.Immediate{}
+	case "exthdr":
+		// v0.3.0's Exthdr decoder ignores attributes it does not
+		// know (a write's source register among them): decoded
+		// strictly here, so only a header load reads back as one.
+		x, err := decodeExthdr(data)
+		if err != nil {
+			return fmt.Sprintf("undecodable exthdr %s: %v", hex.EncodeToString(data), err)
+		}
+		return canon(x)
 	case "dynset":
 		// v0.3.0's Dynset decoder keeps only the inversion of its
 		// flags and decodes its expressions with the library's own

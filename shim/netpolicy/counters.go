@@ -61,10 +61,16 @@ type ServeCount struct {
 // ServeCounts is per port, the element counters of serve_used; their
 // sum is at most Served (a count the kernel could not add is lost).
 type Counters struct {
-	Allowed           Count
-	Denied            Count
-	DeniedKernel      Count
-	Spoofed           Count        // also counted in Denied, DeniedKernel or DeniedOutside
+	Allowed      Count
+	Denied       Count
+	DeniedKernel Count
+	Spoofed      Count // also counted in Denied, DeniedKernel or DeniedOutside
+	// SourceRouted counts the packets dropped, before any accept, because
+	// they carry an IPv4 loose or strict source route option or an IPv6
+	// routing header: their destination address is only the first hop.
+	// The cgroup's in either scope, in netns scope every other packet's
+	// too; each is also counted in Denied, DeniedKernel or DeniedOutside.
+	SourceRouted      Count
 	AllowedOutside    Count        // netns scope only
 	DeniedOutside     Count        // netns scope only
 	Tuples            []TupleCount // per allow tuple, grouped by set (v4, v6, icmp, icmpv6)
@@ -122,7 +128,7 @@ func countersOf(want, got *ruleset) (Counters, error) {
 	var c Counters
 	var conn Count
 	dst := map[string]*Count{
-		counterAllow: &c.Allowed, counterDeny: &c.Denied, counterDenyK: &c.DeniedKernel, counterSpoofed: &c.Spoofed,
+		counterAllow: &c.Allowed, counterDeny: &c.Denied, counterDenyK: &c.DeniedKernel, counterSpoofed: &c.Spoofed, counterSourceRouted: &c.SourceRouted,
 		counterAllowO: &c.AllowedOutside, counterDenyO: &c.DeniedOutside,
 		counterServed: &c.Served, counterServedConn: &conn, counterServedSpoofed: &c.ServedSpoofed,
 	}

@@ -127,7 +127,7 @@ func TestDiffFindsDrift(t *testing.T) {
 			n := len(g.rules)
 			g.rules[n-1], g.rules[n-2] = g.rules[n-2], g.rules[n-1]
 		}, "gensee: "},
-		{"counter gone", func(g *ruleset) { g.counters = g.counters[:1] }, "named counters are [allowed], want [allowed denied denied_kernel spoofed]"},
+		{"counter gone", func(g *ruleset) { g.counters = g.counters[:1] }, "named counters are [allowed], want [allowed denied denied_kernel source_routed spoofed]"},
 		{"set missing", func(g *ruleset) { g.sets = g.sets[:1] }, "set allow4 is missing"},
 		{"set type", func(g *ruleset) { g.sets[1].set.KeyType = nftables.TypeIPAddr }, "set allow4 is {type \"ipv4_addr\""},
 		{"catch-all element", func(g *ruleset) {
@@ -197,7 +197,7 @@ func useAll(got *ruleset) {
 func TestCountersOf(t *testing.T) {
 	p := exactPlan(t)
 	got := asDumped(build(p))
-	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 7, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}, {Name: "spoofed", Packets: 1, Bytes: 60}}
+	got.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 7, Bytes: 500}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel", Packets: 1, Bytes: 40}, {Name: "spoofed", Packets: 1, Bytes: 60}, {Name: "source_routed"}}
 	useAll(got)
 	c, err := countersOf(build(p), got)
 	if err != nil {

@@ -10,7 +10,7 @@
 //
 // The table, `inet gensee_<first 12 characters of the operation id>`:
 //
-//	counter allowed, denied, denied_kernel, spoofed
+//	counter allowed, denied, denied_kernel, spoofed, source_routed
 //	counter allowed_outside, denied_outside                          netns scope only
 //	counter served, served_conn, served_spoofed                       with served ports only
 //	set cg      { type cgroupsv2 }                                  the container's cgroup id
@@ -30,6 +30,8 @@
 //	  C fib saddr type != local meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
 //	  C fib saddr type != local meta skuid >= 0   → spoofed, denied, drop
 //	  C fib saddr type != local                   → spoofed, denied_kernel, drop
+//	  C R meta skuid >= 0                          → source_routed, denied, drop
+//	  C R                                          → source_routed, denied_kernel, drop
 //	  A(C, allowed)
 //	  C meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
 //	  C meta skuid >= 0                            → denied, drop
@@ -40,10 +42,13 @@
 //	  N(-, allowed_outside)
 //	  fib saddr type != local limit 20/s log group 2604 prefix "gensee outside <op> "
 //	  fib saddr type != local                     → spoofed, denied_outside, drop
+//	  R                                           → source_routed, denied_outside, drop
 //	  A(-, allowed_outside)
 //	    limit 20/s log group 2604 prefix "gensee outside <op> "
 //	                                               → denied_outside, drop }
-//	where C is `socket cgroupv2 level N @cg`, N(M, counter), only with nd6,
+//	where C is `socket cgroupv2 level N @cg`, R each of `meta nfproto ipv4 ip
+//	  option lsrr exists`, `meta nfproto ipv4 ip option ssrr exists` and
+//	  `meta nfproto ipv6 exthdr rt exists` (one rule each), N(M, counter), only with nd6,
 //	  M ip6 saddr :: icmpv6 type nd-neighbor-solicit → accept (duplicate address detection)
 //	and A(M, counter) the accepts,
 //	each starting with M (nothing for "-") and counting in counter,
@@ -133,6 +138,19 @@
 // SYN-ACK or TIME_WAIT answer from a foreign address is dropped too. A
 // dropped packet confirms no conntrack entry, so the spoofed first step
 // leaves no flow to reply on.
+//
+// Source routes. A workload sets an IPv4 loose or strict source route
+// option (IP_OPTIONS) or an IPv6 routing header (IPV6_RTHDR, type 2 or 4)
+// without any capability; the kernel then addresses the packet to the
+// route's first hop, and the final destination travels in the header. The
+// table matches destination addresses, so it would see only that hop: an
+// allowed tuple relays to anywhere (if it forwards source-routed packets).
+// Every packet carrying one is dropped before any accept, counted in
+// source_routed and, by sender, in denied, denied_kernel or denied_outside;
+// not logged (the only destination a record could name is the first hop).
+// These are all the headers that route a packet past its destination
+// address (RFC 791 §3.1, RFC 8200 §4.4); the other IPv4 options (record
+// route, timestamp) do not change the path.
 //
 // Per-tuple counts. A counted set (allow4, allow6, icmp4, icmp6, serve)
 // holds no counters of its own. Each rule that matches it follows a twin

@@ -91,7 +91,7 @@ func TestApplyOK(t *testing.T) {
 	if flushed != 1 || len(f.removed) != 0 {
 		t.Fatalf("flushed %d, removed %v", flushed, f.removed)
 	}
-	f.installed.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 1}, {Name: "denied", Packets: 2}, {Name: "denied_kernel"}, {Name: "spoofed"}}
+	f.installed.counters = []*nftables.CounterObj{{Name: "allowed", Packets: 1}, {Name: "denied", Packets: 2}, {Name: "denied_kernel"}, {Name: "spoofed"}, {Name: "source_routed"}}
 	c, err := e.counters(context.Background(), p)
 	if err != nil || c.Denied.Packets != 2 || c.Allowed.Packets != 1 {
 		t.Fatalf("counters = %+v, %v", c, err)

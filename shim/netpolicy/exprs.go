@@ -400,3 +400,61 @@ func servedPort(set *countedSet) []expr.Any {
 		&expr.Lookup{SourceRegister: reg1, SetName: set.in.Name, SetID: set.in.ID},
 	}
 }
+
+// Source routing. NFT_EXTHDR_OP_IPV4 (Linux 5.3) is missing from x/sys.
+const (
+	exthdrOpIPv4 = expr.ExthdrOp(2)
+	ipoptLSRR    = 131 // IPOPT_LSRR, RFC 791
+	ipoptSSRR    = 137 // IPOPT_SSRR
+	ip6RoutingHd = 43  // NEXTHDR_ROUTING, RFC 8200 §4.4
+)
+
+// srcRoute is one way a packet names hops beyond its destination address.
+type srcRoute struct {
+	name  string
+	match []expr.Any
+}
+
+// sourceRoutes are every header that makes a packet travel past its
+// destination address to addresses only the header names: the IPv4 loose
+// and strict source route options (the only IPv4 options that change the
+// path, RFC 791 §3.1; RFC 7126 §4.3-4.4 recommends dropping them) and the
+// IPv6 routing header, whatever its type (RFC 8200 §4.4; type 0 deprecated
+// by RFC 5095, type 4 is segment routing, RFC 8754). A workload sets them
+// without any capability (IP_OPTIONS, IPV6_RTHDR with a type 2 or 4
+// header), and the kernel then sends to the first hop: the table, which
+// matches the destination address, would see only that hop. As nft(8)
+// compiles `ip option lsrr exists` and `exthdr rt exists` in an inet table,
+// each behind its family's `meta nfproto` (the IPv6 header walk must never
+// run over an IPv4 packet).
+func sourceRoutes() []srcRoute {
+	present := func(f family, op expr.ExthdrOp, ty uint8) []expr.Any {
+		return append(nfproto(f),
+			&expr.Exthdr{Op: op, Type: ty, Offset: 0, Len: 1, Flags: unix.NFT_EXTHDR_F_PRESENT, DestRegister: reg1},
+			cmpEq(reg1, []byte{1}))
+	}
+	return []srcRoute{
+		{"ipv4 loose source route", present(v4, exthdrOpIPv4, ipoptLSRR)},
+		{"ipv4 strict source route", present(v4, exthdrOpIPv4, ipoptSSRR)},
+		{"ipv6 routing header", present(v6, expr.ExthdrOpIpv6, ip6RoutingHd)},
+	}
+}
+
+// denySourceRouted: cgroup ∧ source-routed ∧ owned → source_routed, denied,
+// drop. Not logged: the only destination a log record could name is the
+// first hop, which may be an allowed tuple.
+func (m matcher) denySourceRouted(r srcRoute) []expr.Any {
+	return join(m.cgroup(), r.match, owned(), countDrop(counterSourceRouted, counterDeny))
+}
+
+// denySourceRoutedKernel: cgroup ∧ source-routed → source_routed,
+// denied_kernel, drop (a kernel reply echoing a route it received).
+func (m matcher) denySourceRoutedKernel(r srcRoute) []expr.Any {
+	return join(m.cgroup(), r.match, countDrop(counterSourceRouted, counterDenyK))
+}
+
+// denySourceRoutedOutside: source-routed → source_routed, denied_outside,
+// drop; netns scope, packets no cgroup rule attributed.
+func denySourceRoutedOutside(r srcRoute) []expr.Any {
+	return join(r.match, countDrop(counterSourceRouted, counterDenyO))
+}

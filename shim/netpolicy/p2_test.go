@@ -52,7 +52,7 @@ func nftScript(p *Plan, cgPath string) string {
 	netns := p.Scope == ScopeNetns
 	serve := len(p.Serve) > 0
 	var b strings.Builder
-	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n\tcounter denied_kernel { }\n\tcounter spoofed { }\n", p.Table)
+	fmt.Fprintf(&b, "table inet %s {\n\tcounter allowed { }\n\tcounter denied { }\n\tcounter denied_kernel { }\n\tcounter spoofed { }\n\tcounter source_routed { }\n", p.Table)
 	if netns {
 		b.WriteString("\tcounter allowed_outside { }\n\tcounter denied_outside { }\n")
 	}
@@ -134,6 +134,12 @@ func nftScript(p *Plan, cgPath string) string {
 		fmt.Fprintf(&b, "\t\t%sfib saddr type != local %scounter name \"spoofed\" counter name %q drop comment \"gensee: deny non-local source%s\"\n", m, own, deny, note)
 		if owned {
 			fmt.Fprintf(&b, "\t\t%sfib saddr type != local counter name \"spoofed\" counter name \"denied_kernel\" drop comment \"gensee: deny non-local source, no owning process\"\n", m)
+		}
+		for _, r := range [][2]string{{"meta nfproto ipv4 ip option lsrr exists", "ipv4 loose source route"}, {"meta nfproto ipv4 ip option ssrr exists", "ipv4 strict source route"}, {"meta nfproto ipv6 exthdr rt exists", "ipv6 routing header"}} {
+			fmt.Fprintf(&b, "\t\t%s%s %scounter name \"source_routed\" counter name %q drop comment \"gensee: deny %s%s\"\n", m, r[0], own, deny, r[1], note)
+			if owned {
+				fmt.Fprintf(&b, "\t\t%s%s counter name \"source_routed\" counter name \"denied_kernel\" drop comment \"gensee: deny %s, no owning process\"\n", m, r[0], r[1])
+			}
 		}
 	}
 	cg := fmt.Sprintf("socket cgroupv2 level %d @cg ", p.Cgroup.Level)
@@ -242,6 +248,10 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 		{"rpf sport", "meta l4proto . th dport @serve fib saddr . iif", "meta l4proto . th sport @serve fib saddr . iif"},
 		{"rpf lo only", "iif != lo meta l4proto", "iif lo meta l4proto"},
 		{"rpf lo any source", "iif lo meta l4proto . th dport @serve fib saddr type != local", "iif lo meta l4proto . th dport @serve fib saddr type multicast"},
+		// The source-route drops: the option, the header, presence.
+		{"ssrr as rr", "ip option ssrr exists", "ip option rr exists"},
+		{"lsrr missing", "ip option lsrr exists", "ip option lsrr missing"},
+		{"other header", "exthdr rt exists", "exthdr frag exists"},
 		{"dad any type", "icmpv6 type nd-neighbor-solicit counter name \"allowed_outside\"", "icmpv6 type nd-neighbor-advert counter name \"allowed_outside\""},
 	} {
 		t.Run("mutated/"+m.name, func(t *testing.T) {

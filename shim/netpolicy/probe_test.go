@@ -169,6 +169,8 @@ func runProbe(kind, target, nsPath string) error {
 		return err
 	case "spoof":
 		return spoofUDP(target)
+	case "srcroute":
+		return srcRouted(target)
 	case "serve-http":
 		return serveHTTP(target)
 	case "serve-udp":

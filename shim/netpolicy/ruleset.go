@@ -23,6 +23,10 @@ const (
 	// namespace; each is counted in denied, denied_kernel or
 	// denied_outside as well.
 	counterSpoofed = "spoofed"
+	// Packets dropped because they carry a source route (IPv4 LSRR or
+	// SSRR option, IPv6 routing header); each is counted in denied,
+	// denied_kernel or denied_outside as well.
+	counterSourceRouted = "source_routed"
 	// Netns scope only: packets no cgroup rule decided.
 	counterAllowO = "allowed_outside"
 	counterDenyO  = "denied_outside"
@@ -148,7 +152,7 @@ func build(p *Plan) *ruleset {
 	netns := p.Scope == ScopeNetns
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: p.Table}
 	rs := &ruleset{table: t}
-	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}, {Table: t, Name: counterDenyK}, {Table: t, Name: counterSpoofed}}
+	rs.counters = []*nftables.CounterObj{{Table: t, Name: counterAllow}, {Table: t, Name: counterDeny}, {Table: t, Name: counterDenyK}, {Table: t, Name: counterSpoofed}, {Table: t, Name: counterSourceRouted}}
 	if netns {
 		rs.counters = append(rs.counters, &nftables.CounterObj{Table: t, Name: counterAllowO}, &nftables.CounterObj{Table: t, Name: counterDenyO})
 	}
@@ -289,6 +293,12 @@ func build(p *Plan) *ruleset {
 	rule("gensee: log non-local source", m.logSpoofed(p.LogGroup, p.LogPrefix))
 	rule("gensee: deny non-local source", m.denySpoofed())
 	rule("gensee: deny non-local source, no owning process", m.denySpoofedKernel())
+	// Source-routed packets next, before any accept: their destination
+	// address is only the first hop.
+	for _, r := range sourceRoutes() {
+		rule("gensee: deny "+r.name, m.denySourceRouted(r))
+		rule("gensee: deny "+r.name+", no owning process", m.denySourceRoutedKernel(r))
+	}
 	accepts(rule, m, p.Loopback, sets, "")
 	rule("gensee: log denied", m.log(p.LogGroup, p.LogPrefix))
 	rule("gensee: deny", m.deny())
@@ -318,6 +328,9 @@ func build(p *Plan) *ruleset {
 	}
 	rule("gensee: log non-local source"+outsideNote, logSpoofedOutside(p.LogGroup, p.LogPrefixOutside))
 	rule("gensee: deny non-local source"+outsideNote, denySpoofedOutside())
+	for _, r := range sourceRoutes() {
+		rule("gensee: deny "+r.name+outsideNote, denySourceRoutedOutside(r))
+	}
 	accepts(rule, o, p.Loopback, sets, outsideNote)
 	rule("gensee: log denied"+outsideNote, logOutside(p.LogGroup, p.LogPrefixOutside))
 	rule("gensee: deny"+outsideNote, denyOutside())

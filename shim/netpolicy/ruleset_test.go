@@ -144,6 +144,9 @@ func TestBuildDenyAll(t *testing.T) {
 		canonAll(slices.Concat(cg, notLocal, owned, logDeny)...),
 		canonAll(slices.Concat(cg, notLocal, owned, []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied"}, drop})...),
 		canonAll(slices.Concat(cg, notLocal, []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied_kernel"}, drop})...),
+	}
+	want = append(want, srcRouteWant(cg, owned)...)
+	want = append(want, [][]string{
 		canonAll(slices.Concat(cg, owned, []expr.Any{
 			&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
 			&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee deny op-deny ")},
@@ -156,7 +159,7 @@ func TestBuildDenyAll(t *testing.T) {
 			&expr.Objref{Type: 1, Name: "denied_kernel"},
 			&expr.Verdict{Kind: expr.VerdictDrop},
 		})...),
-	}
+	}...)
 	if len(rs.rules) != len(want) {
 		t.Fatalf("rules %q", comments(rs))
 	}
@@ -173,6 +176,7 @@ func TestBuildAllowExact(t *testing.T) {
 	wantComments := []string{
 		"gensee: icmpv6 duplicate address detection (source ::)",
 		"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
+		"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
 		"gensee: loopback allowed by contract",
 		"gensee: count per element, allowed ipv4 tuples", "gensee: allowed ipv4 tuples", "gensee: count per element, replies from allowed ipv4 tuples", "gensee: replies from allowed ipv4 tuples",
 		"gensee: count per element, allowed ipv6 tuples", "gensee: allowed ipv6 tuples", "gensee: count per element, replies from allowed ipv6 tuples", "gensee: replies from allowed ipv6 tuples",
@@ -342,6 +346,8 @@ func TestBuildAllowExact(t *testing.T) {
 			if !slices.Equal(r.canonExprs()[len(es)-3:], want) {
 				t.Errorf("rule %d (%s) does not count spoofed and drop: %q", i, comments(rs)[i], r.canonExprs())
 			}
+		case srcRouteComments("")[0], srcRouteComments("")[1], srcRouteComments("")[2], srcRouteComments("")[3], srcRouteComments("")[4], srcRouteComments("")[5]:
+			// TestBuildSourceRouted
 		case "gensee: log denied", "gensee: log non-local source":
 			if _, ok := last.(*expr.Log); !ok {
 				t.Errorf("log rule ends in %T", last)

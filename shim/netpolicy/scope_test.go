@@ -72,13 +72,15 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 	for _, c := range rs.counters {
 		names = append(names, c.Name)
 	}
-	if !slices.Equal(names, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside"}) {
+	if !slices.Equal(names, []string{"allowed", "denied", "denied_kernel", "spoofed", "source_routed", "allowed_outside", "denied_outside"}) {
 		t.Fatalf("counters = %q", names)
 	}
 	wantComments := []string{
 		"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
+		"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
 		"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 		"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
+		"gensee: deny ipv4 loose source route, outside the cgroup", "gensee: deny ipv4 strict source route, outside the cgroup", "gensee: deny ipv6 routing header, outside the cgroup",
 		"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
 	}
 	if got := comments(rs); !slices.Equal(got, wantComments) {
@@ -96,14 +98,17 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 	want := [][]string{
 		canonAll(slices.Concat(notLocalSource(), []expr.Any{limit, logOut})...),
 		canonAll(slices.Concat(notLocalSource(), []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied_outside"}, &expr.Verdict{Kind: expr.VerdictDrop}})...),
+	}
+	want = append(want, srcRouteWant(nil, nil)...)
+	want = append(want, [][]string{
 		canonAll(
 			&expr.Limit{Type: expr.LimitTypePkts, Rate: 20, Unit: expr.LimitTimeSecond, Burst: 40},
 			&expr.Log{Key: 1<<unix.NFTA_LOG_GROUP | 1<<unix.NFTA_LOG_PREFIX, Group: 2604, Data: []byte("gensee outside op1 ")},
 		),
 		canonAll(&expr.Objref{Type: 1, Name: "denied_outside"}, &expr.Verdict{Kind: expr.VerdictDrop}),
-	}
+	}...)
 	for i, w := range want {
-		if got := rs.rules[6+i].canonExprs(); !slices.Equal(got, w) {
+		if got := rs.rules[12+i].canonExprs(); !slices.Equal(got, w) {
 			t.Errorf("outside rule %d:\n got %q\nwant %q", i, got, w)
 		}
 	}
@@ -140,6 +145,7 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 	wantOut := []string{
 		"gensee: icmpv6 duplicate address detection (source ::), outside the cgroup",
 		"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
+		"gensee: deny ipv4 loose source route, outside the cgroup", "gensee: deny ipv4 strict source route, outside the cgroup", "gensee: deny ipv6 routing header, outside the cgroup",
 		"gensee: loopback allowed by contract, outside the cgroup",
 		"gensee: count per element, allowed ipv4 tuples, outside the cgroup", "gensee: allowed ipv4 tuples, outside the cgroup", "gensee: count per element, replies from allowed ipv4 tuples, outside the cgroup", "gensee: replies from allowed ipv4 tuples, outside the cgroup",
 		"gensee: count per element, allowed ipv6 tuples, outside the cgroup", "gensee: allowed ipv6 tuples, outside the cgroup", "gensee: count per element, replies from allowed ipv6 tuples, outside the cgroup", "gensee: replies from allowed ipv6 tuples, outside the cgroup",
@@ -166,16 +172,17 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 				}
 			}
 		}
-		if i >= len(outside)-2 || i == 1 || i == 2 {
-			continue
+		if i >= len(outside)-2 || i >= 1 && i <= 5 {
+			continue // the drops; source routes: TestBuildSourceRouted
 		}
 		// Each outside accept is its cgroup twin minus the cgroup match
 		// and with the other counter; each counting rule its twin minus
 		// the cgroup match. The cgroup's copy has one more non-local
-		// source rule (no owning process).
+		// source rule and three more source-route rules (no owning
+		// process).
 		j := i
 		if i > 2 {
-			j++
+			j += 4
 		}
 		twin := cgroupOnly.rules[j].canonExprs()
 		if strings.HasPrefix(ruleName(r), countPrefix) {
@@ -214,7 +221,7 @@ func TestDiffNetnsDrift(t *testing.T) {
 			g.chains = []*nftables.Chain{&c}
 		}, "chain output is {type filter hook 3 priority 0 policy 1}, want {type filter hook 3 priority 0 policy 0}"},
 		{"outside drop missing", func(g *ruleset) { g.rules = g.rules[:len(g.rules)-1] }, "(gensee: deny, outside the cgroup) is missing"},
-		{"outside counter gone", func(g *ruleset) { g.counters = g.counters[:4] }, "want [allowed allowed_outside denied denied_kernel denied_outside spoofed]"},
+		{"outside counter gone", func(g *ruleset) { g.counters = g.counters[:4] }, "want [allowed allowed_outside denied denied_kernel denied_outside source_routed spoofed]"},
 		{"outside spoof check gone", func(g *ruleset) {
 			i := slices.IndexFunc(g.rules, func(r *rule) bool { return ruleName(r) == "gensee: deny non-local source"+outsideNote })
 			g.rules = slices.Delete(g.rules, i, i+1)
@@ -236,7 +243,7 @@ func TestCountersOfNetns(t *testing.T) {
 	p := netnsPlan(t, spec.Network{Mode: spec.NetworkDenyAll})
 	got := asDumped(build(p))
 	got.counters = []*nftables.CounterObj{
-		{Name: "allowed"}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel"}, {Name: "spoofed"},
+		{Name: "allowed"}, {Name: "denied", Packets: 2, Bytes: 120}, {Name: "denied_kernel"}, {Name: "spoofed"}, {Name: "source_routed"},
 		{Name: "allowed_outside", Packets: 4, Bytes: 240}, {Name: "denied_outside", Packets: 3, Bytes: 180},
 	}
 	c, err := countersOf(build(p), got)
@@ -246,7 +253,7 @@ func TestCountersOfNetns(t *testing.T) {
 	if c.Denied != (Count{2, 120}) || c.AllowedOutside != (Count{4, 240}) || c.DeniedOutside != (Count{3, 180}) {
 		t.Errorf("counters = %+v", c)
 	}
-	got.counters = got.counters[:5]
+	got.counters = got.counters[:6]
 	if _, err := countersOf(build(p), got); err == nil || !strings.Contains(err.Error(), "denied_outside") {
 		t.Errorf("missing denied_outside: err = %v", err)
 	}

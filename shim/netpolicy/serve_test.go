@@ -178,11 +178,12 @@ func TestBuildServe(t *testing.T) {
 			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback",
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
+			"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
 			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
 			"gensee: icmpv6 neighbor discovery for served ports",
 			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 			"gensee: count per element, count served connections answered, outside the cgroup", "gensee: count served connections answered, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "served", "served_conn", "served_spoofed"}, map[string][]string{
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "source_routed", "served", "served_conn", "served_spoofed"}, map[string][]string{
 			rpfComment:   servedRPFExprs(cgPrefix),
 			rpfLoComment: servedRPFLoExprs(cgPrefix),
 			"gensee: count per element, served connections answered":                           servedCount(cgPrefix, true),
@@ -196,15 +197,17 @@ func TestBuildServe(t *testing.T) {
 			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback",
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
+			"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
 			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
 			"gensee: icmpv6 neighbor discovery for served ports",
 			"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
 			"gensee: icmpv6 duplicate address detection (source ::), outside the cgroup",
 			"gensee: log non-local source, outside the cgroup", "gensee: deny non-local source, outside the cgroup",
+			"gensee: deny ipv4 loose source route, outside the cgroup", "gensee: deny ipv4 strict source route, outside the cgroup", "gensee: deny ipv6 routing header, outside the cgroup",
 			"gensee: count per element, served connections answered, outside the cgroup", "gensee: served connections answered, outside the cgroup", "gensee: count per element, replies on served ports, outside the cgroup", "gensee: replies on served ports, outside the cgroup",
 			"gensee: icmpv6 neighbor discovery for served ports, outside the cgroup",
 			"gensee: log denied, outside the cgroup", "gensee: deny, outside the cgroup",
-		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside", "served", "served_conn", "served_spoofed"}, map[string][]string{
+		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "source_routed", "allowed_outside", "denied_outside", "served", "served_conn", "served_spoofed"}, map[string][]string{
 			rpfComment:                            servedRPFExprs(nil),
 			rpfLoComment:                          servedRPFLoExprs(nil),
 			"gensee: served connections answered": servedExprs(cgPrefix, true, true),
@@ -369,7 +372,7 @@ func TestCountersOfServe(t *testing.T) {
 	p := netnsPlan(t, serveNetwork(spec.NetworkAllowExact, spec.ServeRule{Proto: "udp", Port: 53}, spec.ServeRule{Proto: "tcp", Port: 8080}))
 	got := asDumped(build(p))
 	got.counters = nil
-	for _, name := range []string{"allowed", "denied", "denied_kernel", "spoofed", "allowed_outside", "denied_outside"} {
+	for _, name := range []string{"allowed", "denied", "denied_kernel", "spoofed", "source_routed", "allowed_outside", "denied_outside"} {
 		got.counters = append(got.counters, &nftables.CounterObj{Name: name})
 	}
 	got.counters = append(got.counters, &nftables.CounterObj{Name: "served", Packets: 30, Bytes: 3000}, &nftables.CounterObj{Name: "served_conn", Packets: 4, Bytes: 240},
