@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -58,7 +59,17 @@ func renderManifest(w io.Writer, op *operation) error {
 		caps = strings.Join(m.Enforcement.CapabilitiesRemoved, ", ")
 	}
 	row(tw, "  capabilities removed", caps)
+	row(tw, "  network status", networkStatusLine(n))
+	if m.Host != nil && m.Host.Sandbox != nil {
+		sandboxRows(tw, m.Host.Sandbox)
+	}
 	tw.Flush()
+	if len(m.Enforcement.NotEnforced) > 0 {
+		fmt.Fprintf(w, "\nnot enforced (no control held it):\n")
+		for _, ne := range m.Enforcement.NotEnforced {
+			fmt.Fprintf(w, "  - %s\n", safeText(ne))
+		}
+	}
 
 	o := m.Observation
 	fmt.Fprintf(w, "\nobserved (seen, not guaranteed):\n")
@@ -99,6 +110,42 @@ func renderManifest(w io.Writer, op *operation) error {
 	fmt.Fprintf(w, "semantically verified: %s (the gate checks structure, never meaning)\n", yesNo(m.SemanticallyVerified))
 	fmt.Fprintf(w, "promoted: %s (products stay under %s/staged)\n", yesNo(m.Promoted), op.dir)
 	return nil
+}
+
+// networkStatusLine says whether the table held for the whole run, and
+// what the sensors saw when it may not have.
+func networkStatusLine(n spec.NetworkEnforcement) string {
+	switch n.Status {
+	case "":
+		return "not recorded"
+	case spec.NetworkEnforced:
+		return "enforced: no drift of the table and no process seen outside its scope"
+	}
+	return safeText(n.Status) + " (see observation: escapes, table_drift)"
+}
+
+// sandboxRows lists a host run's layers (manifest host.sandbox).
+func sandboxRows(tw *tabwriter.Writer, sb *spec.HostSandbox) {
+	row(tw, "  namespaces", safeText(strings.Join(sb.Namespaces, "; ")))
+	row(tw, "  session", safeText(sb.Session))
+	for i, l := range sb.Stdio {
+		row(tw, map[bool]string{true: "  stdio"}[i == 0], safeText(l))
+	}
+	row(tw, "  executable", safeText(sb.Executable))
+	if l := sb.Landlock; l != nil {
+		row(tw, "  landlock", fmt.Sprintf("ABI %d; fs %s; scoped %s", l.ABI, orText(safeText(strings.Join(l.FS, ", ")), "none"), orText(safeText(strings.Join(l.Scoped, ", ")), "none")))
+		if len(l.Missing) > 0 {
+			row(tw, "", "not at this ABI: "+safeText(strings.Join(l.Missing, "; ")))
+		}
+	} else {
+		row(tw, "  landlock", "none (the kernel has no Landlock)")
+	}
+	for i, l := range sb.Seccomp {
+		row(tw, map[bool]string{true: "  seccomp refuses"}[i == 0], safeText(l))
+	}
+	for i, l := range sb.Masked {
+		row(tw, map[bool]string{true: "  masked"}[i == 0], safeText(l))
+	}
 }
 
 func renderProducts(w io.Writer, m *spec.Manifest) {
