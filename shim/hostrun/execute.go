@@ -342,13 +342,6 @@ func wrapperRefusal(st wrapperStatus, err error) *Refusal {
 	return refuse(reason, field, "", "%s", st.Error)
 }
 
-// isScript reports whether the executable starts with "#!".
-func isScript(f *os.File) bool {
-	var b [2]byte
-	n, _ := f.ReadAt(b[:], 0)
-	return n == 2 && b[0] == '#' && b[1] == '!'
-}
-
 // exitStatus is the command's status: its exit code, or 128+n for signal n.
 func exitStatus(ps *os.ProcessState) uint32 {
 	if ps == nil {
