@@ -471,7 +471,7 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	// every front door (effect.NetworkStatus).
 	x.Drift = h.mon.Drift()
 	x.Attempts = h.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)))
-	x.writables = writables(r.cmd.Workspace, x.sandbox)
+	x.writables = writables(r.cmd.Workspace)
 	r.undo(ctx, h)
 	if h.plan == nil {
 		x.Removed = "deleted"
@@ -493,7 +493,7 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 }
 
 // writables lists every place the command could write.
-func writables(ws string, sb *spec.HostSandbox) []string {
+func writables(ws string) []string {
 	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer)"}
 	for _, d := range append(append([]string{}, privateTmp...), "/dev/shm") {
 		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
