@@ -29,6 +29,8 @@ const (
 	EnvConfigDirs = "GENSEE_CONFIG_DIRS"
 	// DefaultKubeletPods is where the kubelet keeps pod volumes.
 	DefaultKubeletPods = "/var/lib/kubelet/pods"
+	// DefaultContainerdRoot is containerd's stock root.
+	DefaultContainerdRoot = "/var/lib/containerd"
 	// DefaultConfigDir holds the operator configs a task may name.
 	DefaultConfigDir = "/etc/gensee"
 
@@ -70,6 +72,13 @@ type Config struct {
 	// e.g. BuildKit's /run/buildkit/otel-grpc.sock trace socket, which it
 	// binds into every RUN step. Nothing else there is ever bindable.
 	AllowedRuntimeFiles []string `toml:"allowed_runtime_files"`
+	// ContainerdRoot is containerd's root directory (its --root, config
+	// root =): CRI keeps a pod's hosts, hostname and resolv.conf beneath
+	// it, and a pod container may bind its own pod's. Default
+	// /var/lib/containerd; k3s: /var/lib/rancher/k3s/agent/containerd,
+	// RKE2: /var/lib/rancher/rke2/agent/containerd. The state dir is read
+	// from the task's bundle path.
+	ContainerdRoot string `toml:"containerd_root"`
 	// ReadableBindRoots are host directories a spec may bind without the
 	// runtime scanning them for unix sockets (large trees the operator
 	// vouches for, e.g. a toolchain or dataset directory).
@@ -110,6 +119,7 @@ func Default() Config {
 		StateDir:          DefaultStateDir,
 		GateTimeout:       Duration{2 * time.Minute},
 		WritableBindRoots: []string{DefaultKubeletPods},
+		ContainerdRoot:    DefaultContainerdRoot,
 		Retention:         DefaultRetention(),
 	}
 }
@@ -177,7 +187,10 @@ func Parse(path string, data []byte) (Config, error) {
 	if err := c.Retention.validate(); err != nil {
 		return Config{}, fmt.Errorf("operator config %s: %w", path, err)
 	}
-	for name, p := range map[string]string{"catalog": c.Catalog, "trust_anchor": c.TrustAnchor, "state_dir": c.StateDir} {
+	if c.ContainerdRoot == "" || c.ContainerdRoot == "/" {
+		return Config{}, fmt.Errorf("operator config %s: containerd_root %q must name containerd's root directory (default %s)", path, c.ContainerdRoot, DefaultContainerdRoot)
+	}
+	for name, p := range map[string]string{"catalog": c.Catalog, "trust_anchor": c.TrustAnchor, "state_dir": c.StateDir, "containerd_root": c.ContainerdRoot} {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
 		}

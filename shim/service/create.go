@@ -156,6 +156,10 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		// CRI's own annotation, set after the pass-through ones; only in
 		// CRI's namespace, where only CRI creates containers.
 		host.SandboxID = oci.Annotations[AnnotationSandboxID]
+		// Its files lie under containerd's actual root (the operator's
+		// containerd_root) and state (the bundle's, which containerd
+		// lays out under it): k3s, RKE2 and any other root.
+		host.CRISandboxDirs = specpolicy.CRISandboxDirs(cfg.ContainerdRoot, specpolicy.StateFromBundle(r.Bundle, ns, r.ID))
 	}
 	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, host)
 	if err != nil {

@@ -109,7 +109,7 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, cgroupB
 		if err := checkPropagation(m, field); err != nil {
 			return "", -1, err
 		}
-		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src, op.SandboxID) && !underAny(src, op.WritableBindRoots) {
+		if !readOnly(m.Options, recursive && len(subs) > 0) && !isCRISandboxFile(src, op) && !underAny(src, op.WritableBindRoots) {
 			return "", -1, refuse(RuleWritableHostPath, field,
 				"the spec binds host path %s writable; a writable host path outside the operator's writable_bind_roots (%s) could change the host beneath the boundary; bind it read-only (ro; rro when it has submounts), or have the operator list its directory in writable_bind_roots", src, strings.Join(op.WritableBindRoots, ", "))
 		}
@@ -167,7 +167,7 @@ func checkRuntimeBind(src, field string, op Operator) error {
 	if slices.Contains(socketNames, path.Base(src)) {
 		return runtimeRefusal(field, src)
 	}
-	if isCRISandboxFile(src, op.SandboxID) {
+	if isCRISandboxFile(src, op) {
 		return nil
 	}
 	if slices.Contains(op.AllowedRuntimeFiles, src) {
@@ -185,26 +185,6 @@ func checkRuntimeBind(src, field string, op Operator) error {
 func runtimeRefusal(field, src string) error {
 	return refuse(RuleRuntimeSocket, field,
 		"the spec binds %s, which is or contains a container runtime's socket or state, letting the workload start containers outside its boundary; drop the bind (no -v /run/containerd, no docker.sock)", src)
-}
-
-// isCRISandboxFile matches <root>/io.containerd.grpc.v1.cri/sandboxes/<id>/<file>
-// for the container's own pod sandbox id only (none: no file matches), so a
-// pod cannot bind another pod's hosts, resolv.conf or shm.
-func isCRISandboxFile(src, sandboxID string) bool {
-	if sandboxID == "" {
-		return false
-	}
-	for _, root := range []string{"/var/lib/containerd", "/run/containerd", "/var/run/containerd"} {
-		rest, ok := strings.CutPrefix(src, root+"/io.containerd.grpc.v1.cri/sandboxes/")
-		if !ok {
-			continue
-		}
-		parts := strings.Split(rest, "/")
-		if len(parts) == 2 && parts[0] == sandboxID && slices.Contains(criSandboxFiles, parts[1]) {
-			return true
-		}
-	}
-	return false
 }
 
 // checkPropagation refuses shared or slave propagation on a bind: a mount
@@ -248,7 +228,7 @@ func checkSockets(src, fs, field string, recursive bool, subs []string, op Opera
 		return refuse(RuleBindSocket, field,
 			"the spec binds %s recursively, carrying %d other mount(s) the runtime does not scan for unix sockets; bind it without rbind, bind each mount on its own, or have the operator list it in readable_bind_roots", src, len(subs))
 	}
-	if isCRISandboxFile(src, op.SandboxID) || slices.Contains(op.AllowedRuntimeFiles, src) {
+	if isCRISandboxFile(src, op) || slices.Contains(op.AllowedRuntimeFiles, src) {
 		return nil
 	}
 	found, err := op.SocketFinder(src)

@@ -31,6 +31,10 @@ type Operator struct {
 	// annotation, read only in CRI's containerd namespace): only that
 	// sandbox's hosts, hostname, resolv.conf and shm may be bound.
 	SandboxID string
+	// CRISandboxDirs are where CRI keeps pod sandbox directories under
+	// containerd's actual root and state (CRISandboxDirs); empty: the
+	// stock /var/lib/containerd and /run/containerd ones.
+	CRISandboxDirs []string
 	// SocketFinder, when set, returns a unix socket at or below a host
 	// path ("" for none) or why it cannot tell; nil: no scan.
 	SocketFinder func(path string) (string, error)
