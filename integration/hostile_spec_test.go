@@ -301,7 +301,7 @@ func TestHostileCgroupEscape(t *testing.T) {
 
 	// Private netns: the shell is moved out before it forks the probe.
 	logPath := filepath.Join(e.dir, "escape.log")
-	e.ctr(ns, "run", "-d", "--log-uri", "file://"+logPath, "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "esc",
+	e.ctr(ns, "run", "-d", "--log-uri", e.logURI(t, logPath), "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "esc",
 		"/bin/sh", "-c", "sleep 2; /bin/probe connect tcp 127.0.0.1:9; echo rc=$?")
 	moveInit("esc")
 	waitStopped(e, ns, "esc")

@@ -56,7 +56,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("ctr run -t: %v\n%s", err, out)
 	}
 	logPath := filepath.Join(e.dir, "life.log")
-	e.ctr(ns, "run", "-d", "--log-uri", "file://"+logPath, "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "life",
+	e.ctr(ns, "run", "-d", "--log-uri", e.logURI(t, logPath), "--runtime", runtimeName, "--runtime-config-path", e.cfgPath, e.image, "life",
 		"/bin/sh", "-c", "echo logged-line; exec /bin/sleep 300")
 	if out := e.ctr(ns, "tasks", "exec", "--exec-id", "e1", "life", "/bin/echo", "hello"); !strings.Contains(out, "hello") {
 		t.Fatalf("exec output %q", out)

@@ -63,6 +63,11 @@ type Config struct {
 	// caller's spec may name (hooks run as host root before and after the
 	// container). A spec hook not listed here is refused.
 	HookAllowlist []string `toml:"hook_allowlist"`
+	// LoggerAllowlist lists the absolute paths of logger binaries a
+	// task's or exec's stdio may name (binary:// and binary-v2://, e.g.
+	// ctr --log-uri): the runtime runs them as root outside every
+	// boundary, as hooks. Any other logger is refused, and so is file://.
+	LoggerAllowlist []string `toml:"logger_allowlist"`
 	// WritableBindRoots are the host directories under which a spec may
 	// bind a source writable; any other bind must be read-only. Default:
 	// the kubelet's pod directories (volumes, etc-hosts, termination log).
@@ -181,7 +186,7 @@ func Parse(path string, data []byte) (Config, error) {
 	c := Default()
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, writable_bind_roots, allowed_runtime_files, [runc], [retention] max_age, max_count, max_bytes)", path, err)
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, logger_allowlist, writable_bind_roots, allowed_runtime_files, [runc], [retention] max_age, max_count, max_bytes)", path, err)
 	}
 	c.Path = path
 	if err := c.Retention.validate(); err != nil {
@@ -195,7 +200,7 @@ func Parse(path string, data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
 		}
 	}
-	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "writable_bind_roots": c.WritableBindRoots, "allowed_runtime_files": c.AllowedRuntimeFiles, "readable_bind_roots": c.ReadableBindRoots} {
+	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "logger_allowlist": c.LoggerAllowlist, "writable_bind_roots": c.WritableBindRoots, "allowed_runtime_files": c.AllowedRuntimeFiles, "readable_bind_roots": c.ReadableBindRoots} {
 		for _, h := range list {
 			if !filepath.IsAbs(h) || filepath.Clean(h) != h || h == "/" {
 				return Config{}, fmt.Errorf("operator config %s: %s entry %q must be an absolute, clean path other than /", path, key, h)

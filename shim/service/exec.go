@@ -57,6 +57,13 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStdio("exec", r.Stdin, r.Stdout, r.Stderr, op.cfg.LoggerAllowlist); err != nil {
+		re := err.(*refusedError)
+		op.net.note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: re.Reason,
+			Detail: "exec " + r.ExecID + ": " + re.Message, Target: r.ExecID})
+		op.logger(ctx).WithField("exec_id", r.ExecID).WithField("reason", re.Reason).Warn(re.Message)
+		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
+	}
 	if st := op.life.current(); st != opRunning {
 		// The deadline, the sensors and the gate arm at Start: an exec
 		// into a created task would run unwatched, and a task deleted
