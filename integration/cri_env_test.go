@@ -69,15 +69,15 @@ func startCRI(t *testing.T, cat spec.Catalog) *criEnv {
 	wrapper := filepath.Join(dir, "runc-wrapper")
 	must(t, os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%s\nexec %s \"$@\"\n",
 		e.runcCalls, filepath.Join(bin, "runc"))), 0o700))
-	e.writeOperatorConfig(fmt.Sprintf(`# CRI binds each pod's hosts, hostname and resolv.conf from its own root.
-writable_bind_roots = [%q, %q]
+	e.writeOperatorConfig(fmt.Sprintf(`# CRI binds each pod's hosts, hostname and resolv.conf from its own root
+# (containerd_root; the state is read from the bundle path), none of it the default.
+containerd_root = %q
 
 [runc]
   SystemdCgroup = false
   BinaryName = %q
   Root = %q
-`, filepath.Join(dir, "root", "io.containerd.grpc.v1.cri", "sandboxes"), filepath.Join(dir, "state", "io.containerd.grpc.v1.cri", "sandboxes"),
-		wrapper, e.runcRoot))
+`, filepath.Join(dir, "root"), wrapper, e.runcRoot))
 	e.publish(cat)
 
 	e.logDir = filepath.Join(dir, "pod-logs")
