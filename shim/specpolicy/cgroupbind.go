@@ -47,12 +47,35 @@ func checkCgroupBind(s *specs.Spec, i int, op Operator) error {
 	if i < 0 || op.CgroupNsDelegate || op.Clone3ENOSYS {
 		return nil
 	}
-	if s.Linux != nil && SeccompRefusesClone3(s.Linux.Seccomp) {
+	if s.Linux != nil && (SeccompRefusesClone3(s.Linux.Seccomp) || hostRootUnmapped(s.Linux)) {
 		return nil
 	}
 	return refuse(RuleCgroupBind, fmt.Sprintf("mounts[%d]", i),
 		"the spec binds %s, a cgroup filesystem, and this host's cgroup2 is mounted without nsdelegate: through a directory fd of it clone3(CLONE_INTO_CGROUP) starts a process in an ancestor cgroup, out of the one the network table binds, read-only mount and cgroup namespace notwithstanding; drop the bind (a mount of type cgroup, which runc makes inside the container's cgroup namespace, is admitted), have the operator mount cgroup2 with nsdelegate, or run the container with a seccomp profile whose only clone3 rule is SCMP_ACT_ERRNO with errnoRet ENOSYS (38)",
 		s.Mounts[i].Source)
+}
+
+// hostRootUnmapped: the container has a user namespace that maps no id to
+// host uid 0. Its processes then own no host cgroup's cgroup.procs (root's,
+// 0644; runc delegates only the container's own cgroup to its root), so
+// clone3 cannot start a child in an ancestor cgroup whatever fd it holds:
+// CRI's read-only rbind of /sys for a user-namespaced pod stays admitted.
+func hostRootUnmapped(l *specs.Linux) bool {
+	userns := false
+	for _, ns := range l.Namespaces {
+		if ns.Type == specs.UserNamespace {
+			userns = true
+		}
+	}
+	if !userns || len(l.UIDMappings) == 0 {
+		return false
+	}
+	for _, m := range l.UIDMappings {
+		if m.Size == 0 || m.HostID == 0 || uint64(m.HostID)+uint64(m.Size) <= uint64(m.HostID) {
+			return false
+		}
+	}
+	return true
 }
 
 // SeccompRefusesClone3 reports whether profile p answers every clone3

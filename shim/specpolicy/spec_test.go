@@ -179,6 +179,12 @@ func TestCheckSpecRefusals(t *testing.T) {
 			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host-sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "rro"}})
 		}, Grants{}, Operator{}, RuleCgroupBind, "mounts[7]"},
+		{"cgroup_bind_userns_maps_host_root", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace}, specs.LinuxNamespace{Type: specs.UserNamespace})
+			s.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 65536}}
+			s.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 65536}}
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
+		}, Grants{}, Operator{}, RuleCgroupBind, "mounts[7]"},
 		{"cgroup2_mounted_elsewhere", func(s *specs.Spec) {
 			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/srv/cg", Options: []string{"bind", "ro"}})
@@ -319,6 +325,14 @@ func TestAdmittedVariants(t *testing.T) {
 			enosys := uint(unix.ENOSYS)
 			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Architectures: []specs.Arch{specs.ArchX86_64},
 				Syscalls: []specs.LinuxSyscall{{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys}}}
+		}, Grants{}, Operator{}, nil},
+		// CRI's read-only /sys rbind for a user-namespaced pod: host uid 0
+		// is not mapped, so no process of it owns a host cgroup.procs.
+		{"cgroup_rbind_userns_host_root_unmapped", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace}, specs.LinuxNamespace{Type: specs.UserNamespace})
+			s.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
+			s.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/cg", Type: "bind", Source: "/sys/fs/cgroup/unified", Options: []string{"bind", "ro"}})
 		}, Grants{}, Operator{}, nil},
 		{"bind_ordinary_dir_fstyper", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: "/srv/data", Options: []string{"rbind", "rw"}})
