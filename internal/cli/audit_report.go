@@ -116,7 +116,7 @@ func buildAudit(c *spec.Contract, digest string, h HostFacts) AuditReport {
 			"the spec is admitted against an allowlist anchored on Kubernetes Pod Security Standards baseline: no caller hooks off the operator's list, no extra devices, no writable cgroupfs/sysfs/procfs/bpffs/debugfs/tracefs/securityfs, no runtime sockets, masked /proc, no host pid/ipc namespace, only network sysctls, no mount over the entrypoint, no joined netns owned by another user namespace",
 			"checked by the shim before runc creates the task; it needs no host feature"),
 		control(h, "seccomp", true,
-			"EPERM for socket(2) of every family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (so AF_PACKET, AF_VSOCK, AF_XDP, AF_RDS, ...), for NETLINK_NETFILTER, and for io_uring and socketcall, merged into the container's seccomp profile for the init and every exec: families no nftables hook sees",
+			"EPERM for socket(2) of every family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (so AF_PACKET, AF_VSOCK, AF_XDP, AF_RDS, ...), for every AF_NETLINK protocol but NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_KOBJECT_UEVENT and NETLINK_GENERIC (so NETLINK_USERSOCK and NETLINK_NETFILTER), and for io_uring and socketcall, merged into the container's seccomp profile for the init and every exec: families no nftables hook sees",
 			"a runc built without seccomp is refused, never run without it", probeSeccomp),
 		control(h, "deadline", c.Deadline != "",
 			fmt.Sprintf("the shim kills every process in the task's cgroup %s after start (cgroup.kill, else freeze and SIGKILL)", orNone(c.Deadline)),

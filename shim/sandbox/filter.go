@@ -96,7 +96,10 @@ func HostFilter() ([]unix.SockFilter, error) {
 	a.ret(retEPERM)
 	a.label("netlink")
 	a.load(argLow(2))
-	a.jeq(specpolicy.NetlinkNetfilter, "eperm", "allow")
+	for _, p := range specpolicy.AllowedNetlinkProtocols() {
+		a.jeq(uint32(p), "allow", "")
+	}
+	a.ret(retEPERM)
 
 	// socketpair(2) makes connected pairs of AF_UNIX (and AF_TIPC) only.
 	a.label("socketpair")
@@ -155,6 +158,10 @@ func FilterSummary() []string {
 	for _, af := range specpolicy.AllowedSocketFamilies() {
 		fams = append(fams, specpolicy.SocketFamilyName(af))
 	}
+	var protos []string
+	for _, p := range specpolicy.AllowedNetlinkProtocols() {
+		protos = append(protos, specpolicy.NetlinkProtocolName(p))
+	}
 	var refused []string
 	for _, name := range append(specpolicy.RefusedSyscalls(), hostRefused...) {
 		if !slices.Contains(compatOnly, name) {
@@ -168,7 +175,7 @@ func FilterSummary() []string {
 	return []string{
 		arch,
 		"socket families other than " + strings.Join(fams, ", ") + " (EPERM, family compared on its low 32 bits)",
-		"AF_NETLINK sockets of protocol NETLINK_NETFILTER (EPERM)",
+		"AF_NETLINK sockets of any protocol but " + strings.Join(protos, ", ") + " (EPERM, protocol compared on its low 32 bits: so NETLINK_USERSOCK, which reaches other processes' sockets, and NETLINK_NETFILTER)",
 		"socketpair of any family but AF_UNIX (EPERM)",
 		"unshare and clone with CLONE_NEWUSER (EPERM)",
 		"clone3 (ENOSYS: libc falls back to clone, so CLONE_INTO_CGROUP cannot be used)",

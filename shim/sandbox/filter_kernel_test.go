@@ -50,6 +50,12 @@ func seccompProbes() map[string]func() error {
 		"socket_netlink_route": func() error {
 			return sys(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 		},
+		"socket_netlink_usersock": func() error {
+			return sys(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_USERSOCK)
+		},
+		"socket_netlink_usersock_hi": func() error {
+			return sys(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, high|unix.NETLINK_USERSOCK)
+		},
 		"socket_netlink_netfilter": func() error {
 			return sys(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 		},
@@ -120,6 +126,8 @@ func TestHostFilterKernel(t *testing.T) {
 		"socket_alg":                    "EPERM",
 		"socket_vsock":                  "EPERM",
 		"socket_netlink_route":          "ok",
+		"socket_netlink_usersock":       "EPERM",
+		"socket_netlink_usersock_hi":    "EPERM",
 		"socket_netlink_netfilter":      "EPERM",
 		"socket_netlink_netfilter_hi":   "EPERM",
 		"socketpair_unix":               "ok",

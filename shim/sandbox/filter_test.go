@@ -96,9 +96,9 @@ func TestHostFilterProgram(t *testing.T) {
 		expect(fmt.Sprintf("socketpair(%d)", af), call(unix.SYS_SOCKETPAIR, high|af, unix.SOCK_STREAM, 0, 0), wantPair)
 	}
 	for proto := uint64(0); proto < 64; proto++ {
-		want := uint32(retAllow)
-		if proto == specpolicy.NetlinkNetfilter {
-			want = retEPERM
+		want := uint32(retEPERM)
+		if slices.Contains(specpolicy.AllowedNetlinkProtocols(), proto) {
+			want = retAllow
 		}
 		expect(fmt.Sprintf("socket(AF_NETLINK, %d)", proto), call(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW, high|proto), want)
 	}
@@ -144,7 +144,7 @@ func TestRefusedNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := strings.Join(FilterSummary(), "; ")
-	for _, name := range append([]string{"AF_UNIX", "AF_INET6", "AF_NETLINK", "NETLINK_NETFILTER", "clone3", "TIOCSTI"}, hostRefused...) {
+	for _, name := range append([]string{"AF_UNIX", "AF_INET6", "AF_NETLINK", "NETLINK_ROUTE", "NETLINK_USERSOCK", "NETLINK_NETFILTER", "clone3", "TIOCSTI"}, hostRefused...) {
 		if !strings.Contains(sum, name) {
 			t.Errorf("FilterSummary does not name %s: %q", name, sum)
 		}

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Socket families are an allowlist: AF_UNIX, AF_INET and AF_INET6 (what the
-// nftables table governs, or local IPC) and AF_NETLINK (minus
-// NETLINK_NETFILTER, below). Every other family of include/linux/socket.h
+// nftables table governs, or local IPC) and AF_NETLINK (of the protocols in
+// allowedNetlink only). Every other family of include/linux/socket.h
 // gets EPERM: AF_PACKET, AF_XDP and AF_VSOCK move packets or host/guest
 // bytes past the inet hooks, and families such as AF_RDS or AF_TIPC send
 // through kernel sockets of the root cgroup, which a cgroup-scoped rule
@@ -45,6 +46,34 @@ var refusedFamilies = func() []struct {
 		}
 	}
 	return out
+}()
+
+// AF_NETLINK's protocols are an allowlist too: those a build's tools use,
+// none of which carries a message from one process to another. Only a
+// protocol registered with NL_CFG_F_NONROOT_SEND lets a sender without
+// CAP_NET_ADMIN unicast to another socket's port id (or a group); in
+// mainline that is NETLINK_USERSOCK alone (af_netlink.c), which reaches any
+// process of the network namespace that bound one, past every nftables
+// hook. Out-of-tree modules may register others. NETLINK_NETFILTER
+// (nftables, conntrack, nflog, queue) stays refused as it always was.
+var allowedNetlink = []uint64{
+	0,  // NETLINK_ROUTE: ip, getifaddrs
+	4,  // NETLINK_SOCK_DIAG (NETLINK_INET_DIAG): ss
+	15, // NETLINK_KOBJECT_UEVENT: udev monitors (receive only without CAP_NET_ADMIN)
+	16, // NETLINK_GENERIC: nl80211, taskstats, ethtool
+}
+
+// netlinkNames are include/uapi/linux/netlink.h's names of the allowed
+// protocols, for the records.
+var netlinkNames = map[uint64]string{0: "NETLINK_ROUTE", 4: "NETLINK_SOCK_DIAG", 15: "NETLINK_KOBJECT_UEVENT", 16: "NETLINK_GENERIC"}
+
+// refusedNetlinkRecord is how the records name the refused protocols.
+var refusedNetlinkRecord = func() string {
+	var names []string
+	for _, p := range allowedNetlink {
+		names = append(names, netlinkNames[p])
+	}
+	return "AF_NETLINK protocols other than " + strings.Join(names, ", ") + " (so NETLINK_USERSOCK, NETLINK_NETFILTER)"
 }()
 
 const (
@@ -112,7 +141,7 @@ var eperm = action{specs.ActErrno, errnoEPERM}
 // old rule, old's socket rules are evaluated exactly for each family (they must compare
 // arg0 only; anything else is refused), and socket(2) is re-expressed as disjoint rules,
 // one per family whose merged action differs from the default action: arg0 == family,
-// and for AF_NETLINK one rule per protocol (arg2), so no two rules ever overlap.
+// and for AF_NETLINK one rule per span of protocols (arg2), so no two rules ever overlap.
 //
 // Every comparison is SCMP_CMP_MASKED_EQ on the low 32 bits: family and protocol are C
 // ints, the kernel ignores the upper half of the register, and a plain 64-bit EQ deny
@@ -122,7 +151,7 @@ func mergeSeccomp(old *specs.LinuxSeccomp) (*specs.LinuxSeccomp, Seccomp, error)
 	for _, f := range refusedFamilies {
 		rec.FamiliesRefused = append(rec.FamiliesRefused, f.name)
 	}
-	rec.FamiliesRefused = append(rec.FamiliesRefused, "NETLINK_NETFILTER")
+	rec.FamiliesRefused = append(rec.FamiliesRefused, refusedNetlinkRecord)
 	rec.SyscallsRefused = slices.Clone(refusedSyscalls)
 
 	if old == nil {
@@ -174,7 +203,7 @@ func mergeSeccomp(old *specs.LinuxSeccomp) (*specs.LinuxSeccomp, Seccomp, error)
 		merged.Syscalls = append(merged.Syscalls, socketRule(b.a, b.span, nil))
 	}
 	netlinkAction := func(proto uint64) action {
-		if proto == netlinkNetfilter {
+		if !slices.Contains(allowedNetlink, proto) {
 			return eperm
 		}
 		return famAction[afNetlink]

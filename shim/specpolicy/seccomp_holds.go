@@ -20,7 +20,7 @@ func MergeSeccomp(old *specs.LinuxSeccomp) (*specs.LinuxSeccomp, Seccomp, error)
 
 // SeccompHolds reports whether profile p, left as it is, already refuses everything the
 // merge adds: socket(2) of every family outside the allowlist and of
-// AF_NETLINK/NETLINK_NETFILTER, whatever the high word of the family and whatever the
+// AF_NETLINK with every protocol outside allowedNetlink, whatever the high word of the family and whatever the
 // type, io_uring_* and socketcall; and no 32-bit x86 ABI while any socket is allowed.
 // It decides conservatively: a condition it cannot evaluate may or may not match, so an
 // allowing rule with one counts as allowing, and a refusing rule with one does not count
@@ -39,9 +39,13 @@ func SeccompHolds(p *specs.LinuxSeccomp, fix string) error {
 			return refuse(RuleSeccompWeaker, field, "the seccomp profile does not refuse socket(%s): %s; %s", f.name, why, fix)
 		}
 	}
-	nf := uint64(netlinkNetfilter)
-	if ok, why := refusesSocket(p, def, afNetlink, &nf); !ok {
-		return refuse(RuleSeccompWeaker, field, "the seccomp profile does not refuse socket(AF_NETLINK, NETLINK_NETFILTER): %s; %s", why, fix)
+	for q := uint64(0); q < netlinkMaxLinks; q++ {
+		if slices.Contains(allowedNetlink, q) {
+			continue
+		}
+		if ok, why := refusesSocket(p, def, afNetlink, &q); !ok {
+			return refuse(RuleSeccompWeaker, field, "the seccomp profile does not refuse socket(AF_NETLINK, protocol %d): %s; %s", q, why, fix)
+		}
 	}
 	for _, name := range refusedSyscalls {
 		if ok, why := refusesCall(p, def, name, nil); !ok {

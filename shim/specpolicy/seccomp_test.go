@@ -79,8 +79,10 @@ func TestMergeSeccomp(t *testing.T) {
 					t.Errorf("%s -> %v", f.name, a)
 				}
 			}
-			if a := evalSocket(t, m, afNetlink, netlinkNetfilter); a != eperm {
-				t.Errorf("NETLINK_NETFILTER -> %v", a)
+			for _, q := range []uint64{netlinkNetfilter, 2 /* NETLINK_USERSOCK */} {
+				if a := evalSocket(t, m, afNetlink, q); a != eperm {
+					t.Errorf("netlink protocol %d -> %v", q, a)
+				}
 			}
 			if a := evalSocket(t, m, 2, 0); a != tc.inet {
 				t.Errorf("AF_INET -> %v want %v", a, tc.inet)
@@ -149,7 +151,7 @@ func TestMergeExactPerFamily(t *testing.T) {
 					want := def
 					switch {
 					case af >= afMax:
-					case af == afNetlink && q == netlinkNetfilter,
+					case af == afNetlink && !slices.Contains(allowedNetlink, q),
 						slices.ContainsFunc(refusedFamilies, func(f struct {
 							name string
 							af   uint64
@@ -174,8 +176,8 @@ func TestMergeExactPerFamily(t *testing.T) {
 			n++
 		}
 	}
-	if n != 14 {
-		t.Errorf("a created profile has %d socket rules, want 14 (13 family spans, NETLINK_NETFILTER)", n)
+	if n != 24 {
+		t.Errorf("a created profile has %d socket rules, want 24 (13 family spans, 11 netlink protocol spans)", n)
 	}
 }
 

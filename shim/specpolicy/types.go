@@ -68,7 +68,7 @@ type Result struct {
 // Seccomp says what the merge into linux.seccomp did.
 type Seccomp struct {
 	Created         bool     // the spec had no profile; containerd's default (RuntimeDefault) was merged
-	FamiliesRefused []string // e.g. "AF_PACKET", ..., "NETLINK_NETFILTER"
+	FamiliesRefused []string // e.g. "AF_PACKET", ..., "AF_NETLINK protocols other than ..."
 	SyscallsRefused []string // e.g. "io_uring_setup", ...
 	// ArchitecturesRemoved lists ABIs dropped from the profile because the family rules
 	// cannot hold there (SCMP_ARCH_X86: socketcall); their syscalls are killed.

@@ -42,6 +42,7 @@ func main() {
 		{"af_key", "EPERM", sock(unix.AF_KEY, unix.SOCK_RAW, 2)},
 		{"af_bluetooth", "EPERM", sock(unix.AF_BLUETOOTH, unix.SOCK_RAW, 0)},
 		{"netlink_netfilter", "EPERM", sock(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_NETFILTER)},
+		{"netlink_usersock", "EPERM", sock(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_USERSOCK)},
 		{"io_uring_setup", "EPERM", func() error {
 			var params [120]byte
 			_, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
