@@ -15,10 +15,7 @@ import (
 //
 //  1. A real uid other than 0 is the invoking user (Run refuses it: the
 //     boundary needs root).
-//  2. Real uid 0 and /proc/self/loginuid set (not 4294967295): that uid;
-//     0 means root. Only CAP_AUDIT_CONTROL changes a loginuid, so a PAM
-//     login session names its user for every process below it.
-//  3. Otherwise the ancestors are walked from this process up
+//  2. Otherwise (real uid 0) the ancestors are walked from this process up
 //     (/proc/<pid>/stat for the parent and start time, /proc/<pid>/status
 //     for the real uid, the stat read again after the status so a pid
 //     reused between the reads is seen; a parent must be no younger than
@@ -28,7 +25,7 @@ import (
 //     use_pty) while it waits for the command; su leaves its caller's
 //     shell above it; doas and pkexec exec the command in place, leaving
 //     the caller's shell as its parent.
-//  4. When every ancestor up to pid 1 (or the top of this pid namespace)
+//  3. When every ancestor up to pid 1 (or the top of this pid namespace)
 //     has real uid 0, the process's session leader decides: a session
 //     that is not our own must still have its leader (no younger than us;
 //     a caller who killed their sudo to reparent us to pid 1 killed the
@@ -36,13 +33,18 @@ import (
 //     whose leader is theirs); its real uid, if not 0, is the invoking
 //     user. A leader that is gone is an error: the invoking user cannot be
 //     established.
-//  5. Otherwise the invoking user is root.
+//  4. The invoking user is root only when the chain is intact: this
+//     process leads its own session (a service), or the walk passed
+//     through its session's leader (root's shell, cron's job). A root
+//     leader that is not an ancestor means this process was re-parented
+//     (a caller in a session a root shell started killed their sudo): an
+//     error, never root.
+//
+// /proc/self/loginuid is not used: a process whose loginuid is unset (every
+// service, container and runuser/setpriv child) may set it to any value
+// without privilege, and sudo passes it on.
 //
 // Any /proc read that fails ends the walk with an error, never with root.
-
-// unsetLoginUID is (uid_t)-1, the loginuid of a process outside any login
-// session.
-const unsetLoginUID = 1<<32 - 1
 
 // maxAncestors bounds the walk (a pid chain is far shorter; a cycle is a
 // kernel bug or a reused pid the start times missed).
@@ -56,7 +58,6 @@ type procStat struct {
 
 // procReader is the walk's seam to procfs.
 type procReader interface {
-	LoginUID() (uint32, error)
 	Stat(pid int) (procStat, error)
 	RealUID(pid int) (uint32, error)
 }
@@ -70,21 +71,16 @@ func invokingUID(p procReader, self, realUID int) (uint32, error) {
 	if realUID != 0 {
 		return uint32(realUID), nil
 	}
-	switch uid, err := p.LoginUID(); {
-	case err != nil:
-		return 0, fmt.Errorf("%w: read loginuid: %w", errNoInvoker, err)
-	case uid != unsetLoginUID:
-		return uid, nil
-	}
 	me, err := p.Stat(self)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", errNoInvoker, err)
 	}
 	child := me
+	walked := map[int]bool{self: true}
 	for range maxAncestors {
 		pid := child.PPID
 		if pid <= 0 { // the top of this pid namespace
-			return sessionUID(p, self, me)
+			return sessionUID(p, self, me, walked)
 		}
 		st, uid, err := stableUID(p, pid)
 		if err != nil {
@@ -96,8 +92,9 @@ func invokingUID(p procReader, self, realUID int) (uint32, error) {
 		if uid != 0 {
 			return uid, nil
 		}
+		walked[pid] = true
 		if pid == 1 {
-			return sessionUID(p, self, me)
+			return sessionUID(p, self, me, walked)
 		}
 		child = st
 	}
@@ -121,8 +118,9 @@ func stableUID(p procReader, pid int) (procStat, uint32, error) {
 	return st, uid, nil
 }
 
-// sessionUID is step 4: every ancestor is root.
-func sessionUID(p procReader, self int, me procStat) (uint32, error) {
+// sessionUID is steps 3 and 4: every ancestor is root; walked holds this
+// process and every ancestor the walk read.
+func sessionUID(p procReader, self int, me procStat, walked map[int]bool) (uint32, error) {
 	if me.Session == self || me.Session <= 0 { // our own session, or one outside this pid namespace
 		return 0, nil
 	}
@@ -130,23 +128,14 @@ func sessionUID(p procReader, self int, me procStat) (uint32, error) {
 	if err != nil || st.Start > me.Start || st.Session != me.Session {
 		return 0, fmt.Errorf("%w: every ancestor is root but the leader of session %d is gone (was the caller's sudo killed?)", errNoInvoker, me.Session)
 	}
+	if uid == 0 && !walked[me.Session] {
+		return 0, fmt.Errorf("%w: every ancestor is root but the root leader of session %d is not one of them: this process was re-parented (was the caller's sudo killed?)", errNoInvoker, me.Session)
+	}
 	return uid, nil
 }
 
 // procfs reads the real /proc.
 type procfs struct{}
-
-func (procfs) LoginUID() (uint32, error) {
-	b, err := os.ReadFile("/proc/self/loginuid")
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("loginuid %q: %w", b, err)
-	}
-	return uint32(n), nil
-}
 
 func (procfs) Stat(pid int) (procStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

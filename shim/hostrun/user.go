@@ -25,7 +25,7 @@ func (id Identity) Fact() *admission.User {
 type lookupFunc func(uid string) (*user.User, error)
 
 // InvokingUser is who asked for the run, by the kernel's facts (the rule
-// is in invoker.go: the real uid, else the loginuid, else the nearest
+// is in invoker.go: the real uid, else the nearest
 // ancestor whose real uid is not 0 — the account that elevated through
 // sudo, su, doas or pkexec — else root). The environment is never read.
 // The gid is the user's primary group in the password database, else the
@@ -69,7 +69,7 @@ func RunAs(invoking Identity, name string, byName func(string) (*user.User, erro
 	}
 	if invoking.UID != 0 {
 		return Identity{}, refuse(ReasonUser, "--user", "drop --user: the command runs as you",
-			"--user is accepted only when root itself runs gensee boundary run; the invoking user (from the kernel: loginuid, else the account that ran sudo) is uid %d", invoking.UID)
+			"--user is accepted only when root itself runs gensee boundary run; the invoking user (from the kernel: the account that ran sudo, su or doas) is uid %d", invoking.UID)
 	}
 	id, err := NamedUser(name, byName, byID)
 	if err != nil {
