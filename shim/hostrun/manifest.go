@@ -60,6 +60,8 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 	notEnforced = append(notEnforced,
 		effect.NotEnforcedOutsideCgroup("command", "host", "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
 		"UDP and ICMP from the command: only the table governs them (Landlock has no UDP rules at this ABI); TCP connects too, so that every denied attempt reaches the table's log",
+		"TCP handshake replies (SYN-ACK) of a socket the command listens on: the kernel sends them without a socket the table attributes to the run's cgroup, so a peer that may reach the host reads a few bits from which ports the command listens on (a covert channel to the local network; IGMP and MLD reports are not sent: seccomp refuses the multicast joins)",
+		"flock(2) and fcntl(2) locks on host files the command can read: host processes see them (a one-bit channel to a host process that polls the lock, or a stall of one that waits on it for the run's length)",
 		"pathname unix sockets bound after the run started, or by another mount namespace at a path the host's view does not share, outside /run, /var/run, /tmp, /var/tmp and /dev: connect(2) is not a file open, so Landlock (ABI 7) does not see it; the sockets bound in any network namespace of this host when the run started are masked, and a FIFO outside the run's writable trees cannot be opened for writing (Landlock)")
 	m := &spec.Manifest{
 		Schema:      spec.SchemaManifest,

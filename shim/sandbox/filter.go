@@ -40,6 +40,21 @@ var personalities = []uint32{0x0, 0x8, 0x20000, 0x20008, 0xffffffff}
 // selection.
 var refusedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
 
+// multicastJoins are the setsockopt(2) options, by level, that make the
+// kernel join a group for the socket (or, IPV6_JOIN_ANYCAST, the anycast
+// address's solicited-node group): the kernel then sends IGMP or MLD
+// reports itself, from no socket of the run's cgroup, which the table cannot
+// attribute to the run (a few bytes to the local network per join). Leaves,
+// source filters and IP_MSFILTER act only on a group already joined.
+var multicastJoins = []struct {
+	level uint32
+	name  string
+	opts  []uint32
+}{
+	{unix.SOL_IP, "SOL_IP", []uint32{unix.IP_ADD_MEMBERSHIP, unix.IP_ADD_SOURCE_MEMBERSHIP, unix.MCAST_JOIN_GROUP, unix.MCAST_JOIN_SOURCE_GROUP}},
+	{unix.SOL_IPV6, "SOL_IPV6", []uint32{unix.IPV6_ADD_MEMBERSHIP, unix.IPV6_JOIN_ANYCAST, unix.MCAST_JOIN_GROUP, unix.MCAST_JOIN_SOURCE_GROUP}},
+}
+
 const (
 	retAllow  = unix.SECCOMP_RET_ALLOW
 	retKill   = unix.SECCOMP_RET_KILL_PROCESS
@@ -81,6 +96,7 @@ func HostFilter() ([]unix.SockFilter, error) {
 	a.jeq(unix.SYS_UNSHARE, "newuser", "")
 	a.jeq(unix.SYS_CLONE, "newuser", "")
 	a.jeq(unix.SYS_IOCTL, "ioctl", "")
+	a.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "")
 	a.jeq(unix.SYS_PERSONALITY, "personality", "allow")
 
 	// socket(family, type, protocol): the allowlist, then AF_NETLINK's protocol.
@@ -117,6 +133,22 @@ func HostFilter() ([]unix.SockFilter, error) {
 		a.jeq(cmd, "eperm", "")
 	}
 	a.ret(retAllow)
+
+	// setsockopt(fd, level, optname, ...): the multicast joins.
+	a.label("setsockopt")
+	a.load(argLow(1))
+	for _, l := range multicastJoins {
+		a.jeq(l.level, l.name, "")
+	}
+	a.ret(retAllow)
+	for _, l := range multicastJoins {
+		a.label(l.name)
+		a.load(argLow(2))
+		for _, o := range l.opts {
+			a.jeq(o, "eperm", "")
+		}
+		a.ret(retAllow)
+	}
 
 	a.label("personality")
 	a.load(argLow(0))
@@ -180,6 +212,7 @@ func FilterSummary() []string {
 		"unshare and clone with CLONE_NEWUSER (EPERM)",
 		"clone3 (ENOSYS: libc falls back to clone, so CLONE_INTO_CGROUP cannot be used)",
 		"ioctl TIOCSTI and TIOCLINUX (EPERM)",
+		"setsockopt joining a multicast group or an IPv6 anycast address: IP_ADD_MEMBERSHIP, IP_ADD_SOURCE_MEMBERSHIP, MCAST_JOIN_GROUP, MCAST_JOIN_SOURCE_GROUP at SOL_IP; IPV6_ADD_MEMBERSHIP, IPV6_JOIN_ANYCAST, MCAST_JOIN_GROUP, MCAST_JOIN_SOURCE_GROUP at SOL_IPV6 (EPERM: the kernel's IGMP and MLD reports leave from no socket of the run's cgroup)",
 		"personality other than PER_LINUX, PER_LINUX32, UNAME26 or the query (EPERM)",
 		strings.Join(refused, ", ") + " (EPERM)",
 	}

@@ -62,6 +62,12 @@ func seccompProbes() map[string]func() error {
 		"socket_netlink_netfilter_hi": func() error {
 			return sys(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, high|unix.NETLINK_NETFILTER)
 		},
+		"join_ip":                       setsockopt(unix.AF_INET, unix.SOL_IP, unix.IP_ADD_MEMBERSHIP),
+		"join_ip_mcast":                 setsockopt(unix.AF_INET, unix.SOL_IP, unix.MCAST_JOIN_GROUP),
+		"join_ip_high":                  setsockopt(unix.AF_INET, high|unix.SOL_IP, high|unix.IP_ADD_MEMBERSHIP),
+		"join_ipv6":                     setsockopt(unix.AF_INET6, unix.SOL_IPV6, unix.IPV6_ADD_MEMBERSHIP),
+		"join_ipv6_anycast":             setsockopt(unix.AF_INET6, unix.SOL_IPV6, unix.IPV6_JOIN_ANYCAST),
+		"setsockopt_ip_tos":             setsockopt(unix.AF_INET, unix.SOL_IP, unix.IP_TOS),
 		"socketpair_unix":               socketpair(unix.AF_UNIX),
 		"socketpair_inet":               socketpair(unix.AF_INET),
 		"clone3":                        func() error { return sys(unix.SYS_CLONE3, 0, 0) },
@@ -100,6 +106,20 @@ func socketpair(af uintptr) func() error {
 	}
 }
 
+// setsockopt sets option opt at level on a fresh UDP socket of family af
+// with no value (optlen 0), which the kernel refuses (EINVAL) before it
+// joins anything.
+func setsockopt(af, level, opt uintptr) func() error {
+	return func() error {
+		fd, err := unix.Socket(int(af), unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return sys(unix.SYS_SETSOCKOPT, uintptr(fd), level, opt, 0, 0)
+	}
+}
+
 // mountProbe mounts onto a path that does not exist.
 func mountProbe() error {
 	src, _ := unix.BytePtrFromString("none")
@@ -130,6 +150,12 @@ func TestHostFilterKernel(t *testing.T) {
 		"socket_netlink_usersock_hi":    "EPERM",
 		"socket_netlink_netfilter":      "EPERM",
 		"socket_netlink_netfilter_hi":   "EPERM",
+		"join_ip":                       "EPERM",
+		"join_ip_mcast":                 "EPERM",
+		"join_ip_high":                  "EPERM",
+		"join_ipv6":                     "EPERM",
+		"join_ipv6_anycast":             "EPERM",
+		"setsockopt_ip_tos":             "ok",
 		"socketpair_unix":               "ok",
 		"socketpair_inet":               "EPERM",
 		"clone3":                        "ENOSYS",

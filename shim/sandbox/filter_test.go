@@ -121,6 +121,18 @@ func TestHostFilterProgram(t *testing.T) {
 		expect("ioctl refused high", call(unix.SYS_IOCTL, 0, high|cmd), retEPERM)
 	}
 	expect("ioctl TCGETS", call(unix.SYS_IOCTL, 0, unix.TCGETS), retAllow)
+	for _, l := range multicastJoins {
+		for opt := uint64(0); opt < 80; opt++ {
+			want := uint32(retAllow)
+			if slices.Contains(l.opts, uint32(opt)) {
+				want = retEPERM
+			}
+			expect(fmt.Sprintf("setsockopt(%s, %d)", l.name, opt), call(unix.SYS_SETSOCKOPT, 3, high|uint64(l.level), high|opt), want)
+		}
+	}
+	for _, level := range []uint64{unix.SOL_SOCKET, unix.SOL_TCP, unix.SOL_UDP} {
+		expect(fmt.Sprintf("setsockopt level %d", level), call(unix.SYS_SETSOCKOPT, 3, level, unix.IP_ADD_MEMBERSHIP), retAllow)
+	}
 	for _, p := range []uint64{0, 8, 0x20000, 0x20008, 0xffffffff, high | 0xffffffff} {
 		expect(fmt.Sprintf("personality(%#x)", p), call(unix.SYS_PERSONALITY, p), retAllow)
 	}
@@ -144,7 +156,7 @@ func TestRefusedNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := strings.Join(FilterSummary(), "; ")
-	for _, name := range append([]string{"AF_UNIX", "AF_INET6", "AF_NETLINK", "NETLINK_ROUTE", "NETLINK_USERSOCK", "NETLINK_NETFILTER", "clone3", "TIOCSTI"}, hostRefused...) {
+	for _, name := range append([]string{"AF_UNIX", "AF_INET6", "AF_NETLINK", "NETLINK_ROUTE", "NETLINK_USERSOCK", "NETLINK_NETFILTER", "IP_ADD_MEMBERSHIP", "IPV6_JOIN_ANYCAST", "clone3", "TIOCSTI"}, hostRefused...) {
 		if !strings.Contains(sum, name) {
 			t.Errorf("FilterSummary does not name %s: %q", name, sum)
 		}
