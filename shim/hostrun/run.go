@@ -75,7 +75,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if cmd.User.UID == 0 {
 		return nil, refused(ctx, st, req.User, refuse(ReasonUser, "user", "run it through sudo from the account the command should run as", "uid 0 never runs a host command: it would own root's files"))
 	}
-	wsDir, rf := CheckWorkspace(cmd.Workspace)
+	wsDir, rf := CheckWorkspace(cmd.Workspace, cmd.User)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
@@ -192,7 +192,7 @@ func (noPublisher) Publish(context.Context, string, cdevents.Event) error { retu
 // Observe computes the observation Run re-derives for cmd, ahead of time
 // (gensee observe -- CMD), and the path argv[0] resolved to.
 func Observe(cmd Command) (spec.Observation, string, *Refusal) {
-	ws, rf := CheckWorkspace(cmd.Workspace)
+	ws, rf := CheckWorkspace(cmd.Workspace, cmd.User)
 	if rf != nil {
 		return spec.Observation{}, "", rf
 	}

@@ -11,16 +11,15 @@ import (
 // fakeProc is a process table: pid -> (stat, real uid). reuse, when set,
 // replaces a pid's stat after its status was read (a pid reused mid-walk).
 type fakeProc struct {
-	procs    map[int]fakeEntry
-	reuse    map[int]procStat
-	read     map[int]bool // status read
+	procs map[int]fakeEntry
+	reuse map[int]procStat
+	read  map[int]bool // status read
 }
 
 type fakeEntry struct {
 	st  procStat
 	uid uint32
 }
-
 
 func (f *fakeProc) Stat(pid int) (procStat, error) {
 	if st, ok := f.reuse[pid]; ok && f.read[pid] {

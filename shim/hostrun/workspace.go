@@ -1,11 +1,14 @@
 package hostrun
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/internal/asuser"
 )
 
 // dirID identifies a directory: the wrapper mounts the workspace only if
@@ -14,18 +17,31 @@ type dirID struct{ Dev, Ino uint64 }
 
 // CheckWorkspace refuses a workspace that is not a plain directory reached
 // without symlinks, and returns the directory it opened once
-// (O_PATH|O_NOFOLLOW) and checked, with its identity: the wrapper mounts
+// (O_NOFOLLOW, as the user) and checked, with its identity: the wrapper mounts
 // the workspace only if the directory it opens is that one, and the gate
 // reads that directory (through the fd) as the lower layer, whatever the
 // path names by then. Whether its file system can be an overlay lower
 // layer is the kernel's answer to the wrapper's mount, which refuses the
 // run before the command starts. The caller closes the file.
-func CheckWorkspace(ws string) (*Workspace, *Refusal) {
+//
+// The directory is opened with the credentials the command runs with (the
+// user's uid, its primary group only): a workspace the user could not
+// reach (an ancestor it cannot search) or list is refused, so the run
+// never shows the user a tree only root could open.
+func CheckWorkspace(ws string, id Identity) (*Workspace, *Refusal) {
 	if rf := checkWorkspace(ws); rf != nil {
 		return nil, rf
 	}
-	fd, err := unix.Open(ws, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd := -1
+	err := asuser.Do(asuser.Creds{UID: id.UID, GID: id.GID, Groups: []uint32{id.GID}}, func() error {
+		var err error
+		fd, err = unix.Open(ws, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return nil, refuse(ReasonWorkspace, "--workspace", "pass a directory the invoking user can reach and list", "uid %d cannot open %s: %v", id.UID, ws, err)
+		}
 		return nil, refuse(ReasonWorkspace, "--workspace", "pass an existing directory", "open %s: %v", ws, err)
 	}
 	f := os.NewFile(uintptr(fd), ws)
@@ -41,7 +57,7 @@ func CheckWorkspace(ws string) (*Workspace, *Refusal) {
 	return &Workspace{Dir: f, ID: dirID{Dev: st.Dev, Ino: st.Ino}, Stat: st}, nil
 }
 
-// Workspace is the workspace directory as checked: an O_PATH fd of it,
+// Workspace is the workspace directory as checked: an fd of it,
 // its identity and its attributes then.
 type Workspace struct {
 	Dir  *os.File

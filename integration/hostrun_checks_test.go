@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,5 +55,24 @@ func TestHostRunTableDrift(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(r.manifest.Observation.TableDrift, " "), "accept") {
 		t.Logf("drift listed: %q", r.manifest.Observation.TableDrift)
+	}
+}
+
+// TestHostRunWorkspaceAsUser: a workspace under a directory the user
+// cannot search is refused before anything runs (it is opened as the
+// user), though root could open it.
+func TestHostRunWorkspaceAsUser(t *testing.T) {
+	h := startRunEnv(t, resultContract())
+	private := filepath.Join(h.dir, "private")
+	must(t, os.Mkdir(private, 0o700))
+	ws := filepath.Join(private, "proj")
+	must(t, os.Mkdir(ws, 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("root-only\n"), 0o644))
+	r := h.run(hostNobody, []string{"--workspace", ws}, "cat", "notes.txt")
+	if r.code != 125 || strings.Contains(r.stdout, "root-only") || !strings.Contains(r.stderr, "cannot open") {
+		t.Fatalf("exit %d (want 125), stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if r.manifest != nil {
+		t.Fatalf("a manifest was written for a refused run")
 	}
 }
