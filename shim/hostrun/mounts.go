@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/gate"
@@ -44,8 +45,11 @@ type view struct {
 //  4. a /dev holding only
 //     null, zero, full, random, urandom and tty; an empty /run (and
 //     /var/run when it is not a link to /run) with the allowed runtime
-//     files put back; the mask file bound over every other socket; the
-//     run's own cgroup2 view (cgroupView);
+//     files put back; the run's own cgroup2 view (cgroupView); an empty
+//     read-only tmpfs over every other mount of a kernel file system that
+//     exposes host processes, IPC or kernel control (kernelFS: a chroot's
+//     proc, a second devpts, bpf, debugfs, ...); the mask file bound over
+//     every other socket;
 //  5. the whole tree read-only (mount_setattr AT_RECURSIVE);
 //  6. private tmpfs at /tmp, /var/tmp and /dev/shm, discarded with the
 //     namespace; a procfs of the run's pid namespace at /proc (read-only
@@ -97,6 +101,15 @@ func stageMounts(s wrapperSpec) (_ *view, retErr error) {
 	if cg != "" {
 		v.masked = append(v.masked, cg)
 	}
+	ms, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return nil, fmt.Errorf("read the mount table: %w", err)
+	}
+	km, err := maskKernelMounts(kernelMounts(ms, covered))
+	if err != nil {
+		return nil, err
+	}
+	v.masked = append(v.masked, km...)
 	outside, inside := splitUnder(socks, s.Workspace)
 	m, err := maskSockets(outside)
 	if err != nil {
