@@ -5,7 +5,7 @@
 //
 // It owns the host run's seccomp program, compiled here as classic BPF from
 // the same socket-family allowlist and refused-syscall list that
-// shim/specpolicy puts into a container's profile (so the two cannot drift),
+// shim/sockrule holds and shim/specpolicy puts into a container's profile (so the two cannot drift),
 // plus the refusals only a host run needs (user namespaces, clone3, the mount
 // API, TIOCSTI); and it owns the mapping from a Landlock request to the
 // handled accesses of the running kernel's ABI, reporting in Applied exactly

@@ -9,10 +9,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/shim/sockrule"
 )
 
-// hostRefused get EPERM whatever their arguments, on top of specpolicy's
+// hostRefused get EPERM whatever their arguments, on top of sockrule's
 // list. No capability is held after the wrapper drops credentials, so most
 // of these fail anyway; refusing them here takes their code out of reach
 // (keyrings, BPF, perf, userfaultfd, the old and new mount APIs, modules,
@@ -69,7 +69,7 @@ const (
 // is refused as such.
 //
 // It fails only when the program cannot be built for this architecture, or
-// specpolicy refuses a syscall this table cannot number.
+// sockrule refuses a syscall this table cannot number.
 func HostFilter() ([]unix.SockFilter, error) {
 	if nativeArch == 0 {
 		return nil, errors.New("build host seccomp filter: architecture not supported (amd64 and arm64 are)")
@@ -78,7 +78,7 @@ func HostFilter() ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	allowed := specpolicy.AllowedSocketFamilies()
+	allowed := sockrule.AllowedSocketFamilies()
 
 	a := newAsm()
 	a.load(offArch)
@@ -103,7 +103,7 @@ func HostFilter() ([]unix.SockFilter, error) {
 	a.label("socket")
 	a.load(argLow(0))
 	for _, af := range allowed {
-		if af == specpolicy.AFNetlink {
+		if af == sockrule.AFNetlink {
 			a.jeq(uint32(af), "netlink", "")
 		} else {
 			a.jeq(uint32(af), "allow", "")
@@ -112,7 +112,7 @@ func HostFilter() ([]unix.SockFilter, error) {
 	a.ret(retEPERM)
 	a.label("netlink")
 	a.load(argLow(2))
-	for _, p := range specpolicy.AllowedNetlinkProtocols() {
+	for _, p := range sockrule.AllowedNetlinkProtocols() {
 		a.jeq(uint32(p), "allow", "")
 	}
 	a.ret(retEPERM)
@@ -168,10 +168,10 @@ func HostFilter() ([]unix.SockFilter, error) {
 	return a.assemble()
 }
 
-// refusedNumbers numbers specpolicy's refused syscalls and hostRefused.
+// refusedNumbers numbers sockrule's refused syscalls and hostRefused.
 func refusedNumbers() ([]uint32, error) {
 	var out []uint32
-	for _, name := range append(specpolicy.RefusedSyscalls(), hostRefused...) {
+	for _, name := range append(sockrule.RefusedSyscalls(), hostRefused...) {
 		nr, ok := sysnum[name]
 		switch {
 		case ok:
@@ -187,15 +187,15 @@ func refusedNumbers() ([]uint32, error) {
 // FilterSummary says, for the run's manifest, what HostFilter refuses.
 func FilterSummary() []string {
 	var fams []string
-	for _, af := range specpolicy.AllowedSocketFamilies() {
-		fams = append(fams, specpolicy.SocketFamilyName(af))
+	for _, af := range sockrule.AllowedSocketFamilies() {
+		fams = append(fams, sockrule.SocketFamilyName(af))
 	}
 	var protos []string
-	for _, p := range specpolicy.AllowedNetlinkProtocols() {
-		protos = append(protos, specpolicy.NetlinkProtocolName(p))
+	for _, p := range sockrule.AllowedNetlinkProtocols() {
+		protos = append(protos, sockrule.NetlinkProtocolName(p))
 	}
 	var refused []string
-	for _, name := range append(specpolicy.RefusedSyscalls(), hostRefused...) {
+	for _, name := range append(sockrule.RefusedSyscalls(), hostRefused...) {
 		if !slices.Contains(compatOnly, name) {
 			refused = append(refused, name)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/shim/sockrule"
 )
 
 // seccompData is struct seccomp_data.
@@ -80,7 +80,7 @@ func TestHostFilterProgram(t *testing.T) {
 		}
 	}
 	const high = 0xdead_0000_0000
-	allowed := specpolicy.AllowedSocketFamilies()
+	allowed := sockrule.AllowedSocketFamilies()
 	for af := uint64(0); af < 300; af++ {
 		want := uint32(retEPERM)
 		if slices.Contains(allowed, af) {
@@ -97,7 +97,7 @@ func TestHostFilterProgram(t *testing.T) {
 	}
 	for proto := uint64(0); proto < 64; proto++ {
 		want := uint32(retEPERM)
-		if slices.Contains(specpolicy.AllowedNetlinkProtocols(), proto) {
+		if slices.Contains(sockrule.AllowedNetlinkProtocols(), proto) {
 			want = retAllow
 		}
 		expect(fmt.Sprintf("socket(AF_NETLINK, %d)", proto), call(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW, high|proto), want)
@@ -139,7 +139,7 @@ func TestHostFilterProgram(t *testing.T) {
 	for _, p := range []uint64{0x0040000, 0x0400000, 0x0040008} {
 		expect(fmt.Sprintf("personality(%#x)", p), call(unix.SYS_PERSONALITY, p), retEPERM)
 	}
-	for _, name := range append(specpolicy.RefusedSyscalls(), hostRefused...) {
+	for _, name := range append(sockrule.RefusedSyscalls(), hostRefused...) {
 		if nr, ok := sysnum[name]; ok {
 			expect(name, call(nr), retEPERM)
 		}

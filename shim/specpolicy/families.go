@@ -1,36 +1,24 @@
 package specpolicy
 
-import "slices"
+import "github.com/gensee/gensee/shim/sockrule"
 
-// The socket rule of seccomp.go, exported so a host run (shim/sandbox) refuses
-// exactly what a container's profile refuses: one allowlist for both.
+// The socket rule of seccomp.go is shim/sockrule's; these delegate to it so
+// callers of this package keep one name for it.
 
 // AFNetlink is AF_NETLINK, whose protocols have their own allowlist.
-const AFNetlink = afNetlink
+const AFNetlink = sockrule.AFNetlink
 
-// AllowedSocketFamilies returns the socket families a process under the
-// boundary may create, ascending; AF_NETLINK only with a protocol of
-// AllowedNetlinkProtocols. A copy: callers cannot change the containers' rule.
-func AllowedSocketFamilies() []uint64 { return slices.Clone(allowedFamilies) }
+// AllowedSocketFamilies is sockrule.AllowedSocketFamilies.
+func AllowedSocketFamilies() []uint64 { return sockrule.AllowedSocketFamilies() }
 
-// AllowedNetlinkProtocols returns the AF_NETLINK protocols a process under
-// the boundary may open, ascending (a copy); every other one, among them
-// NETLINK_USERSOCK and NETLINK_NETFILTER, gets EPERM.
-func AllowedNetlinkProtocols() []uint64 { return slices.Clone(allowedNetlink) }
+// AllowedNetlinkProtocols is sockrule.AllowedNetlinkProtocols.
+func AllowedNetlinkProtocols() []uint64 { return sockrule.AllowedNetlinkProtocols() }
 
-// NetlinkProtocolName is the name of an allowed netlink protocol, else "".
-func NetlinkProtocolName(p uint64) string { return netlinkNames[p] }
+// NetlinkProtocolName is sockrule.NetlinkProtocolName.
+func NetlinkProtocolName(p uint64) string { return sockrule.NetlinkProtocolName(p) }
 
-// SocketFamilyName is include/linux/socket.h's name of family af, or "" for
-// one at or above AF_MAX.
-func SocketFamilyName(af uint64) string {
-	if af >= afMax {
-		return ""
-	}
-	return familyNames[af]
-}
+// SocketFamilyName is sockrule.SocketFamilyName.
+func SocketFamilyName(af uint64) string { return sockrule.SocketFamilyName(af) }
 
-// RefusedSyscalls returns the syscalls the boundary refuses with EPERM
-// whatever their arguments (a copy). Some, such as socketcall, exist only on
-// some architectures.
-func RefusedSyscalls() []string { return slices.Clone(refusedSyscalls) }
+// RefusedSyscalls is sockrule.RefusedSyscalls.
+func RefusedSyscalls() []string { return sockrule.RefusedSyscalls() }

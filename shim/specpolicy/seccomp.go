@@ -7,26 +7,18 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/shim/sockrule"
 )
 
-// Socket families are an allowlist: AF_UNIX, AF_INET and AF_INET6 (what the
-// nftables table governs, or local IPC) and AF_NETLINK (of the protocols in
-// allowedNetlink only). Every other family of include/linux/socket.h
-// gets EPERM: AF_PACKET, AF_XDP and AF_VSOCK move packets or host/guest
-// bytes past the inet hooks, and families such as AF_RDS or AF_TIPC send
-// through kernel sockets of the root cgroup, which a cgroup-scoped rule
-// never matches. Families above AF_MAX fail in the kernel today.
-var allowedFamilies = []uint64{1, 2, 10, afNetlink}
-
-// familyNames are include/linux/socket.h's AF_ names, by number.
-var familyNames = [afMax]string{
-	"AF_UNSPEC", "AF_UNIX", "AF_INET", "AF_AX25", "AF_IPX", "AF_APPLETALK", "AF_NETROM", "AF_BRIDGE",
-	"AF_ATMPVC", "AF_X25", "AF_INET6", "AF_ROSE", "AF_DECnet", "AF_NETBEUI", "AF_SECURITY", "AF_KEY",
-	"AF_NETLINK", "AF_PACKET", "AF_ASH", "AF_ECONET", "AF_ATMSVC", "AF_RDS", "AF_SNA", "AF_IRDA",
-	"AF_PPPOX", "AF_WANPIPE", "AF_LLC", "AF_IB", "AF_MPLS", "AF_CAN", "AF_TIPC", "AF_BLUETOOTH",
-	"AF_IUCV", "AF_RXRPC", "AF_ISDN", "AF_PHONET", "AF_IEEE802154", "AF_CAIF", "AF_ALG", "AF_NFC",
-	"AF_VSOCK", "AF_KCM", "AF_QIPCRTR", "AF_SMC", "AF_XDP", "AF_MCTP",
-}
+// The socket rule (families, AF_NETLINK protocols, refused syscalls) is
+// shim/sockrule's, shared with host runs; these are its names here.
+var (
+	allowedFamilies = sockrule.AllowedSocketFamilies()
+	familyNames     = sockrule.FamilyNames
+	allowedNetlink  = sockrule.AllowedNetlinkProtocols()
+	refusedSyscalls = sockrule.RefusedSyscalls()
+)
 
 // refusedFamilies are every family not in allowedFamilies, with its name.
 var refusedFamilies = func() []struct {
@@ -48,48 +40,23 @@ var refusedFamilies = func() []struct {
 	return out
 }()
 
-// AF_NETLINK's protocols are an allowlist too: those a build's tools use,
-// none of which carries a message from one process to another. Only a
-// protocol registered with NL_CFG_F_NONROOT_SEND lets a sender without
-// CAP_NET_ADMIN unicast to another socket's port id (or a group); in
-// mainline that is NETLINK_USERSOCK alone (af_netlink.c), which reaches any
-// process of the network namespace that bound one, past every nftables
-// hook. Out-of-tree modules may register others. NETLINK_NETFILTER
-// (nftables, conntrack, nflog, queue) stays refused as it always was.
-var allowedNetlink = []uint64{
-	0,  // NETLINK_ROUTE: ip, getifaddrs
-	4,  // NETLINK_SOCK_DIAG (NETLINK_INET_DIAG): ss
-	15, // NETLINK_KOBJECT_UEVENT: udev monitors (receive only without CAP_NET_ADMIN)
-	16, // NETLINK_GENERIC: nl80211, taskstats, ethtool
-}
-
-// netlinkNames are include/uapi/linux/netlink.h's names of the allowed
-// protocols, for the records.
-var netlinkNames = map[uint64]string{0: "NETLINK_ROUTE", 4: "NETLINK_SOCK_DIAG", 15: "NETLINK_KOBJECT_UEVENT", 16: "NETLINK_GENERIC"}
-
 // refusedNetlinkRecord is how the records name the refused protocols.
 var refusedNetlinkRecord = func() string {
 	var names []string
 	for _, p := range allowedNetlink {
-		names = append(names, netlinkNames[p])
+		names = append(names, sockrule.NetlinkProtocolName(p))
 	}
 	return "AF_NETLINK protocols other than " + strings.Join(names, ", ") + " (so NETLINK_USERSOCK, NETLINK_NETFILTER)"
 }()
 
 const (
-	afNetlink        = 16
-	netlinkNetfilter = 12 // NETLINK_NETFILTER: nfnetlink, i.e. nftables, conntrack, nflog, queue
-	afMax            = 46 // AF_MAX of include/linux/socket.h (Linux 6.x); higher families fail in the kernel
-	netlinkMaxLinks  = 32 // MAX_LINKS of include/uapi/linux/netlink.h
+	afNetlink        = sockrule.AFNetlink
+	netlinkNetfilter = sockrule.NetlinkNetfilter
+	afMax            = sockrule.AFMax
+	netlinkMaxLinks  = sockrule.NetlinkMaxLinks
 	lowWord          = 0xffffffff
 	errnoEPERM       = 1
 )
-
-// refusedSyscalls get EPERM unconditionally. io_uring's IORING_OP_SOCKET creates sockets
-// without socket(2), past the family rules. socketcall(2) is how 32-bit x86 makes
-// sockets: its arguments sit behind a pointer seccomp cannot read, so no family rule can
-// apply to it (it does not exist on x86_64, x32 or arm64, where runc skips the name).
-var refusedSyscalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_register", "socketcall"}
 
 // knownFlags are the seccomp flags runc v1.5 implements; none of them changes which rule
 // applies. Any other flag is refused: we cannot say what it does to our rules.
