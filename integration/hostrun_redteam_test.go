@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -56,4 +57,65 @@ func TestHostRunOtherProcfs(t *testing.T) {
 	if sb == nil || !slices.ContainsFunc(sb.Masked, func(m string) bool { return strings.HasPrefix(m, procDir+" (proc") }) {
 		t.Errorf("manifest's masked list does not name %s: %+v", procDir, sb)
 	}
+}
+
+// TestHostRunStateDirFull: a command that fills the state dir's file
+// system through the staged workspace (its writes reach the upper dir with
+// root's credentials, root's reserved blocks included) still gets its
+// manifest written: the exit path writes it into space reserved before the
+// command started. The state dir is a small loop-mounted ext4 without a
+// root reserve, so the fill takes every block whatever the kernel's
+// credentials for overlay writes.
+func TestHostRunStateDirFull(t *testing.T) {
+	waitQuiet(t)
+	h := startRunEnv(t, resultContract())
+	loopExt4(t, filepath.Join(h.dir, "state.img"), h.state, 32)
+	ws := h.workspace(nil)
+	r := h.run(hostNobody, []string{"--workspace", ws}, "sh", "-c",
+		"mkdir -p out; dd if=/dev/zero of=out/fill bs=1M 2>/dev/null; i=0; while echo x >out/f$i 2>/dev/null; do i=$((i+1)); done; "+
+			"while head -c 1024 /dev/zero >>out/fill 2>/dev/null; do :; done; df -k . >&2; df -i . >&2; echo filled")
+	if r.manifest == nil || r.code == 122 {
+		t.Fatalf("exit %d and no manifest after the state dir filled up: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "filled") {
+		t.Fatalf("the command did not run to its end: %q %s", r.stdout, r.stderr)
+	}
+	t.Logf("exit %d, gate %+v; the command's df after the fill: %s", r.code, r.manifest.Gate, r.stderr)
+	if r.manifest.Gate.Verdict == "" {
+		t.Error("the manifest records no gate verdict")
+	}
+	if !slices.ContainsFunc(r.manifest.Enforcement.NotEnforced, func(s string) bool { return strings.Contains(s, "no quota") }) {
+		t.Errorf("not_enforced does not declare the unbounded upper dir: %q", r.manifest.Enforcement.NotEnforced)
+	}
+}
+
+// loopExt4 makes an ext4 image of mib MiB at img and mounts it (through a
+// loop device of its own) at dir; both are undone at cleanup, pass or fail.
+func loopExt4(t *testing.T, img, dir string, mib int) {
+	t.Helper()
+	f, err := os.Create(img)
+	must(t, err)
+	must(t, f.Truncate(int64(mib)<<20))
+	f.Close()
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).Output()
+	if err != nil {
+		t.Fatalf("losetup: %v", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
+		}
+	})
+	must(t, os.MkdirAll(dir, 0o711))
+	must(t, unix.Mount(dev, dir, "ext4", 0, ""))
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	must(t, os.Chmod(dir, 0o711))
 }

@@ -118,6 +118,10 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	if err := makeUpper(upper, work, r.ws.Stat); err != nil {
 		return nil, r.abandon(ctx, h, refuse(ReasonWorkspace, "--workspace", "", "%v", err))
 	}
+	// Before anything of the command can write: room for the records.
+	if err := reserveSpace(dir); err != nil {
+		return nil, r.abandon(ctx, h, refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err))
+	}
 	me, err := cgroup.Self()
 	if err != nil {
 		return nil, err
@@ -463,6 +467,13 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 		}
 	}
 	cancel()
+	// The command may have filled the state dir's file system through the
+	// upper dir (the gate's staging then failed, and says so): the
+	// reserve's blocks are what the events and the manifest are written
+	// into.
+	if err := releaseSpace(dir); err != nil {
+		r.log.WithError(err).Error("release the records' reserve")
+	}
 	for _, ev := range effect.GateEvents(x.GateRes, x.GateErr) {
 		h.mon.Note(ev)
 	}

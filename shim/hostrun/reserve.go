@@ -1,0 +1,75 @@
+package hostrun
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// The command's writes to the staged workspace land in the overlay's upper
+// dir in the operation record, with the mounter's (root's) credentials: they
+// can fill the state dir's file system, root's reserved blocks included,
+// and nothing would then hold the manifest. So space for the exit path's
+// records is taken before the go, as a file the exit path removes right
+// before it writes them. The writes themselves stay bounded only by that
+// file system (no quota; the manifest's not_enforced says so).
+const (
+	reserveFile = "reserve"
+	reserveSize = 4 << 20 // the records of a run are tens of KiB; the rest is slack
+)
+
+// reserveSpace allocates reserveSize bytes in dir (fallocate, else zeros
+// written), so that releaseSpace gives them back to the exit path.
+func reserveSpace(dir string) (retErr error) {
+	p := filepath.Join(dir, reserveFile)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("create the exit path's reserve: %w", err)
+	}
+	defer func() {
+		f.Close()
+		if retErr != nil {
+			os.Remove(p)
+		}
+	}()
+	err = unix.Fallocate(int(f.Fd()), 0, 0, reserveSize)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = writeZeros(f, reserveSize)
+	}
+	if err != nil {
+		return fmt.Errorf("reserve %d MiB in %s for the run's records: %w", reserveSize>>20, dir, err)
+	}
+	return nil
+}
+
+func writeZeros(f *os.File, n int) error {
+	buf := make([]byte, 64<<10)
+	for ; n > 0; n -= len(buf) {
+		if _, err := f.Write(buf[:min(n, len(buf))]); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+// releaseSpace removes the reserve and commits the file system, so that
+// its blocks are free for the records (ext4 reuses a freed data block only
+// once the journal has committed the free).
+func releaseSpace(dir string) error {
+	if err := os.Remove(filepath.Join(dir, reserveFile)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("release the exit path's reserve: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	unix.Syncfs(int(d.Fd()))
+	return nil
+}
