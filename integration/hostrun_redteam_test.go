@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,4 +120,53 @@ func loopExt4(t *testing.T, img, dir string, mib int) {
 		}
 	})
 	must(t, os.Chmod(dir, 0o711))
+}
+
+// TestHostRunRelativeSocket: a host process that bound "rel.sock" relative
+// to its cwd (/proc/net/unix lists it so) has it masked at the path it
+// names in the host's view; a socket renamed after its bind is listed in
+// /proc/net/unix at its old path and is not claimed as masked.
+func TestHostRunRelativeSocket(t *testing.T) {
+	waitQuiet(t)
+	h := startRunEnv(t, spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}})
+	dir := filepath.Join(h.dir, "socks")
+	must(t, os.Mkdir(dir, 0o755))
+	must(t, os.Chmod(dir, 0o755))
+	// The helper's cwd is dir while it binds and after, as a daemon's is.
+	helper := exec.Command("sh", "-c", `exec perl -MIO::Socket::UNIX -e 'my $s = IO::Socket::UNIX->new(Local => "rel.sock", Listen => 1) or die $!; my $r = IO::Socket::UNIX->new(Local => "old.sock", Listen => 1) or die $!; rename "old.sock", "renamed.sock" or die $!; print "ready\n"; $| = 1; sleep 600'`)
+	helper.Dir = dir
+	out, err := helper.StdoutPipe()
+	must(t, err)
+	must(t, helper.Start())
+	t.Cleanup(func() { helper.Process.Kill(); helper.Wait() })
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("the helper did not bind: %v %q", err, buf)
+	}
+	rel, renamed := filepath.Join(dir, "rel.sock"), filepath.Join(dir, "renamed.sock")
+	// Control: both are sockets on the host, and the host's table lists the
+	// relative one as bound and the renamed one at its old path.
+	for _, p := range []string{rel, renamed} {
+		if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			t.Fatalf("control: %s is not a socket: %v", p, err)
+		}
+	}
+	if b, _ := os.ReadFile("/proc/net/unix"); !strings.Contains(string(b), " rel.sock\n") || !strings.Contains(string(b), " old.sock\n") {
+		t.Fatalf("control: /proc/net/unix lists neither rel.sock nor old.sock relative")
+	}
+	ws := h.workspace(nil)
+	r := h.run(hostNobody, []string{"--workspace", ws}, "sh", "-c", fmt.Sprintf("test -S %s && echo rel-open; test -e %s && echo rel-present; echo end", rel, rel))
+	if r.code != 0 || r.manifest == nil {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "rel-open") || !strings.Contains(r.stdout, "rel-present") {
+		t.Errorf("the relative-bound socket is not masked in the run: %q", r.stdout)
+	}
+	masked := strings.Join(r.manifest.Host.Sandbox.Masked, "\n")
+	if !strings.Contains(masked, rel) {
+		t.Errorf("the manifest does not list %s as masked:\n%s", rel, masked)
+	}
+	if strings.Contains(masked, "old.sock") || strings.Contains(masked, "renamed.sock") {
+		t.Errorf("the manifest claims the renamed socket as masked:\n%s", masked)
+	}
 }

@@ -240,6 +240,9 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 	ws := wrapperSpec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
 		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
 		RuntimeFiles: r.req.Config.AllowedRuntimeFiles}
+	if mnt, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
+		ws.HostMountNS = mnt
+	}
 	status := bufio.NewReader(stR)
 	ready, err := handshake(ctlW, status, ws)
 	if err != nil || !ready.Ready {

@@ -65,7 +65,7 @@ func stageMounts(s wrapperSpec) (_ *view, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the gensee binary: %w", err)
 	}
-	socks := hostSockets("/proc")
+	socks := hostSockets("/proc", s.HostMountNS)
 	rt, err := cloneRuntimeFiles(s.RuntimeFiles)
 	if err != nil {
 		return nil, err
@@ -111,7 +111,7 @@ func stageMounts(s wrapperSpec) (_ *view, retErr error) {
 	}
 	v.masked = append(v.masked, km...)
 	outside, inside := splitUnder(socks, s.Workspace)
-	m, err := maskSockets(outside)
+	masked, err := maskSockets(outside)
 	if err != nil {
 		return nil, err
 	}
@@ -138,12 +138,14 @@ func stageMounts(s wrapperSpec) (_ *view, retErr error) {
 	if err := attachTree(tree, ws, s.Workspace); err != nil {
 		return nil, err
 	}
-	m2, err := maskSockets(inside)
+	in, err := maskSockets(inside)
 	if err != nil {
 		return nil, err
 	}
-	if m += m2; m > 0 {
-		v.masked = append(v.masked, fmt.Sprintf("%d bound pathname socket(s) outside /run: %s", m, strings.Join(append(outside, inside...), ", ")))
+	// Only what was masked: a candidate that names no socket now (renamed,
+	// or bound in another mount namespace) was not.
+	if masked = append(masked, in...); len(masked) > 0 {
+		v.masked = append(v.masked, fmt.Sprintf("%d bound pathname socket(s) outside /run, each covered with the mask file: %s", len(masked), strings.Join(masked, ", ")))
 	}
 	v.writable = append([]string{"/proc/self/fd/" + strconv.Itoa(fdTree)}, v.writable...)
 	return v, nil
@@ -384,9 +386,10 @@ next:
 }
 
 // maskSockets binds a read-only clone of the mask file over each path that
-// is a socket now. A socket that cannot be masked fails the run.
-func maskSockets(paths []string) (int, error) {
-	n := 0
+// is a socket now, and returns those. A socket that cannot be masked fails
+// the run.
+func maskSockets(paths []string) ([]string, error) {
+	var masked []string
 	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	for _, p := range paths {
 		var st unix.Stat_t
@@ -395,7 +398,7 @@ func maskSockets(paths []string) (int, error) {
 		}
 		fd, err := unix.OpenTree(unix.AT_FDCWD, maskFile, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 		if err != nil {
-			return n, fmt.Errorf("clone the mask file: %w", err)
+			return masked, fmt.Errorf("clone the mask file: %w", err)
 		}
 		err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, ro)
 		if err == nil {
@@ -403,11 +406,11 @@ func maskSockets(paths []string) (int, error) {
 		}
 		unix.Close(fd)
 		if err != nil && !errors.Is(err, unix.ENOENT) {
-			return n, fmt.Errorf("mask the host socket %s: %w", p, err)
+			return masked, fmt.Errorf("mask the host socket %s: %w", p, err)
 		}
 		if err == nil {
-			n++
+			masked = append(masked, p)
 		}
 	}
-	return n, nil
+	return masked, nil
 }

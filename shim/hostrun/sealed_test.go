@@ -109,9 +109,9 @@ func TestUnixSocketPaths(t *testing.T) {
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := unixSocketPaths(p)
-	if len(got) != 2 || got[0] != "/run/systemd/private" || got[1] != "/srv/a dir/sock" {
-		t.Fatalf("paths %q", got)
+	got := unixSockets(p)
+	if len(got) != 2 || got[0] != (unixSocket{20817, "/run/systemd/private"}) || got[1] != (unixSocket{20820, "/srv/a dir/sock"}) {
+		t.Fatalf("sockets %+v", got)
 	}
 	out, in := splitUnder([]string{"/run/x", "/srv/s", "/ws/s", "/tmp/s", "/wsx/s"}, "/ws")
 	if len(out) != 2 || out[0] != "/srv/s" || out[1] != "/wsx/s" || len(in) != 1 || in[0] != "/ws/s" {

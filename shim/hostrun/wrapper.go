@@ -73,6 +73,10 @@ type wrapperSpec struct {
 	// RuntimeFiles are the operator's allowed_runtime_files: the only
 	// paths below /run the command still reaches.
 	RuntimeFiles []string `json:"runtime_files,omitempty"`
+	// HostMountNS is the parent's ns/mnt link (the host's mount
+	// namespace, which the wrapper left at birth): the binders of
+	// relative-bound sockets are looked for there (hostSockets).
+	HostMountNS string `json:"host_mount_ns,omitempty"`
 }
 
 // wrapperStatus is a report line to the parent: Ready (with what was
