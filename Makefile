@@ -17,7 +17,7 @@ help: ## list targets
 deps: ## install Debian packages and build the pinned tools into bin/ (root)
 	./hack/deps.sh
 
-build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper and bin/gensee-oci-hook
+build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-oci-hook and bin/gensee-sandbox
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
 	# The shim, the helper and the hook are exec'd on every container's
 	# path: static, without cgo, as containerd builds its own shims
@@ -27,6 +27,9 @@ build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, b
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-shim ./cmd/gensee-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
+	# The host run's wrapper and stage: static and small (no shim
+	# dependencies), started twice per gensee boundary run.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-sandbox ./cmd/gensee-sandbox
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...

@@ -10,15 +10,15 @@ import (
 	"syscall"
 
 	"github.com/gensee/gensee/internal/cli"
-	"github.com/gensee/gensee/shim/hostrun"
+	"github.com/gensee/gensee/shim/hostrun/inner"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == hostrun.WrapperArg {
-		os.Exit(hostrun.WrapperMain())
+	if len(os.Args) > 1 && os.Args[1] == inner.WrapperArg {
+		os.Exit(inner.WrapperMain())
 	}
-	if len(os.Args) > 1 && os.Args[1] == hostrun.StageArg {
-		os.Exit(hostrun.StageMain())
+	if len(os.Args) > 1 && os.Args[1] == inner.StageArg {
+		os.Exit(inner.StageMain())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.OSEnv(), os.Args[1:])

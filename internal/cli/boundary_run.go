@@ -145,7 +145,7 @@ func (o *runOptions) run(ctx context.Context, env *Env) error {
 	}
 	res, err := hostrun.Run(ctx, hostrun.Request{
 		Config: cfg, Catalog: o.catalog, Observation: obs, Inference: inf,
-		Workspace: o.workspace, Args: args, Env: o.env, User: id, Self: "/proc/self/exe",
+		Workspace: o.workspace, Args: args, Env: o.env, User: id,
 		Stdin: fileOr(env.Stdin), Stdout: fileOr(env.Stdout), Stderr: fileOr(env.Stderr),
 	})
 	if errors.As(err, &rf) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/effect"
 	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
@@ -205,7 +207,14 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 	defer stR.Close()
 	self := r.req.Self
 	if self == "" {
-		self = "/proc/self/exe"
+		bin, err := openSandbox()
+		if err != nil {
+			ctlR.Close()
+			stW.Close()
+			return nil, r.abandon(ctx, h, refuse(ReasonWrapper, SandboxBinary, "", "%v", err))
+		}
+		defer bin.Close()
+		self = "/proc/self/fd/" + strconv.Itoa(int(bin.Fd()))
 	}
 	stdio, err := newStdio(r.req.Stdin, r.req.Stdout, r.req.Stderr)
 	if err != nil {
@@ -222,7 +231,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 	// controlling terminal), born in the cgroup after the table is in
 	// place; the wrapper adds the cgroup namespace, the stage the user
 	// namespace.
-	c := &exec.Cmd{Path: self, Args: []string{"gensee", WrapperArg}, Env: []string{},
+	c := &exec.Cmd{Path: self, Args: []string{"gensee", inner.WrapperArg}, Env: []string{},
 		Stdin: stdio.in, Stdout: stdio.out, Stderr: stdio.err,
 		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -237,9 +246,9 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 	if err != nil {
 		return nil, r.abandon(ctx, h, refuse(ReasonWrapper, "wrapper", "", "start the wrapper in cgroup %s: %v", h.cg.Path, err))
 	}
-	ws := wrapperSpec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
+	ws := inner.Spec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
 		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
-		RuntimeFiles: r.req.Config.AllowedRuntimeFiles}
+		RuntimeFiles: r.req.Config.AllowedRuntimeFiles, OverlayOptions: gate.HardenOverlayOptions(nil)}
 	if mnt, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
 		ws.HostMountNS = mnt
 	}
@@ -288,15 +297,15 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 // readExec reads the status fd after the go until the wrapper exits: the
 // stage's applied line, then (unless the cgroup was killed) the wrapper's
 // lingering count; or a failure line, when nothing of the command ran.
-func readExec(status *bufio.Reader) (*stageApplied, int, *wrapperStatus) {
-	var applied *stageApplied
+func readExec(status *bufio.Reader) (*inner.Applied, int, *inner.Status) {
+	var applied *inner.Applied
 	lingering := 0
 	for {
 		line, err := status.ReadBytes('\n')
 		if len(line) > 0 {
-			var st wrapperStatus
+			var st inner.Status
 			if jerr := json.Unmarshal(line, &st); jerr != nil {
-				return nil, 0, &wrapperStatus{Step: "exec", Error: "decode the stage's report: " + jerr.Error()}
+				return nil, 0, &inner.Status{Step: "exec", Error: "decode the stage's report: " + jerr.Error()}
 			}
 			switch {
 			case st.Error != "":
@@ -309,7 +318,7 @@ func readExec(status *bufio.Reader) (*stageApplied, int, *wrapperStatus) {
 		}
 		if err != nil {
 			if applied == nil {
-				return nil, 0, &wrapperStatus{Step: "exec", Error: "the wrapper exited before the command's exec"}
+				return nil, 0, &inner.Status{Step: "exec", Error: "the wrapper exited before the command's exec"}
 			}
 			return applied, lingering, nil
 		}
@@ -317,22 +326,22 @@ func readExec(status *bufio.Reader) (*stageApplied, int, *wrapperStatus) {
 }
 
 // handshake hands the wrapper its spec and reads its first report.
-func handshake(ctl *os.File, status *bufio.Reader, ws wrapperSpec) (wrapperStatus, error) {
+func handshake(ctl *os.File, status *bufio.Reader, ws inner.Spec) (inner.Status, error) {
 	if err := json.NewEncoder(ctl).Encode(ws); err != nil {
-		return wrapperStatus{}, fmt.Errorf("hand the wrapper its spec: %w", err)
+		return inner.Status{}, fmt.Errorf("hand the wrapper its spec: %w", err)
 	}
 	line, err := status.ReadBytes('\n')
 	if err != nil {
-		return wrapperStatus{}, fmt.Errorf("the wrapper exited before it was ready: %w", err)
+		return inner.Status{}, fmt.Errorf("the wrapper exited before it was ready: %w", err)
 	}
-	var st wrapperStatus
+	var st inner.Status
 	if err := json.Unmarshal(line, &st); err != nil {
-		return wrapperStatus{}, fmt.Errorf("decode the wrapper's report: %w", err)
+		return inner.Status{}, fmt.Errorf("decode the wrapper's report: %w", err)
 	}
 	return st, nil
 }
 
-func wrapperRefusal(st wrapperStatus, err error) *Refusal {
+func wrapperRefusal(st inner.Status, err error) *Refusal {
 	if err != nil {
 		return refuse(ReasonWrapper, "wrapper", "", "%v", err)
 	}
@@ -411,7 +420,7 @@ func (dl *deadline) stop() bool {
 // forwarding.
 func (r *run) forwardSignals(p *os.Process, h *held) func() {
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, forwarded...)
+	signal.Notify(ch, inner.Forwarded...)
 	signal.Ignore(unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 	done := make(chan struct{})
 	grace := r.req.Grace
@@ -509,7 +518,7 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 // writables lists every place the command could write.
 func writables(ws string) []string {
 	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer)"}
-	for _, d := range append(append([]string{}, privateTmp...), "/dev/shm") {
+	for _, d := range append(append([]string{}, inner.PrivateTmp...), "/dev/shm") {
 		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 			out = append(out, d+" (private tmpfs, discarded at exit)")
 		}

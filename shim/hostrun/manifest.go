@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -22,7 +23,7 @@ type exitFacts struct {
 
 // sandboxOf is the manifest's account of the layers: the wrapper's view
 // (ready) and what the stage applied, nothing only asked for.
-func sandboxOf(ready wrapperStatus, applied *stageApplied, io *stdio) *spec.HostSandbox {
+func sandboxOf(ready inner.Status, applied *inner.Applied, io *stdio) *spec.HostSandbox {
 	sb := &spec.HostSandbox{
 		Namespaces: []string{"user (the invoking uid and gid, each mapped to itself; nothing else mapped)", "pid (the command is not pid 1; no host process is visible)",
 			"ipc", "uts", "cgroup (rooted at the run's cgroup)", "mount"},

@@ -65,11 +65,3 @@ func TestCommandDigestReproducible(t *testing.T) {
 		t.Fatal("commands differ")
 	}
 }
-
-func TestUnderPrivateTmp(t *testing.T) {
-	for p, want := range map[string]bool{"/tmp/ws": true, "/var/tmp/a/b": true, "/tmp": false, "/tmpx/ws": false, "/srv/ws": false} {
-		if got := under(p); got != want {
-			t.Errorf("under(%q) = %v", p, got)
-		}
-	}
-}

@@ -25,7 +25,9 @@ type Request struct {
 	Workspace   string
 	Args, Env   []string // argv; --env K=V
 	User        Identity
-	// Self is the gensee binary the wrapper re-executes ("/proc/self/exe").
+	// Self, when set, is the binary the wrapper runs as; "" means
+	// gensee-sandbox beside gensee when installed, else gensee itself
+	// (openSandbox).
 	Self string
 	// Stdin, Stdout and Stderr are handed to the command as they are.
 	Stdin, Stdout, Stderr *os.File

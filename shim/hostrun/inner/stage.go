@@ -1,4 +1,4 @@
-package hostrun
+package inner
 
 import (
 	"encoding/json"
@@ -26,9 +26,9 @@ type stageSpec struct {
 	Writable []string `json:"writable"`
 }
 
-// stageApplied is what the stage applied before its exec, for the
+// Applied is what the stage applied before its exec, for the
 // manifest: only what the kernel accepted.
-type stageApplied struct {
+type Applied struct {
 	Landlock *sandbox.Applied `json:"landlock,omitempty"`
 	Seccomp  []string         `json:"seccomp"`
 }
@@ -46,7 +46,7 @@ func StageMain() int {
 	st := os.NewFile(fdStatus, "status")
 	report := reporter(st)
 	fail := func(step, reason string, err error) int {
-		report(wrapperStatus{Step: step, Reason: reason, Error: err.Error()})
+		report(Status{Step: step, Reason: reason, Error: err.Error()})
 		return wrapperSetupFailed
 	}
 	var s stageSpec
@@ -61,7 +61,7 @@ func StageMain() int {
 	}
 	ll := sandbox.Landlock{ReadOnly: []string{"/"}, Writable: s.Writable, WritableFiles: deviceFiles,
 		ScopeAbstractUnix: true, ScopeSignal: true}
-	applied := stageApplied{Seccomp: sandbox.FilterSummary()}
+	applied := Applied{Seccomp: sandbox.FilterSummary()}
 	if sandbox.LandlockABI() > 0 {
 		a, err := ll.Restrict()
 		if err != nil {
@@ -90,7 +90,7 @@ func StageMain() int {
 	if err != nil {
 		return fail("seccomp", "", err)
 	}
-	report(wrapperStatus{Applied: &applied})
+	report(Status{Applied: &applied})
 	if err := sandbox.InstallFilter(prog); err != nil {
 		return fail("seccomp", "", fmt.Errorf("install the seccomp filter: %w", err))
 	}

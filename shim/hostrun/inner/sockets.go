@@ -1,4 +1,4 @@
-package hostrun
+package inner
 
 import (
 	"bufio"

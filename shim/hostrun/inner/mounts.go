@@ -1,4 +1,4 @@
-package hostrun
+package inner
 
 import (
 	"errors"
@@ -10,13 +10,11 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
-
-	"github.com/gensee/gensee/shim/gate"
 )
 
-// privateTmp are the directories the command gets a private, discarded
+// PrivateTmp are the directories the command gets a private, discarded
 // tmpfs on (when they exist on the host).
-var privateTmp = []string{"/tmp", "/var/tmp"}
+var PrivateTmp = []string{"/tmp", "/var/tmp"}
 
 // maskFile is the empty, mode-0 file bound over each host socket the
 // command must not reach (in the run's /run tmpfs).
@@ -57,7 +55,7 @@ type view struct {
 //  7. the staged workspace attached on the directory opened in 3 (or, when
 //     it lies in a private tmpfs, on a directory made there), and the
 //     sockets inside the workspace masked on top of it.
-func stageMounts(s wrapperSpec) (_ *view, retErr error) {
+func stageMounts(s Spec) (_ *view, retErr error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
@@ -119,7 +117,7 @@ func stageMounts(s wrapperSpec) (_ *view, retErr error) {
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro); err != nil {
 		return nil, fmt.Errorf("make every mount read-only: %w", err)
 	}
-	for _, d := range append(append([]string{}, privateTmp...), "/dev/shm") {
+	for _, d := range append(append([]string{}, PrivateTmp...), "/dev/shm") {
 		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
 			continue
 		}
@@ -163,7 +161,7 @@ func procRO() error {
 
 // openWorkspace opens the workspace once and refuses it unless it is the
 // directory the parent checked.
-func openWorkspace(s wrapperSpec) (*os.File, error) {
+func openWorkspace(s Spec) (*os.File, error) {
 	fd, err := unix.Open(s.Workspace, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace %s: %w", s.Workspace, err)
@@ -181,14 +179,14 @@ func openWorkspace(s wrapperSpec) (*os.File, error) {
 }
 
 // overlayTree makes the staged workspace as a detached mount.
-func overlayTree(s wrapperSpec, ws *os.File) (*os.File, error) {
+func overlayTree(s Spec, ws *os.File) (*os.File, error) {
 	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("open an overlay file system: %w", err)
 	}
 	defer unix.Close(fs)
 	lower := "/proc/self/fd/" + strconv.Itoa(int(ws.Fd()))
-	for _, o := range gate.HardenOverlayOptions([]string{"lowerdir=" + lower, "upperdir=" + s.Upper, "workdir=" + s.Work}) {
+	for _, o := range append([]string{"lowerdir=" + lower, "upperdir=" + s.Upper, "workdir=" + s.Work}, s.OverlayOptions...) {
 		k, v, _ := strings.Cut(o, "=")
 		if err := unix.FsconfigSetString(fs, k, v); err != nil {
 			return nil, fmt.Errorf("overlay option %s: %w", k, err)
@@ -225,7 +223,7 @@ func attachTree(tree, ws *os.File, path string) error {
 
 // under reports whether p lies inside one of the private tmpfs mounts.
 func under(p string) bool {
-	for _, d := range privateTmp {
+	for _, d := range PrivateTmp {
 		if p != d && within(p, d) {
 			return true
 		}

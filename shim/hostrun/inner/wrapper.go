@@ -1,4 +1,4 @@
-package hostrun
+package inner
 
 import (
 	"encoding/json"
@@ -12,28 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The host run's processes, outermost first (docs/design.md, "host runs"):
-//
-//   - the gensee parent (root, the caller's namespaces): admission, the
-//     record, the cgroup, the table, the sensors, the exit path;
-//   - the wrapper, a re-exec of gensee born into the run's cgroup
-//     (CLONE_INTO_CGROUP) with a new mount, pid, ipc and uts namespace and
-//     a new session: pid 1 of the run. Still root, it unshares a cgroup
-//     namespace (rooted at the run's cgroup), builds the command's view of
-//     the file system (stageMounts), waits for the parent's go, starts the
-//     stage and then only forwards signals and reaps; its exit (the
-//     command's status) ends every process left in the pid namespace;
-//   - the stage, a re-exec of gensee in a new user namespace mapping the
-//     invoking uid and gid to themselves and nothing else: it drops every
-//     privilege, applies Landlock and seccomp on its one thread and
-//     executes the sealed copy of the command (execveat).
-//
-// No code of the command runs before the stage's exec, and the stage runs
-// only after the parent's go (table read back, sensors running).
-
-// WrapperArg, as argv[1] of the gensee binary, makes it the wrapper of one
-// host run (WrapperMain); StageArg the stage (StageMain). The parent and
-// the wrapper start them; nobody else should.
+// WrapperArg, as argv[1] of gensee-sandbox (or of gensee itself), makes
+// it the wrapper of one host run (WrapperMain); StageArg the stage
+// (StageMain). The parent and the wrapper start them; nobody else should.
 const (
 	WrapperArg = "__gensee-host-wrapper"
 	StageArg   = "__gensee-host-stage"
@@ -41,8 +22,8 @@ const (
 
 // The wrapper's inherited fds (exec.Cmd.ExtraFiles order).
 const (
-	fdControl = 3 // parent -> wrapper: the wrapperSpec as JSON, then one byte "go" (EOF: abort)
-	fdStatus  = 4 // wrapper and stage -> parent: wrapperStatus lines: ready; the stage's applied line, or its failure; the wrapper's lingering count; EOF when the wrapper exits
+	fdControl = 3 // parent -> wrapper: the Spec as JSON, then one byte "go" (EOF: abort)
+	fdStatus  = 4 // wrapper and stage -> parent: Status lines: ready; the stage's applied line, or its failure; the wrapper's lingering count; EOF when the wrapper exits
 	fdExe     = 5 // the sealed executable (the script, for a #! script)
 	fdInterp  = 6 // the sealed #! interpreter, when there is one
 )
@@ -53,20 +34,24 @@ const (
 	fdTree      = 7 // the staged workspace's mount (O_PATH): its cwd and Landlock rule
 )
 
-// wrapperSpec is what the parent tells the wrapper.
-type wrapperSpec struct {
+// Spec is what the parent tells the wrapper.
+type Spec struct {
 	Workspace string `json:"workspace"`
 	// WorkspaceDev and WorkspaceIno identify the directory admission
 	// checked: the wrapper mounts the directory it opens only if it is
 	// that one (a swapped path is refused).
-	WorkspaceDev uint64   `json:"workspace_dev"`
-	WorkspaceIno uint64   `json:"workspace_ino"`
-	Upper        string   `json:"upper"`
-	Work         string   `json:"work"`
-	UID          uint32   `json:"uid"`
-	GID          uint32   `json:"gid"`
-	Args         []string `json:"args"`
-	Env          []string `json:"env"`
+	WorkspaceDev uint64 `json:"workspace_dev"`
+	WorkspaceIno uint64 `json:"workspace_ino"`
+	Upper        string `json:"upper"`
+	Work         string `json:"work"`
+	// OverlayOptions follow lowerdir, upperdir and workdir in the staged
+	// workspace's overlay (the gate's hardening: metacopy=off,
+	// redirect_dir=nofollow), each "key=value".
+	OverlayOptions []string `json:"overlay_options"`
+	UID            uint32   `json:"uid"`
+	GID            uint32   `json:"gid"`
+	Args           []string `json:"args"`
+	Env            []string `json:"env"`
 	// InterpArgs is set for a #! script: fdInterp is executed with these,
 	// then /dev/fd/<fdExe>, then Args[1:].
 	InterpArgs []string `json:"interp_args,omitempty"`
@@ -79,13 +64,13 @@ type wrapperSpec struct {
 	HostMountNS string `json:"host_mount_ns,omitempty"`
 }
 
-// wrapperStatus is a report line to the parent: Ready (with what was
+// Status is a report line to the parent: Ready (with what was
 // masked) once the wrapper's view is built; Applied by the stage just
 // before its exec; or the step that failed.
-type wrapperStatus struct {
-	Ready   bool          `json:"ready,omitempty"`
-	Masked  []string      `json:"masked,omitempty"`
-	Applied *stageApplied `json:"applied,omitempty"`
+type Status struct {
+	Ready   bool     `json:"ready,omitempty"`
+	Masked  []string `json:"masked,omitempty"`
+	Applied *Applied `json:"applied,omitempty"`
 	// Lingering, in the wrapper's last line, counts the processes the
 	// command left in the run's pid namespace, killed when it exited.
 	Lingering *int   `json:"lingering,omitempty"`
@@ -94,12 +79,20 @@ type wrapperStatus struct {
 	Error     string `json:"error,omitempty"`
 }
 
-func reporter(f *os.File) func(wrapperStatus) {
-	return func(s wrapperStatus) {
+func reporter(f *os.File) func(Status) {
+	return func(s Status) {
 		b, _ := json.Marshal(s)
 		f.Write(append(b, '\n'))
 	}
 }
+
+// Reasons a failure line names (shim/hostrun's refusal reasons of the
+// same names).
+const (
+	ReasonWorkspace = "workspace"
+	ReasonUser      = "user"
+	ReasonCommand   = "command"
+)
 
 // Exit statuses of the wrapper when it could not exec the command; the
 // parent reads the reason from the status fd, these only back it up.
@@ -108,9 +101,9 @@ const (
 	wrapperExecFailed  = 126
 )
 
-// forwarded are the signals the wrapper hands on to the stage (the
+// Forwarded are the signals the wrapper hands on to the stage (the
 // command): pid 1 of a pid namespace gets only the signals it handles.
-var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
+var Forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
 
 // WrapperMain is pid 1 of a host run. It returns the command's status (its
 // exit code, or 128+n when signal n ended it) or, on failure before the
@@ -120,33 +113,33 @@ func WrapperMain() int {
 	ctl := os.NewFile(fdControl, "control")
 	st := os.NewFile(fdStatus, "status")
 	report := reporter(st)
-	var spec wrapperSpec
+	var spec Spec
 	dec := json.NewDecoder(ctl)
 	if err := dec.Decode(&spec); err != nil {
-		report(wrapperStatus{Step: "control", Error: "read the run's spec: " + err.Error()})
+		report(Status{Step: "control", Error: "read the run's spec: " + err.Error()})
 		return wrapperSetupFailed
 	}
 	// Born in the run's cgroup: a cgroup namespace made now is rooted there.
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		report(wrapperStatus{Step: "mount", Error: "unshare the cgroup namespace: " + err.Error()})
+		report(Status{Step: "mount", Error: "unshare the cgroup namespace: " + err.Error()})
 		return wrapperSetupFailed
 	}
 	view, err := stageMounts(spec)
 	if err != nil {
-		report(wrapperStatus{Step: "mount", Reason: ReasonWorkspace, Error: err.Error()})
+		report(Status{Step: "mount", Reason: ReasonWorkspace, Error: err.Error()})
 		return wrapperSetupFailed
 	}
-	report(wrapperStatus{Ready: true, Masked: view.masked})
+	report(Status{Ready: true, Masked: view.masked})
 	// Wait for the parent's go: the sensors and the deadline are running.
 	if !awaitGo(io.MultiReader(dec.Buffered(), ctl)) {
 		return wrapperSetupFailed // the parent gave up: nothing runs
 	}
 	ctl.Close()
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, Forwarded...)
 	pid, err := startStage(spec, view, st)
 	if err != nil {
-		report(wrapperStatus{Step: "stage", Error: err.Error()})
+		report(Status{Step: "stage", Error: err.Error()})
 		return wrapperSetupFailed
 	}
 	go func() {
@@ -156,7 +149,7 @@ func WrapperMain() int {
 	}()
 	status := reap(pid)
 	n := killLingering()
-	report(wrapperStatus{Lingering: &n})
+	report(Status{Lingering: &n})
 	return status
 }
 
@@ -183,7 +176,7 @@ func killLingering() int {
 // invoking uid and gid (each to itself). The stage reads its spec from a
 // pipe and inherits the status fd, the staged workspace's mount and the
 // sealed files.
-func startStage(spec wrapperSpec, view *view, st *os.File) (int, error) {
+func startStage(spec Spec, view *view, st *os.File) (int, error) {
 	sr, sw, err := os.Pipe()
 	if err != nil {
 		return 0, fmt.Errorf("stage spec pipe: %w", err)

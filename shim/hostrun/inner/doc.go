@@ -1,0 +1,29 @@
+// Package inner is what runs inside a host run's namespaces before the
+// command: the wrapper (pid 1 of the run) and the stage, and the protocol
+// the gensee parent (shim/hostrun) speaks with them. It is built into the
+// small static gensee-sandbox binary (cmd/gensee-sandbox), so it imports
+// nothing of the shim beyond shim/sandbox: the wrapper and the stage start
+// in a few milliseconds, not the CLI's tens.
+//
+// The host run's processes, outermost first (README, "Host commands"):
+//
+//   - the gensee parent (root, the caller's namespaces): admission, the
+//     record, the cgroup, the table, the sensors, the exit path;
+//   - the wrapper, born into the run's cgroup (CLONE_INTO_CGROUP) with a
+//     new mount, pid, ipc and uts namespace and a new session: pid 1 of
+//     the run. Still root, it unshares a cgroup namespace (rooted at the
+//     run's cgroup), builds the command's view of the file system
+//     (stageMounts), waits for the parent's go, starts the stage and then
+//     only forwards signals and reaps; when the stage's process ends it
+//     kills and counts what is left in the pid namespace and exits with
+//     the command's status;
+//   - the stage, in a new user namespace mapping the invoking uid and gid
+//     to themselves and nothing else: it drops every privilege, applies
+//     Landlock and seccomp on its one thread and executes the sealed copy
+//     of the command (execveat).
+//
+// No code of the command runs before the stage's exec, and the stage runs
+// only after the parent's go (table read back, sensors running). This
+// package must never run the command with a capability, reach the host's
+// view from inside the stage, or report a layer it did not apply.
+package inner
