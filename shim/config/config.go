@@ -186,7 +186,7 @@ func Parse(path string, data []byte) (Config, error) {
 	c := Default()
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, logger_allowlist, writable_bind_roots, allowed_runtime_files, [runc], [retention] max_age, max_count, max_bytes)", path, err)
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, logger_allowlist, writable_bind_roots, allowed_runtime_files, readable_bind_roots, containerd_root, [runc], [retention] max_age, max_count, max_bytes)", path, err)
 	}
 	c.Path = path
 	if err := c.Retention.validate(); err != nil {

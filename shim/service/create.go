@@ -151,6 +151,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	// The host facts (the mount table among them) are read once for both
 	// the root and the spec checks.
 	host := hostPolicy(cfg)
+	host.StateDirs = runtimeStateDirs(cfg, r.Bundle, ns, r.ID)
 	if err := checkRoot(r, oci, host); err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 	}
