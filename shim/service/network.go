@@ -64,16 +64,33 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		f.Close()
 		return err
 	}
-	if err := op.net.install(ctx, f, plan, mon); err != nil {
+	if err := op.markThenInstall(ctx, f, plan, mon, sub); err != nil {
 		return err
-	}
-	op.admission.Subject = sub
-	op.admission.Table = plan.Table
-	if err := op.writeMarker(); err != nil {
-		return fmt.Errorf("write bundle marker: %w", err)
 	}
 	op.recorded = op.recordBound()
 	return nil
+}
+
+// installTable installs the table through the boundary (netBoundary.install);
+// the marker-ordering test replaces it.
+var installTable = (*netBoundary).install
+
+// markThenInstall writes the bundle marker naming the table, then installs
+// it. In that order: a shim that dies between the two (SIGKILL, OOM) leaves
+// a marker whose table may not exist, which `shim delete`'s cleanup
+// removes if present (netpolicy.Remove ignores ENOENT), never a table in a
+// shared (host, pod) netns that no marker names and nothing removes. The
+// boundary holds f and mon from the install on; before it, they are
+// released here.
+func (op *operation) markThenInstall(ctx context.Context, f *os.File, plan *netpolicy.Plan, mon *monitor.Monitor, sub *spec.Subject) error {
+	op.admission.Subject = sub
+	op.admission.Table = plan.Table
+	if err := op.writeMarker(); err != nil {
+		mon.Close()
+		f.Close()
+		return fmt.Errorf("write bundle marker: %w", err)
+	}
+	return installTable(op.net, ctx, f, plan, mon)
 }
 
 // recordBound makes admission.json (now naming the subject and the table)
