@@ -58,9 +58,9 @@ The invoking user comes from the kernel, never from the environment
 (SUDO_UID, SUDO_GID and the like are ignored, and so is the loginuid,
 which an unprivileged process may set while it is unset): the real uid;
 under real uid 0 the real uid of the nearest ancestor process that is
-not root (the account that ran sudo, su, doas or pkexec); else root, if
-the chain to gensee is intact (a service's own session, or a root
-session leader among the ancestors; a re-parented gensee is refused). uid 0 never runs the command: invoked by root, name
+not root (the account that ran sudo, su, doas or pkexec); else root,
+unless gensee itself was left to pid 1 in a session whose root leader is
+not its ancestor (refused: run it in a session of your own, setsid). uid 0 never runs the command: invoked by root, name
 the account with --user USER (accepted only from root, never uid 0).
 Invoked by anyone else, the operator config is ` + config.DefaultPath + `
 (--config and $` + config.EnvConfig + ` are refused unless they name it) and

@@ -33,12 +33,14 @@ import (
 //     whose leader is theirs); its real uid, if not 0, is the invoking
 //     user. A leader that is gone is an error: the invoking user cannot be
 //     established.
-//  4. The invoking user is root only when the chain is intact: this
-//     process leads its own session (a service), or the walk passed
-//     through its session's leader (root's shell, cron's job). A root
-//     leader that is not an ancestor means this process was re-parented
-//     (a caller in a session a root shell started killed their sudo): an
-//     error, never root.
+//  4. Else root, unless this process itself was left to pid 1 in a
+//     session whose root leader is not an ancestor: that is a caller who
+//     su'd from a root shell (which leads the session) and killed their
+//     sudo, an error, never root. A root process started in the
+//     background whose shell has exited runs its boundary run in a
+//     session of its own (setsid). A root subreaper above the caller
+//     (a container's init, a root tmux server running su) would adopt
+//     this process instead of pid 1: that case is not told apart.
 //
 // /proc/self/loginuid is not used: a process whose loginuid is unset (every
 // service, container and runuser/setpriv child) may set it to any value
@@ -128,8 +130,8 @@ func sessionUID(p procReader, self int, me procStat, walked map[int]bool) (uint3
 	if err != nil || st.Start > me.Start || st.Session != me.Session {
 		return 0, fmt.Errorf("%w: every ancestor is root but the leader of session %d is gone (was the caller's sudo killed?)", errNoInvoker, me.Session)
 	}
-	if uid == 0 && !walked[me.Session] {
-		return 0, fmt.Errorf("%w: every ancestor is root but the root leader of session %d is not one of them: this process was re-parented (was the caller's sudo killed?)", errNoInvoker, me.Session)
+	if uid == 0 && !walked[me.Session] && me.PPID == 1 {
+		return 0, fmt.Errorf("%w: every ancestor is root but the root leader of session %d is not one of them: this process was left to pid 1 (was the caller's sudo killed?)", errNoInvoker, me.Session)
 	}
 	return uid, nil
 }

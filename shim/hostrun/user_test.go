@@ -76,8 +76,14 @@ func TestInvokingUID(t *testing.T) {
 	// reparented to pid 1 in a session a root shell leads (a caller who
 	// su'd from root's shell killed their sudo): the leader is root but
 	// not an ancestor.
-	rootLeaderOff := chain(42, 0)
+	rootLeaderOff := chain(42)
+	rootLeaderOff.procs[100] = fakeEntry{st: procStat{PPID: 1, Session: 42, Start: 1000}}
 	rootLeaderOff.procs[42] = fakeEntry{st: procStat{PPID: 1, Session: 42, Start: 400}, uid: 0}
+	// a root job whose shell exited: an ancestor of gensee, not gensee,
+	// was left to pid 1 (a backgrounded CI run); its root leader is not
+	// on the chain, and it is root's all the same.
+	rootJob := chain(42, 0, 0)
+	rootJob.procs[42] = fakeEntry{st: procStat{PPID: 1, Session: 42, Start: 400}, uid: 0}
 	// the same, but the session leader is gone.
 	gone := chain(42, 0)
 	// the leader's pid was reused by a younger process.
@@ -113,7 +119,8 @@ func TestInvokingUID(t *testing.T) {
 		{"session leader younger", young, 0, 0, true},
 		{"pid reused mid-read", reused, 0, 0, true},
 		{"parent younger than child", younger, 0, 0, true},
-		{"reparented, root session leader not an ancestor", rootLeaderOff, 0, 0, true},
+		{"left to pid 1, root session leader not an ancestor", rootLeaderOff, 0, 0, true},
+		{"root job whose shell exited", rootJob, 0, 0, false},
 		{"ancestor vanished", vanished, 0, 0, true},
 	}
 	for _, c := range cases {
