@@ -184,7 +184,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = wantNetns, uns.has, wantUserns, oci.Linux.UIDMappings
 	op.admission.UserNamespace = uns.has
 	op.ownRootfs, op.ownPidns = ownRootfs, privatePidns(oci)
-	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: host.OOMScoreAdjFloor}
+	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
 	recorded := op.persist(adm)
 	persisting = true
 	if err := writeSpec(r.Bundle, oci); err != nil {
