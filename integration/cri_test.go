@@ -61,6 +61,7 @@ func TestCRI(t *testing.T) {
 	t.Run("AdmissionErrors", func(t *testing.T) { e.with(t).admissionErrors(probe, l) })
 	t.Run("TwoContractsOnePod", func(t *testing.T) { e.with(t).twoContracts(probe, l) })
 	t.Run("HostileSpec", func(t *testing.T) { e.with(t).hostile() })
+	t.Run("PodNamespaces", func(t *testing.T) { e.with(t).podNamespaces() })
 	t.Run("Serve", func(t *testing.T) { e.with(t).serve(servePort, closedPort, l) })
 }
 

@@ -118,6 +118,10 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err := refuseJoinedNamespaces(oci); err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 	}
+	netnsAlone, err := checkJoinPaths(oci, scopeOf(ns, r.ID, r.Bundle, oci.Annotations), kernelNS{})
+	if err != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	}
 	if err := s.seccomp.check(runc.BinaryName, cfg.StateDir); err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err).(*refusedError))
 	}
@@ -182,9 +186,10 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
 	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = wantNetns, uns.has, wantUserns, oci.Linux.UIDMappings
+	op.netnsAlone = netnsAlone
 	op.admission.UserNamespace = uns.has
 	op.ownRootfs, op.ownPidns = ownRootfs, privatePidns(oci)
-	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
+	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: host.OOMScoreAdjFloor}
 	recorded := op.persist(adm)
 	persisting = true
 	if err := writeSpec(r.Bundle, oci); err != nil {

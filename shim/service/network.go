@@ -125,6 +125,13 @@ func (op *operation) checkNetns(f *os.File) error {
 		if got != op.wantNetns {
 			return fmt.Errorf("the init joined another network namespace than the one admitted (%s)", op.admission.NetnsPath)
 		}
+		if op.netnsAlone {
+			// Admitted empty: another container created beside this one
+			// may have joined it since (both were checked before runc).
+			if pid, err := (kernelNS{}).occupant(got, op.initPID); err != nil || pid != 0 {
+				return fmt.Errorf("netns_in_use: another process (%d) joined the network namespace %s while the task was created: %v; join a network namespace no process is in", pid, op.admission.NetnsPath, err)
+			}
+		}
 	}
 	if op.userns {
 		// The user namespace the init is really in: the one admitted when

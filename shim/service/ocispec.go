@@ -138,7 +138,7 @@ func refuseJoinedNamespaces(s *specs.Spec) error {
 		want, err := nsIDOf(self)
 		self.Close()
 		if err != nil || got == want {
-			return refuse(h.rule, "linux.namespaces %s path %q is the host's own %s namespace; join the pod's or another container's, or drop the path", ns.Type, ns.Path, h.file)
+			return refuse(h.rule, "linux.namespaces %s path %q is the host's own %s namespace; drop the path (a pod's container joins its sandbox's, never the host's)", ns.Type, ns.Path, h.file)
 		}
 	}
 	return nil

@@ -158,6 +158,7 @@ type operation struct {
 	ctx         context.Context  // the shim's namespaced context, for publishing
 	pub         events.Publisher // where boundary events go besides events.jsonl
 	wantNetns   nsID             // a joined netns as checked at admission; zero otherwise
+	netnsAlone  bool             // the joined netns was admitted as one no process is in (checkJoinPaths): bind checks the init is alone there
 	userns      bool             // the container has a user namespace
 	wantUserns  nsID             // a joined user namespace as checked at admission; zero otherwise
 	uidMappings []specs.LinuxIDMapping

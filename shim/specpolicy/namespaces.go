@@ -9,7 +9,8 @@ import (
 // container would see and name the host's whole cgroup tree). containerd's default spec
 // and CRI's sandbox and container specs all carry pid and ipc entries unless the pod
 // asks for hostPID/hostIPC, and hostNetwork pods keep them. User and network namespaces
-// are the shim's concern, and joining a namespace by path is allowed here.
+// are the shim's concern, and so is joining a namespace by path (the shim's
+// checkJoinPaths: only a pod's own sandbox's, or an empty network namespace).
 func checkNamespaces(s *specs.Spec, cgroupMount string) error {
 	var ns []specs.LinuxNamespace
 	if s.Linux != nil {
