@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -55,7 +56,11 @@ func Main() {
 		}
 		os.Exit(0)
 	}
-	full, err := fsafe.TrustedSibling(FullShim)
+	// Opened and checked once (the file, every directory above it), then
+	// run from this fd only: nobody but root or its owner can put another
+	// program in its place, and not even they between the check and the
+	// exec.
+	full, err := fsafe.OpenTrustedSibling(FullShim)
 	if err != nil {
 		fail(fmt.Errorf("run the full shim: %w (install %s beside %s, as `make build` lays them out)", err, FullShim, filepath.Base(os.Args[0])))
 	}
@@ -87,10 +92,15 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// execFull runs the full shim in this process with the same arguments
-// and environment, and stdin (read already) as its standard input again
-// when it is not nil. It returns only on failure.
-func execFull(full string, stdin []byte) error {
+// execFull runs the full shim (opened and checked) in this process with
+// the same arguments and environment, and stdin (read already) as its
+// standard input again when it is not nil. It returns only on failure.
+// It execs /proc/self/fd/N, the file that was checked, through the Go
+// runtime's exec (which gives the program the RLIMIT_NOFILE this process
+// started with: a raw execveat would hand on the raised one, to runc and
+// the containers); its comm is then N, for these short-lived calls only
+// (the long-lived shim is named by startShim's link).
+func execFull(full *os.File, stdin []byte) error {
 	if stdin != nil {
 		f, err := stdinFile(stdin)
 		if err != nil {
@@ -102,7 +112,8 @@ func execFull(full string, stdin []byte) error {
 			return fmt.Errorf("hand on stdin: %w", err)
 		}
 	}
-	return fmt.Errorf("run the full shim %s: %w", full, unix.Exec(full, os.Args, os.Environ()))
+	err := unix.Exec("/proc/self/fd/"+strconv.Itoa(int(full.Fd())), os.Args, os.Environ())
+	return fmt.Errorf("run the full shim %s: %w", full.Name(), err)
 }
 
 // stdinFile is a close-on-exec file that reads back b, then EOF: a memfd,

@@ -3,6 +3,7 @@ package front
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -362,11 +363,41 @@ func TestStdinFile(t *testing.T) {
 	}
 }
 
-// startFixture is a bundle for `start` and a stand-in full shim that notes
-// its argv, working directory, environment and fd 3, then waits to be
+// startFixture is a bundle for `start` and a stand-in full shim (this
+// test binary, through a link named gensee-shim: TestMain) that notes its
+// argv, comm, working directory, environment and fd 3, then waits to be
 // killed (the OOM score is set on it after its start).
 type startFixture struct {
 	bundle, sockDir, full, notes string
+	file                         *os.File // full, opened as Main opens it
+}
+
+// standInNotes, in the environment, makes this test binary the stand-in
+// full shim, noting to the file it names.
+const standInNotes = "GENSEE_TEST_STANDIN_NOTES"
+
+func TestMain(m *testing.M) {
+	if notes := os.Getenv(standInNotes); notes != "" {
+		standIn(notes)
+	}
+	os.Exit(m.Run())
+}
+
+// standIn notes what `start` gave the long-lived shim, in one append (its
+// last line, pgid, says the start is noted), and waits to be killed.
+func standIn(notes string) {
+	fd3, _ := os.Readlink("/proc/self/fd/3")
+	comm, _ := os.ReadFile("/proc/self/comm")
+	cwd, _ := os.Getwd()
+	f, err := os.OpenFile(notes, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		os.Exit(1)
+	}
+	fmt.Fprintf(f, "pid %d\nargv0 %s\nargs %s\ncomm %s\ncwd %s\nenv %s %s\nfd3 %s\npgid %d\n", os.Getpid(), os.Args[0],
+		strings.Join(os.Args[1:], " "), strings.TrimSpace(string(comm)), cwd, os.Getenv("GOMAXPROCS"), os.Getenv("OTEL_SERVICE_NAME"), fd3, syscall.Getpgrp())
+	f.Close()
+	time.Sleep(30 * time.Second)
+	os.Exit(0)
 }
 
 func newStartFixture(t *testing.T, spec string) *startFixture {
@@ -379,12 +410,20 @@ func newStartFixture(t *testing.T, spec string) *startFixture {
 	if err := os.WriteFile(filepath.Join(fx.bundle, "config.json"), []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\n{ echo \"pid $$\"; echo \"args $*\"; echo \"cwd $(pwd)\"; echo \"env $GOMAXPROCS $OTEL_SERVICE_NAME\"; echo \"fd3 $(readlink /proc/$$/fd/3)\"; echo \"pgid $(ps -o pgid= -p $$ | tr -d ' ')\"; } >>" + fx.notes + "\nexec sleep 30\n"
-	if err := os.WriteFile(fx.full, []byte(script), 0o700); err != nil {
+	self, err := os.Executable()
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(self, fx.full); err != nil {
+		t.Fatal(err)
+	}
+	if fx.file, err = os.Open(fx.full); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(standInNotes, fx.notes)
 	t.Chdir(fx.bundle)
 	t.Cleanup(func() {
+		fx.file.Close()
 		for _, l := range fx.lines(t, "pid ") {
 			if pid, err := strconv.Atoi(l); err == nil {
 				syscall.Kill(pid, syscall.SIGKILL)
@@ -441,7 +480,7 @@ func (fx *startFixture) waitNotes(t *testing.T, n int) {
 // full shim must answer is handed on with nothing done.
 func TestStartShim(t *testing.T) {
 	fx := newStartFixture(t, `{"annotations":{"io.kubernetes.cri.sandbox-id":"pod1"}}`)
-	res, ok, err := startShim("demo", "c1", fx.params(t, nil), fx.full)
+	res, ok, err := startShim("demo", "c1", fx.params(t, nil), fx.file)
 	if err != nil || !ok {
 		t.Fatalf("startShim: ok %v, %v", ok, err)
 	}
@@ -463,6 +502,12 @@ func TestStartShim(t *testing.T) {
 	fx.waitNotes(t, 1)
 	if got := fx.lines(t, "args "); got[0] != "-namespace demo -id c1 -address /x/c.sock" {
 		t.Errorf("args %q", got[0])
+	}
+	if got := fx.lines(t, "comm "); got[0] != "gensee-shim" {
+		t.Errorf("comm %q, want gensee-shim (run from the opened file, named as the program)", got[0])
+	}
+	if got := fx.lines(t, "argv0 "); got[0] != fx.full {
+		t.Errorf("argv[0] %q, want the full shim's path %q", got[0], fx.full)
 	}
 	if got := fx.lines(t, "cwd "); got[0] != fx.bundle {
 		t.Errorf("cwd %q, want %q", got[0], fx.bundle)
@@ -492,7 +537,7 @@ func TestStartShim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, ok, err = startShim("demo", "c1", fx.params(t, nil), fx.full); err != nil || !ok || !bytes.Equal(res, bootstrapResult(address)) {
+	if res, ok, err = startShim("demo", "c1", fx.params(t, nil), fx.file); err != nil || !ok || !bytes.Equal(res, bootstrapResult(address)) {
 		t.Fatalf("a running group shim: ok %v, %v", ok, err)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -502,7 +547,7 @@ func TestStartShim(t *testing.T) {
 	// A stale socket (nothing accepts) is replaced.
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close()
-	if _, ok, err = startShim("demo", "c1", fx.params(t, nil), fx.full); err != nil || !ok {
+	if _, ok, err = startShim("demo", "c1", fx.params(t, nil), fx.file); err != nil || !ok {
 		t.Fatalf("a stale socket: ok %v, %v", ok, err)
 	}
 	fx.waitNotes(t, 2)
@@ -529,7 +574,7 @@ func TestStartShim(t *testing.T) {
 			if c.id != "" {
 				id = c.id
 			}
-			if _, ok, err := startShim("demo", id, fx.params(t, c.mut), fx.full); ok || err != nil {
+			if _, ok, err := startShim("demo", id, fx.params(t, c.mut), fx.file); ok || err != nil {
 				t.Fatalf("answered (ok %v, %v), want it handed to the full shim", ok, err)
 			}
 			if _, err := os.Lstat(filepath.Join(fx.bundle, "s")); err == nil {

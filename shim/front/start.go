@@ -22,6 +22,7 @@ import (
 	"github.com/moby/sys/userns"
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
 )
 
@@ -71,11 +72,13 @@ func startArgs(args []string) (ns, id string, ok bool) {
 }
 
 // startShim runs `start` for bootstrap parameters in, as containerd's shim
-// and the runc manager's Start would, with the full shim at full as the
-// long-lived shim: it returns the BootstrapResult to print. ok is false
+// and the runc manager's Start would, with the full shim full (opened and
+// checked: fsafe.OpenTrusted) as the long-lived shim, run from that file
+// (fsafe.ExecLink: its comm its own name, its argv[0] its path): it
+// returns the BootstrapResult to print. ok is false
 // when the call is one the full shim must answer (its debug socket, a
 // shim cgroup, parameters it would refuse); nothing was done then.
-func startShim(ns, id string, in []byte, full string) (result []byte, ok bool, err error) {
+func startShim(ns, id string, in []byte, full *os.File) (result []byte, ok bool, err error) {
 	p, err := decodeBootstrapParams(in)
 	if err != nil || p.instanceID != id || p.namespace != ns || p.logLevel <= logLevelDebug ||
 		p.shimCgroup != "" || os.Getenv("SCHED_CORE") != "" {
@@ -116,9 +119,16 @@ func startShim(ns, id string, in []byte, full string) (result []byte, ok bool, e
 		return nil, true, err
 	}
 	defer f.Close()
+	link, remove, err := fsafe.ExecLink(full, filepath.Base(full.Name()))
+	if err != nil {
+		os.Remove(socketPath(address))
+		return nil, true, err
+	}
+	defer remove()
 	// The runc manager's newCommand, with the full shim as the program
 	// (argv[0] its path, as when the full shim's own start spawns it).
-	cmd := exec.Command(full, "-namespace", ns, "-id", id, "-address", p.grpcAddress)
+	cmd := exec.Command(full.Name(), "-namespace", ns, "-id", id, "-address", p.grpcAddress)
+	cmd.Path = link
 	cmd.Dir = cwd
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=4", "OTEL_SERVICE_NAME=containerd-shim-"+id)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -3,10 +3,13 @@ package hostrun
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/internal/fsafe"
 )
 
 // SandboxBinary is the small static binary (cmd/gensee-sandbox) the wrapper
@@ -18,12 +21,13 @@ const SandboxBinary = "gensee-sandbox"
 
 // openSandbox opens the binary the wrapper runs as: gensee-sandbox beside
 // the gensee executable when it is there and trusted, else gensee itself
-// (/proc/self/exe). Trusted: a regular executable of gensee's owner that
-// only its owner may write, in directories of that owner (or root) that
-// nobody else may write (or sticky ones), opened once without following a final symlink;
-// the wrapper is started from this fd (/proc/self/fd/N), so what was
-// checked is what runs. One that is there but not trusted refuses the run:
-// the wrapper holds every capability until the stage drops them.
+// (/proc/self/exe). Trusted (fsafe.OpenTrusted): a regular executable of
+// gensee's owner that only its owner may write, in directories of that
+// owner (or root) that nobody else may write (or sticky ones), opened once
+// without following a final symlink; the wrapper is started from this fd
+// (/proc/self/fd/N), so what was checked is what runs. One that is there
+// but not trusted refuses the run: the wrapper holds every capability
+// until the stage drops them.
 func openSandbox() (*os.File, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -38,37 +42,17 @@ func openSandbox() (*os.File, error) {
 		return nil, fmt.Errorf("stat the gensee binary: %w", err)
 	}
 	p := filepath.Join(filepath.Dir(self), SandboxBinary)
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
+	f, err := fsafe.OpenTrusted(p, own.Uid)
+	var ue *fsafe.UntrustedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return os.Open("/proc/self/exe")
+	case errors.As(err, &ue) && ue.Path == p:
+		return nil, fmt.Errorf("%w: reinstall it (make install) or remove it", err)
+	case errors.As(err, &ue):
+		return nil, fmt.Errorf("%w, above %s: install gensee in a directory only root may write", err, SandboxBinary)
+	case err != nil:
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", p, err)
-	}
-	f := os.NewFile(uintptr(fd), p)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat %s: %w", p, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 || st.Mode&0o022 != 0 || st.Uid != own.Uid {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular executable of uid %d that only its owner may write: reinstall it (make install) or remove it", p, own.Uid)
-	}
-	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
-		var ds unix.Stat_t
-		if err := unix.Stat(d, &ds); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("stat %s: %w", d, err)
-		}
-		// A sticky directory (/tmp) lets nobody rename or remove what
-		// another user owns there: safe as an ancestor.
-		if (ds.Uid != 0 && ds.Uid != own.Uid) || (ds.Mode&0o022 != 0 && ds.Mode&unix.S_ISVTX == 0) {
-			f.Close()
-			return nil, fmt.Errorf("%s, a directory above %s, may be written by others than root: install gensee in a directory only root may write", d, SandboxBinary)
-		}
-		if d == "/" {
-			return f, nil
-		}
-	}
+	return f, nil
 }

@@ -189,7 +189,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	op.netnsAlone = netnsAlone
 	op.admission.UserNamespace = uns.has
 	op.ownRootfs, op.ownPidns = ownRootfs, privatePidns(oci)
-	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: host.OOMScoreAdjFloor}
+	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
 	recorded := op.persist(adm)
 	persisting = true
 	if err := writeSpec(r.Bundle, oci); err != nil {

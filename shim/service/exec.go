@@ -74,6 +74,10 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: exec refused: exec_before_start: cannot exec in a task in %s state: the deadline, the sensors and the gate arm at Start; start the task first", st)
 	}
 	removed, err := specpolicy.CheckProcess(&p, specpolicy.Grants{Capabilities: op.contract.Capabilities}, op.execPolicy)
+	var bound specpolicy.ExecBound
+	if err == nil && op.execPolicy.Init != nil {
+		bound, err = specpolicy.CheckExecBound(&p, op.execPolicy.Init)
+	}
 	if err != nil {
 		var rf *specpolicy.Refusal
 		if !errors.As(err, &rf) {
@@ -103,6 +107,9 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	// waited for it too).
 	if err := op.waitRecorded(); err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: exec refused: the admission record was not written (%v): delete the task and create it again", err)
+	}
+	if err := op.recordExec(r.ExecID, removed, bound); err != nil {
+		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: exec refused: the exec's admission record was not written (%v); retry the exec", err)
 	}
 	return s.TTRPCTaskService.Exec(ctx, r)
 }

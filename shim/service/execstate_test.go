@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"testing"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -31,6 +32,10 @@ func (e *execInner) Exec(_ context.Context, r *taskAPI.ExecProcessRequest) (*emp
 // the gate are armed.
 func TestExecOnlyWhileRunning(t *testing.T) {
 	f := newFixture(t, 0)
+	// An admitted exec is recorded in the operation's directory.
+	if dir, err := f.op.store.OperationDir(f.op.id); err != nil || os.MkdirAll(dir, 0o700) != nil {
+		t.Fatalf("operation dir %s: %v", dir, err)
+	}
 	inner := &execInner{fakeInner: f.inner}
 	f.s.TTRPCTaskService = inner
 	b, _ := json.Marshal(specs.Process{Args: []string{"/bin/true"}, Cwd: "/"})

@@ -56,17 +56,28 @@ type gateHelper struct {
 }
 
 // helperCommand is the dedicated helper binary when it sits next to the
-// shim's and is as trusted as it (a regular file of the same owner,
-// writable by nobody else), or else the shim binary itself as the helper.
-func helperCommand() (*exec.Cmd, error) {
-	if p, err := fsafe.TrustedSibling(GateHelperBinary); err == nil {
-		return exec.Command(p), nil
+// shim's and is as trusted as it (fsafe.OpenTrustedSibling: a regular
+// file of the same owner, writable by nobody else, in directories only
+// root or that owner may write), started from the file that was opened
+// and checked (fsafe.ExecLink), never by its path again; or else the shim
+// binary itself as the helper. release closes what the command holds; the
+// caller calls it once the command has started (or will not).
+func helperCommand() (cmd *exec.Cmd, release func(), err error) {
+	if f, err := fsafe.OpenTrustedSibling(GateHelperBinary); err == nil {
+		link, remove, err := fsafe.ExecLink(f, GateHelperBinary)
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		cmd := exec.Command(f.Name())
+		cmd.Path = link
+		return cmd, func() { remove(); f.Close() }, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("find shim binary: %w", err)
+		return nil, nil, fmt.Errorf("find shim binary: %w", err)
 	}
-	return exec.Command(self, GateHelperArg), nil
+	return exec.Command(self, GateHelperArg), func() {}, nil
 }
 
 // gateHelperCommand makes the helper's command; tests replace it with a
@@ -76,10 +87,11 @@ var gateHelperCommand = helperCommand
 // spawnGateHelper starts a waiting gate helper through the shim's reaper;
 // warm tells it it will be put in the idle class while it waits (warmGate).
 func spawnGateHelper(warm bool) (*gateHelper, error) {
-	cmd, err := gateHelperCommand()
+	cmd, release, err := gateHelperCommand()
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	h := &gateHelper{cmd: cmd, out: make(chan []byte, 1)}
 	h.cmd.Env = []string{"GOMAXPROCS=2", "GOGC=40"}
 	if warm {

@@ -90,7 +90,7 @@ func TestGateHelperResultAtEOF(t *testing.T) {
 	saved := gateHelperCommand
 	t.Cleanup(func() { gateHelperCommand = saved })
 	run := func(script string) (*gate.Result, time.Duration, error) {
-		gateHelperCommand = func() (*exec.Cmd, error) { return exec.Command("/bin/sh", "-c", script), nil }
+		gateHelperCommand = func() (*exec.Cmd, func(), error) { return exec.Command("/bin/sh", "-c", script), func() {}, nil }
 		h, err := spawnGateHelper(false)
 		if err != nil {
 			t.Fatal(err)

@@ -631,7 +631,9 @@ func TestGateHelperTimeoutReleases(t *testing.T) {
 }
 
 // hangingHelper is a gate helper that never answers.
-func hangingHelper() (*exec.Cmd, error) { return exec.Command("/bin/sleep", "30"), nil }
+func hangingHelper() (*exec.Cmd, func(), error) {
+	return exec.Command("/bin/sleep", "30"), func() {}, nil
+}
 
 // The holding publisher never blocks the inner service's forwarding
 // goroutine: a held TaskExit returns at once, later events (another

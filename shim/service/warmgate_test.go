@@ -20,7 +20,7 @@ func useHelper(t *testing.T, script string) {
 	t.Helper()
 	saved := gateHelperCommand
 	t.Cleanup(func() { gateHelperCommand = saved })
-	gateHelperCommand = func() (*exec.Cmd, error) { return exec.Command("/bin/sh", "-c", script), nil }
+	gateHelperCommand = func() (*exec.Cmd, func(), error) { return exec.Command("/bin/sh", "-c", script), func() {}, nil }
 }
 
 func policyOf(t *testing.T, pid int) uint32 {

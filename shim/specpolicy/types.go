@@ -41,6 +41,9 @@ type Operator struct {
 	// ReadableBindRoots are host directories the operator vouches for: a
 	// bind under them is not scanned for unix sockets.
 	ReadableBindRoots []string
+	// Init is the init's admitted process rules an exec is held to
+	// (CheckExecBound); nil at Create and in the OCI hook.
+	Init *InitRules
 	// OOMScoreAdjFloor is the lowest process.oomScoreAdj admitted: the
 	// shim's own oom_score_adj when that is negative (containerd's CRI
 	// gives the pause container the runtime's own under
