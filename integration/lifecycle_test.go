@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +106,19 @@ func TestShimKilled(t *testing.T) {
 		t.Fatalf("no gensee table in the host netns while the --net-host task runs")
 	}
 	pid := shimPID(t, e, "victim")
+	// The front started it from the file it opened and checked
+	// (fsafe.ExecLink): named gensee-shim, that binary, no fd of it kept.
+	want, _ := filepath.EvalSymlinks(filepath.Join(e.bin, "gensee-shim"))
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); strings.TrimSpace(string(comm)) != "gensee-shim" || exe != want {
+		t.Errorf("the long-lived shim runs %s named %q, want %s named gensee-shim", exe, comm, want)
+	}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); l == want {
+			t.Errorf("the long-lived shim holds fd %s of its own binary", fd.Name())
+		}
+	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	deadline := time.Now().Add(20 * time.Second)
 	for len(hostTables()) > 0 {

@@ -108,17 +108,20 @@ func TrustedDirs(dir string, owner uint32) error {
 // link and not /proc/self/fd/N itself because the kernel names the new
 // process (its comm: ps, pgrep, top) after the path's last component:
 // base, not N. A script cannot run this way from a close-on-exec f (its
-// interpreter opens the path after the exec). remove deletes the link and
-// its directory; call it once the child has started.
-func ExecLink(f *os.File, base string) (path string, remove func(), err error) {
+// interpreter opens the path after the exec). Where no link can be made
+// (no writable temp dir), the path is /proc/self/fd/N itself: the same
+// file runs, named N. remove deletes the link and its directory; call it
+// once the child has started.
+func ExecLink(f *os.File, base string) (path string, remove func()) {
+	fdPath := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
 	dir, err := os.MkdirTemp("", ".gensee-exec-")
 	if err != nil {
-		return "", nil, fmt.Errorf("make exec link for %s: %w", f.Name(), err)
+		return fdPath, func() {}
 	}
 	path = filepath.Join(dir, base)
-	if err := os.Symlink("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), path); err != nil {
+	if err := os.Symlink(fdPath, path); err != nil {
 		os.Remove(dir)
-		return "", nil, fmt.Errorf("make exec link for %s: %w", f.Name(), err)
+		return fdPath, func() {}
 	}
-	return path, func() { os.Remove(path); os.Remove(dir) }, nil
+	return path, func() { os.Remove(path); os.Remove(dir) }
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,10 +132,7 @@ func TestExecLink(t *testing.T) {
 	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho swapped\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path, remove, err := ExecLink(f, filepath.Base(prog))
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, remove := ExecLink(f, filepath.Base(prog))
 	cmd := &exec.Cmd{Path: path, Args: []string{prog, "-c", `echo "$0 $(cat /proc/$$/comm)"`}}
 	out, err := cmd.Output()
 	remove()
@@ -146,5 +144,17 @@ func TestExecLink(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Dir(path)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the link's directory is left: %v", err)
+	}
+
+	// No temp dir to make the link in: /proc/self/fd/N, the same file.
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	path, remove = ExecLink(f, filepath.Base(prog))
+	defer remove()
+	if path != "/proc/self/fd/"+strconv.Itoa(int(f.Fd())) {
+		t.Errorf("without a temp dir: %s", path)
+	}
+	out, err = (&exec.Cmd{Path: path, Args: []string{prog, "-c", "echo ran"}}).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "ran" {
+		t.Errorf("run through /proc/self/fd: %q, %v", out, err)
 	}
 }

@@ -119,11 +119,7 @@ func startShim(ns, id string, in []byte, full *os.File) (result []byte, ok bool,
 		return nil, true, err
 	}
 	defer f.Close()
-	link, remove, err := fsafe.ExecLink(full, filepath.Base(full.Name()))
-	if err != nil {
-		os.Remove(socketPath(address))
-		return nil, true, err
-	}
+	link, remove := fsafe.ExecLink(full, filepath.Base(full.Name()))
 	defer remove()
 	// The runc manager's newCommand, with the full shim as the program
 	// (argv[0] its path, as when the full shim's own start spawns it).

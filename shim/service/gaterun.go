@@ -64,11 +64,7 @@ type gateHelper struct {
 // caller calls it once the command has started (or will not).
 func helperCommand() (cmd *exec.Cmd, release func(), err error) {
 	if f, err := fsafe.OpenTrustedSibling(GateHelperBinary); err == nil {
-		link, remove, err := fsafe.ExecLink(f, GateHelperBinary)
-		if err != nil {
-			f.Close()
-			return nil, nil, err
-		}
+		link, remove := fsafe.ExecLink(f, GateHelperBinary)
 		cmd := exec.Command(f.Name())
 		cmd.Path = link
 		return cmd, func() { remove(); f.Close() }, nil
