@@ -149,6 +149,8 @@ cat >"$dir/etc/config.toml" <<TOML
 catalog = "$dir/etc/catalog.signed.json"
 trust_anchor = "$dir/etc/catalog-root-public-key.hex"
 state_dir = "$dir/gensee-state"
+# containerd's root: task snapshots are admitted as a rootfs only under it.
+containerd_root = "$dir/root"
 # CRI's per-pod hosts, hostname and resolv.conf, and the host paths critest mounts (its TMPDIR).
 writable_bind_roots = ["$dir/root/io.containerd.grpc.v1.cri/sandboxes", "$dir/state/io.containerd.grpc.v1.cri/sandboxes", "$dir/tmp"]
 

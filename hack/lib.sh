@@ -110,6 +110,7 @@ JSON
 	catalog = "$dir/etc/catalog.signed.json"
 	trust_anchor = "$dir/etc/catalog-root-public-key.hex"
 	state_dir = "$dir/state"
+	containerd_root = "$dir/root"
 TOML
 	chmod 0600 "$dir/etc/config.toml"
 }

@@ -69,15 +69,15 @@ func startCRI(t *testing.T, cat spec.Catalog) *criEnv {
 	wrapper := filepath.Join(dir, "runc-wrapper")
 	must(t, os.WriteFile(wrapper, []byte(fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%s\nexec %s \"$@\"\n",
 		e.runcCalls, filepath.Join(bin, "runc"))), 0o700))
-	e.writeOperatorConfig(fmt.Sprintf(`# CRI binds each pod's hosts, hostname and resolv.conf from its own root
-# (containerd_root; the state is read from the bundle path), none of it the default.
-containerd_root = %q
-
-[runc]
+	// CRI binds each pod's hosts, hostname and resolv.conf from its own
+	// root (containerd_root, which writeOperatorConfig sets to the test
+	// daemon's; the state is read from the bundle path), none of it the
+	// default.
+	e.writeOperatorConfig(fmt.Sprintf(`[runc]
   SystemdCgroup = false
   BinaryName = %q
   Root = %q
-`, filepath.Join(dir, "root"), wrapper, e.runcRoot))
+`, wrapper, e.runcRoot))
 	e.publish(cat)
 
 	e.logDir = filepath.Join(dir, "pod-logs")

@@ -78,16 +78,17 @@ func startEnv(t *testing.T, cat spec.Catalog) *env {
 
 // writeOperatorConfig writes the trust anchor (e.key's public half) in
 // <dir>/etc and the operator config e.cfgPath naming it, the catalog
-// publish signs and e.state; extra (more keys, then tables) is appended
-// to the config.
+// publish signs, e.state and containerd_root (the test daemon's root,
+// where its snapshots lie); extra (more keys, then tables) is appended to
+// the config.
 func (e *env) writeOperatorConfig(extra string) {
 	etc := filepath.Join(e.dir, "etc")
 	must(e.t, os.MkdirAll(etc, 0o700))
 	anchor := filepath.Join(etc, "catalog-root-public-key.hex")
 	must(e.t, os.WriteFile(anchor, []byte(spec.FormatPublicKeyHex(e.key.Public().(ed25519.PublicKey))), 0o400))
 	e.cfgPath = filepath.Join(etc, "config.toml")
-	must(e.t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf("catalog = %q\ntrust_anchor = %q\nstate_dir = %q\n",
-		filepath.Join(etc, "catalog.signed.json"), anchor, e.state)+extra), 0o600))
+	must(e.t, os.WriteFile(e.cfgPath, []byte(fmt.Sprintf("catalog = %q\ntrust_anchor = %q\nstate_dir = %q\ncontainerd_root = %q\n",
+		filepath.Join(etc, "catalog.signed.json"), anchor, e.state, filepath.Join(e.dir, "root"))+extra), 0o600))
 }
 
 func newKey(t *testing.T) ed25519.PrivateKey {

@@ -58,8 +58,17 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	// and checks; only admit waits for them, so a spec refusal still
 	// comes first. The overlay options that keep the upperdir honest are
 	// forced before anything mounts the snapshot.
-	catalog := s.loadCatalog(cfg)
 	hardenRootfs(r)
+	// The rootfs mounts are the client's (WithRootFS): admitted before
+	// anything mounts them as root on the host.
+	if err := checkRootfs(r, cfg); err != nil {
+		var re *refusedError
+		if errors.As(err, &re) {
+			return nil, s.refused(ctx, cfg, ns, r.ID, re)
+		}
+		return nil, errgrpc.ToGRPC(err)
+	}
+	catalog := s.loadCatalog(cfg)
 	var mounting *earlyMount
 	if len(r.Rootfs) > 0 {
 		mounting = startEarlyMount(r)

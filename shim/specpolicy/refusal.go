@@ -40,4 +40,5 @@ const (
 	RuleOOMScoreAdj         = "oom_score_adj"
 	RuleKernelFSDestination = "kernel_fs_destination"
 	RuleCgroupBind          = "cgroup_bind"
+	RuleRootfsMount         = "rootfs_mount"
 )
