@@ -87,3 +87,32 @@ func isCRISandboxFile(src string, op Operator) bool {
 	}
 	return false
 }
+
+// isCRIImageVolume matches an image volume of the container's own pod
+// (Kubernetes image volumes): CRI mounts the image read-only at
+// <state>/io.containerd.grpc.v1.cri/image-volumes/<pod sandbox id>/<image
+// id> and binds it, or a directory of it (a subPath, which CRI resolves
+// inside the image with os.OpenInRoot), into the container. Only the own
+// pod's, and only read-only: the writable-bind rule still applies, since
+// this does not exempt it. An image's content holds no unix socket (a
+// layer cannot carry one), so the socket scan is skipped for it.
+func isCRIImageVolume(src string, op Operator) bool {
+	if op.SandboxID == "" || strings.Contains(op.SandboxID, "/") || op.SandboxID == "." || op.SandboxID == ".." || path.Clean(src) != src {
+		return false
+	}
+	dirs := op.CRISandboxDirs
+	if len(dirs) == 0 {
+		dirs = CRISandboxDirs("", "")
+	}
+	for _, d := range dirs {
+		base, ok := strings.CutSuffix(d, "/sandboxes")
+		if !ok {
+			continue
+		}
+		rest, ok := strings.CutPrefix(src, base+"/image-volumes/"+op.SandboxID+"/")
+		if ok && rest != "" && rest != "." && rest != ".." && !strings.HasPrefix(rest, "../") {
+			return true
+		}
+	}
+	return false
+}

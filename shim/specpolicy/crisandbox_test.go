@@ -13,9 +13,9 @@ func TestStateFromBundle(t *testing.T) {
 		{"/run/k3s/containerd/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", "/run/k3s/containerd"},
 		{"/srv/ctrd/state/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", "/srv/ctrd/state"},
 		{"/run/containerd/io.containerd.runtime.v2.task/default/c1", "k8s.io", "c1", ""}, // another namespace
-		{"/run/containerd/io.containerd.runtime.v2.task/k8s.io/c2", "k8s.io", "c1", ""}, // another task
-		{"/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", ""},                // state would be /
-		{"run/containerd/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", ""},  // relative
+		{"/run/containerd/io.containerd.runtime.v2.task/k8s.io/c2", "k8s.io", "c1", ""},  // another task
+		{"/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", ""},                 // state would be /
+		{"run/containerd/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", ""},   // relative
 		{"/run//containerd/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", ""},
 		{"/run/x/../containerd/io.containerd.runtime.v2.task/k8s.io/c1", "k8s.io", "c1", ""},
 		{"/tmp/bundle", "k8s.io", "c1", ""},
@@ -72,6 +72,31 @@ func TestIsCRISandboxFile(t *testing.T) {
 	} {
 		if got := isCRISandboxFile(tc.src, tc.op); got != tc.want {
 			t.Errorf("isCRISandboxFile(%q, sandbox %q, dirs %q) = %v, want %v", tc.src, tc.op.SandboxID, tc.op.CRISandboxDirs, got, tc.want)
+		}
+	}
+}
+
+func TestIsCRIImageVolume(t *testing.T) {
+	stock := Operator{SandboxID: criSandbox}
+	k3s := Operator{SandboxID: criSandbox, CRISandboxDirs: CRISandboxDirs("/var/lib/rancher/k3s/agent/containerd", "/run/k3s/containerd")}
+	const vols = "/run/containerd/io.containerd.grpc.v1.cri/image-volumes/"
+	for _, tc := range []struct {
+		src  string
+		op   Operator
+		want bool
+	}{
+		{vols + criSandbox + "/img1", stock, true},
+		{vols + criSandbox + "/img1/sub/dir", stock, true}, // a subPath
+		{"/run/k3s/containerd/io.containerd.grpc.v1.cri/image-volumes/" + criSandbox + "/img1", k3s, true},
+		{vols + criSandbox + "/img1", k3s, false}, // not this containerd's state
+		{vols + "another-pod/img1", stock, false}, // another pod's
+		{vols + criSandbox, stock, false},         // the pod's whole directory
+		{vols + criSandbox + "/../other/x", stock, false},
+		{vols + criSandbox + "/img1", Operator{}, false}, // outside CRI
+		{"/run/containerd/io.containerd.grpc.v1.cri/sandboxes/" + criSandbox + "/img1", stock, false},
+	} {
+		if got := isCRIImageVolume(tc.src, tc.op); got != tc.want {
+			t.Errorf("isCRIImageVolume(%q, sandbox %q) = %v, want %v", tc.src, tc.op.SandboxID, got, tc.want)
 		}
 	}
 }

@@ -167,7 +167,7 @@ func checkRuntimeBind(src, field string, op Operator) error {
 	if slices.Contains(socketNames, path.Base(src)) {
 		return runtimeRefusal(field, src)
 	}
-	if isCRISandboxFile(src, op) {
+	if isCRISandboxFile(src, op) || isCRIImageVolume(src, op) {
 		return nil
 	}
 	if slices.Contains(op.AllowedRuntimeFiles, src) {
@@ -228,7 +228,7 @@ func checkSockets(src, fs, field string, recursive bool, subs []string, op Opera
 		return refuse(RuleBindSocket, field,
 			"the spec binds %s recursively, carrying %d other mount(s) the runtime does not scan for unix sockets; bind it without rbind, bind each mount on its own, or have the operator list it in readable_bind_roots", src, len(subs))
 	}
-	if isCRISandboxFile(src, op) || slices.Contains(op.AllowedRuntimeFiles, src) {
+	if isCRISandboxFile(src, op) || isCRIImageVolume(src, op) || slices.Contains(op.AllowedRuntimeFiles, src) {
 		return nil
 	}
 	found, err := op.SocketFinder(src)
