@@ -48,7 +48,7 @@ func openSandbox() (*os.File, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return os.Open("/proc/self/exe")
 	case errors.As(err, &ue) && ue.Path == p:
-		return nil, fmt.Errorf("%w: reinstall it (make install) or remove it", err)
+		return nil, fmt.Errorf("%w: install it again beside gensee (make build puts both in bin/) or remove it", err)
 	case errors.As(err, &ue):
 		return nil, fmt.Errorf("%w, above %s: install gensee in a directory only root may write", err, SandboxBinary)
 	case err != nil:
