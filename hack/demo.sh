@@ -50,6 +50,8 @@ say "host command: gensee boundary run, the same boundary around a plain command
 # --user: the demo runs as root itself, and uid 0 never runs a host
 # command, so root names the account (under sudo it is the caller's).
 ws=$demo/workspace
+# The workspace is opened as that account: it must be able to reach it.
+chmod 0711 "$demo"
 install -d -m 0777 "$ws" /run/gensee
 hostcmd=(sh -c 'mkdir -p out && printf "{\"ok\":true}\n" > out/result.json')
 gensee observe --user nobody --workspace "$ws" -- "${hostcmd[@]}" >/run/gensee/observation.json
