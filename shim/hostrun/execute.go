@@ -291,7 +291,8 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 		return nil, r.abandon(ctx, h, wrapperRefusal(*failed, nil))
 	}
 	sb := sandboxOf(ready, applied, stdio)
-	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}, sandbox: sb, stdio: stdio, lingering: lingering})
+	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}, sandbox: sb, stdio: stdio, lingering: lingering,
+		writables: writables(r.cmd.Workspace, ready.Tmpfs)})
 }
 
 // readExec reads the status fd after the go until the wrapper exits: the
@@ -494,7 +495,6 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	// every front door (effect.NetworkStatus).
 	x.Drift = h.mon.Drift()
 	x.Attempts = h.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)))
-	x.writables = writables(r.cmd.Workspace)
 	r.undo(ctx, h)
 	if h.plan == nil {
 		x.Removed = "deleted"
@@ -515,13 +515,12 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	return &Result{OperationID: r.id, Manifest: m, ManifestRaw: raw, Status: int(x.status)}, nil
 }
 
-// writables lists every place the command could write.
-func writables(ws string) []string {
+// writables lists every place the command could write: the staged
+// workspace and the private tmpfs the wrapper reported it mounted.
+func writables(ws string, tmpfs []string) []string {
 	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer)"}
-	for _, d := range append(append([]string{}, inner.PrivateTmp...), "/dev/shm") {
-		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-			out = append(out, d+" (private tmpfs, discarded at exit)")
-		}
+	for _, d := range tmpfs {
+		out = append(out, d+" (private tmpfs, discarded at exit)")
 	}
 	return out
 }

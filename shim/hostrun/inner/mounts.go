@@ -25,6 +25,7 @@ type view struct {
 	tree     *os.File // the staged workspace's mount (fsmount's fd)
 	self     string   // the gensee binary, for the stage's exec
 	writable []string // the trees Landlock lets the command write, in the stage's view
+	tmpfs    []string // the private tmpfs mounted (/tmp, /var/tmp, /dev/shm)
 	masked   []string // what the manifest lists as masked
 }
 
@@ -124,7 +125,7 @@ func stageMounts(s Spec) (_ *view, retErr error) {
 		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=25%"); err != nil {
 			return nil, fmt.Errorf("mount a private tmpfs at %s: %w", d, err)
 		}
-		v.writable = append(v.writable, d)
+		v.tmpfs = append(v.tmpfs, d)
 		v.masked = append(v.masked, d+" (private tmpfs, discarded at exit)")
 	}
 	// The run's procfs stays writable until the stage's id maps are
@@ -145,7 +146,7 @@ func stageMounts(s Spec) (_ *view, retErr error) {
 	if masked = append(masked, in...); len(masked) > 0 {
 		v.masked = append(v.masked, fmt.Sprintf("%d bound pathname socket(s) outside /run, each covered with the mask file: %s", len(masked), strings.Join(masked, ", ")))
 	}
-	v.writable = append([]string{"/proc/self/fd/" + strconv.Itoa(fdTree)}, v.writable...)
+	v.writable = append([]string{"/proc/self/fd/" + strconv.Itoa(fdTree)}, v.tmpfs...)
 	return v, nil
 }
 

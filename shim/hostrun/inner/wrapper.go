@@ -68,8 +68,11 @@ type Spec struct {
 // masked) once the wrapper's view is built; Applied by the stage just
 // before its exec; or the step that failed.
 type Status struct {
-	Ready   bool     `json:"ready,omitempty"`
-	Masked  []string `json:"masked,omitempty"`
+	Ready  bool     `json:"ready,omitempty"`
+	Masked []string `json:"masked,omitempty"`
+	// Tmpfs, with Ready, are the private tmpfs the wrapper mounted: with
+	// the staged workspace, every place the command can write.
+	Tmpfs   []string `json:"tmpfs,omitempty"`
 	Applied *Applied `json:"applied,omitempty"`
 	// Lingering, in the wrapper's last line, counts the processes the
 	// command left in the run's pid namespace, killed when it exited.
@@ -129,7 +132,7 @@ func WrapperMain() int {
 		report(Status{Step: "mount", Reason: ReasonWorkspace, Error: err.Error()})
 		return wrapperSetupFailed
 	}
-	report(Status{Ready: true, Masked: view.masked})
+	report(Status{Ready: true, Masked: view.masked, Tmpfs: view.tmpfs})
 	// Wait for the parent's go: the sensors and the deadline are running.
 	if !awaitGo(io.MultiReader(dec.Buffered(), ctl)) {
 		return wrapperSetupFailed // the parent gave up: nothing runs
