@@ -30,7 +30,7 @@ var sandboxProbes = map[string]struct {
 	"ptrace":      {1, func(a []string) error { return withPID(a[0], ptraceAttach) }},
 	"pidfd":       {1, func(a []string) error { return withPID(a[0], pidfdSignal) }},
 	"mqueue":      {1, func(a []string) error { return mqCreate(a[0]) }},
-	"clone3-into": {1, func(a []string) error { return cloneInto(a[0]) }},
+	"clone3-into": {1, func(a []string) error { return cgclone(a[0]) }},
 	"tiocsti": {0, func([]string) error {
 		return tiocsti()
 	}},
@@ -136,32 +136,4 @@ func errOrOK(err error) string {
 		return "pushed"
 	}
 	return err.Error()
-}
-
-// cloneInto starts a child directly in the cgroup at dir: clone3 with
-// CLONE_INTO_CGROUP and an fd of dir (struct clone_args, version 2: flags,
-// pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
-// set_tid, set_tid_size, cgroup).
-func cloneInto(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var args [11]uint64
-	args[0] = unix.CLONE_INTO_CGROUP
-	args[4] = uint64(unix.SIGCHLD)
-	args[10] = uint64(fd)
-	syscall.ForkLock.Lock()
-	pid, _, errno := syscall.RawSyscall(unix.SYS_CLONE3, uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args), 0)
-	if errno == 0 && pid == 0 {
-		syscall.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0) // the child: nothing of Go's runtime is safe here
-	}
-	syscall.ForkLock.Unlock()
-	if errno != 0 {
-		return fmt.Errorf("clone3 into %s: %w", dir, errno)
-	}
-	var ws unix.WaitStatus
-	unix.Wait4(int(pid), &ws, 0, nil)
-	return nil
 }
