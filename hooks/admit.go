@@ -43,7 +43,7 @@ func admitSpec(cfg config.Config, s State, oci *specs.Spec, self string, now tim
 	}
 	var nsID *nsfile.ID
 	if kind == netnsPath {
-		id, rf := checkNetnsPath(nsPath)
+		id, rf := checkNetnsPath(nsPath, s.Pid)
 		if rf != nil {
 			return nil, rf
 		}
@@ -126,8 +126,13 @@ func namespaces(oci *specs.Spec) (kind, path string, rf *Refusal) {
 
 // checkNetnsPath admits a netns joined by path: a network namespace file
 // owned by the host's user namespace, whose root alone can change the
-// table.
-func checkNetnsPath(path string) (nsfile.ID, *Refusal) {
+// table, that no process but the container's init (pid) is in. The
+// netns podman makes for a container (netavark's, pinned under
+// /run/netns) holds nobody yet; another container's (podman --network
+// container:X, a podman pod's shared netns) or the host's named by path
+// would give the workload that namespace's loopback, abstract sockets
+// and ports, the rule the shim applies outside CRI (netns_in_use).
+func checkNetnsPath(path string, pid int) (nsfile.ID, *Refusal) {
 	f, err := nsfile.Open(path, unix.CLONE_NEWNET)
 	if err != nil {
 		return nsfile.ID{}, refuse("netns_path", "join an existing network namespace file", "linux.namespaces network path %q: %v", path, err)
@@ -141,6 +146,14 @@ func checkNetnsPath(path string) (nsfile.ID, *Refusal) {
 	id, err := nsfile.IDOf(f)
 	if err != nil {
 		return nsfile.ID{}, refuse("netns_path", "", "linux.namespaces network path %q: %v", path, err)
+	}
+	other, err := nsfile.Occupant(id, pid)
+	if err != nil {
+		return nsfile.ID{}, refuse(ReasonNetnsInUse, "", "linux.namespaces network path %q: cannot tell whether another process is in it: %v", path, err)
+	}
+	if other != 0 {
+		return nsfile.ID{}, refuse(ReasonNetnsInUse, "give the container a network of its own (podman's default bridge, --network=none, or --network=host); run pods that share a network namespace under the containerd shim through CRI",
+			"linux.namespaces network path %q: process %d is already in this network namespace (another container's, a pod's or the host's): the workload would share its loopback, abstract sockets and ports", path, other)
 	}
 	return id, nil
 }

@@ -44,6 +44,7 @@ const (
 	ReasonNamespacePath  = "namespace_path"
 	ReasonCgroupns       = "host_cgroupns"
 	ReasonNetns          = "netns_foreign_userns"
+	ReasonNetnsInUse     = "netns_in_use"
 	ReasonUserns         = "user_namespace"
 	ReasonBindSource     = "bind_source"
 	ReasonRootPath       = "root_path"

@@ -12,8 +12,8 @@ import (
 
 // SeccompProfile returns the profile an operator hands the engine so the
 // hook admits its containers: base (an OCI linux.seccomp object, or a whole
-// config.json whose linux.seccomp is taken; empty: a default-allow profile,
-// as the shim makes for a spec without one) merged with the boundary's
+// config.json whose linux.seccomp is taken; empty: containerd's default
+// profile, RuntimeDefault, as the shim gives a spec without one) merged with the boundary's
 // rules exactly as the shim merges them. The JSON is also a valid
 // containers-common (podman --security-opt seccomp=FILE) profile: the field
 // names are the same.
@@ -40,6 +40,9 @@ func SeccompProfile(base io.Reader) ([]byte, error) {
 				}
 			}
 		}
+	}
+	if old == nil {
+		old = specpolicy.RuntimeDefault()
 	}
 	merged, _, err := specpolicy.MergeSeccomp(old)
 	if err != nil {

@@ -28,6 +28,10 @@ type podmanEnv struct {
 	e            *env // the trust material and catalog publishing (no containerd)
 	cgroupParent string
 	podmanEnv    []string
+	// allowSeccomp is the merge of a default-allow base, which leaves
+	// clone3 allowed (RuntimeDefault, the default profile, returns
+	// ENOSYS for it).
+	allowSeccomp string
 }
 
 // hookFlags make podman 4.3's default spec one the spec policy admits as
@@ -68,6 +72,12 @@ func startPodman(t *testing.T, c spec.Contract) *podmanEnv {
 	must(t, err)
 	seccomp := filepath.Join(dir, "etc", "seccomp.json")
 	must(t, os.WriteFile(seccomp, prof, 0o644))
+	base := filepath.Join(dir, "etc", "seccomp-allow-base.json")
+	must(t, os.WriteFile(base, []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}`), 0o644))
+	prof, err = exec.Command(filepath.Join(bin, "gensee-oci-hook"), "seccomp-profile", base).Output()
+	must(t, err)
+	p.allowSeccomp = filepath.Join(dir, "etc", "seccomp-allow.json")
+	must(t, os.WriteFile(p.allowSeccomp, prof, 0o644))
 	p.writeHook(filepath.Join(dir, "hooks"), hookJSON(t, filepath.Join(bin, "gensee-oci-hook"), e.cfgPath))
 	conf := filepath.Join(dir, "containers.conf")
 	storage := filepath.Join(dir, "storage.conf")

@@ -3,13 +3,16 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gensee/gensee/hooks"
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/hostfacts"
+	"github.com/gensee/gensee/shim/nsfile"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
@@ -108,13 +111,22 @@ func (p *podmanEnv) refused(t *testing.T) {
 	if h, err := cgroup.Find(); err == nil && !hostfacts.CgroupNsDelegate(hostfacts.MountTable()) {
 		// Without nsdelegate clone3 through a directory fd of the bind
 		// starts a child in the host's root cgroup, read-only or not.
-		cases = append(cases, refusal{"cgbind", specpolicy.RuleCgroupBind, append([]string{"-v", h.Mountpoint + ":/hostcg:ro"}, hookFlags...)})
+		// The default profile (RuntimeDefault) returns ENOSYS for clone3,
+		// which the rule exempts: the default-allow merge does not.
+		cases = append(cases, refusal{"cgbind", specpolicy.RuleCgroupBind, append([]string{"-v", h.Mountpoint + ":/hostcg:ro", "--security-opt", "seccomp=" + p.allowSeccomp}, hookFlags...)})
 	}
 	for _, c := range cases {
 		out, code := p.runBase("refused-"+c.name, c.base, []string{"--network=host"}, "/bin/probe", "sleep", "0")
 		if code == 0 || !strings.Contains(out, "gensee: admission refused: "+c.rule+": ") {
 			t.Errorf("%s: podman run exit %d, want a failure naming %s:\n%s", c.name, code, c.rule, out)
 		}
+	}
+	// A network namespace a process is already in (here the host's, by
+	// path; podman --network container:X names another container's the
+	// same way) would share its loopback, abstract sockets and ports.
+	netns := occupiedNetns(t)
+	if out, code := p.runBase("refused-netns", hookFlags, []string{"--network=ns:" + netns}, "/bin/probe", "sleep", "0"); code == 0 || !strings.Contains(out, "gensee: admission refused: "+hooks.ReasonNetnsInUse+": ") {
+		t.Errorf("netns in use: podman run exit %d, want a failure naming %s:\n%s", code, hooks.ReasonNetnsInUse, out)
 	}
 	if n := ops(); n != before {
 		t.Errorf("refused containers left %d operation records", n-before)
@@ -123,7 +135,7 @@ func (p *podmanEnv) refused(t *testing.T) {
 		// A hybrid host: podman's default cgroup mount (type cgroup, in
 		// the container's cgroup namespace) holds the v1 hierarchies
 		// only, and clone3 takes no v1 fd; it stays admitted.
-		out, code := p.run("cgdefault", []string{"--network=host"}, "/bin/probe", "cgclone", "/sys/fs/cgroup/pids")
+		out, code := p.run("cgdefault", []string{"--network=host", "--security-opt", "seccomp=" + p.allowSeccomp}, "/bin/probe", "cgclone", "/sys/fs/cgroup/pids")
 		if code != 1 || !strings.Contains(out, "bad file descriptor") {
 			t.Errorf("clone3 into a v1 hierarchy of podman's cgroup mount: exit %d, want EBADF\n%s", code, out)
 		}
@@ -163,4 +175,38 @@ func (p *podmanEnv) productStaged(t *testing.T) {
 		t.Errorf("a private netns (--network=none, made by runc): %+v", m.Enforcement.Network)
 	}
 	p.finishedAtPoststop(t, m)
+}
+
+// occupiedNetns is the path of a named network namespace a process of
+// the test sleeps in; both go at cleanup.
+func occupiedNetns(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("gensee-ito-%d", time.Now().UnixNano()%1e9)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	cmd := exec.Command("ip", "netns", "exec", name, "sleep", "120")
+	if err := cmd.Start(); err != nil {
+		exec.Command("ip", "netns", "del", name).Run()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Logf("ip netns del %s: %v %s", name, err, out)
+		}
+	})
+	// The sleep is in the namespace once ip has switched and exec'd.
+	path := "/var/run/netns/" + name
+	want, err := nsfile.IDOfPath(path)
+	must(t, err)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if got, err := nsfile.IDOfPath(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)); err == nil && got == want {
+			return path
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sleeper never entered its network namespace")
+		}
+	}
 }

@@ -3,14 +3,13 @@ package service
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/nsfile"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
 )
@@ -97,46 +96,8 @@ func (kernelNS) ofSandbox(bundle string) (map[specs.LinuxNamespaceType]nsID, err
 	return out, nil
 }
 
-// occupant scans /proc for a process whose network namespace is id: each
-// thread group's leader, and the threads of a group whose leader has no
-// namespaces left (it exited before its threads).
-func (kernelNS) occupant(id nsID, except int) (int, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return 0, err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return 0, fmt.Errorf("list /proc: %w", err)
-	}
-	in := func(p string) (bool, bool) {
-		var st unix.Stat_t
-		if unix.Stat(p, &st) != nil {
-			return false, false
-		}
-		return st.Dev == id.Dev && st.Ino == id.Ino, true
-	}
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid == except {
-			continue
-		}
-		if yes, ok := in("/proc/" + n + "/ns/net"); ok {
-			if yes {
-				return pid, nil
-			}
-			continue
-		}
-		tasks, _ := os.ReadDir("/proc/" + n + "/task")
-		for _, t := range tasks {
-			if yes, _ := in("/proc/" + n + "/task/" + t.Name() + "/ns/net"); yes {
-				return pid, nil
-			}
-		}
-	}
-	return 0, nil
-}
+// occupant is nsfile.Occupant.
+func (kernelNS) occupant(id nsID, except int) (int, error) { return nsfile.Occupant(id, except) }
 
 // CRI's container-type annotation and its sandbox value.
 const (

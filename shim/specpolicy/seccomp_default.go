@@ -28,6 +28,13 @@ func admitSeccomp(s *specs.Spec) (*specs.LinuxSeccomp, Seccomp, error) {
 	return merged, rec, err
 }
 
+// RuntimeDefault is containerd's default profile for a process with the
+// default bounding set: what a front door that cannot edit the spec (OCI
+// hooks) hands the operator as the base of its profile when the operator
+// names none, so a container there runs as a spec without a profile does
+// under the shim.
+func RuntimeDefault() *specs.LinuxSeccomp { return runtimeDefault(&specs.Spec{}) }
+
 // runtimeDefault is containerd's default profile for s's process, whose
 // syscall allowances follow its bounding set: CheckSpec's (the default set
 // when the spec names none, as admission then sets).
