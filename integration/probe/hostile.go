@@ -124,6 +124,22 @@ func serve(ports []string) error {
 	return <-errc
 }
 
+// udpEcho sends every datagram arriving on port back to its source.
+func udpEcho(port string) error {
+	pc, err := net.ListenPacket("udp", ":"+port)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		pc.WriteTo(buf[:n], from)
+	}
+}
+
 // cgclone starts a child directly in the cgroup at dir
 // (clone3 CLONE_INTO_CGROUP, which checks write access to cgroup.procs of
 // the common ancestor but not the mount the fd came through: a read-only

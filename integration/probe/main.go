@@ -15,6 +15,8 @@
 //	probe nested-connect tcp|udp HOST:PORT  connect from a child in a new user+network namespace
 //	probe serve PORT...               answer "pong" to every TCP connection on each port (until killed)
 //	probe rewrite PATH TEXT           write TEXT over PATH (same length) and restore its size and mtime
+//	probe udpecho PORT                send every datagram to PORT back to its source (until killed)
+//	probe srcroute KIND,FIRST,FINAL:PORT  one source-routed datagram (lsrr, ssrr: IPv4 option; rt6: IPv6 routing header)
 package main
 
 import (
@@ -24,6 +26,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/gensee/gensee/internal/pktprobe"
 )
 
 func main() {
@@ -91,6 +95,16 @@ func main() {
 			usage()
 		}
 		err = serve(os.Args[2:])
+	case "udpecho":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = udpEcho(os.Args[2])
+	case "srcroute":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = pktprobe.SourceRouted(os.Args[2])
 	case "rewrite":
 		if len(os.Args) != 4 {
 			usage()

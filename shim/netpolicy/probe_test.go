@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/internal/kerneltest"
+	"github.com/gensee/gensee/internal/pktprobe"
 	"github.com/gensee/gensee/shim/cgroup"
 	"golang.org/x/sys/unix"
 )
@@ -168,9 +169,9 @@ func runProbe(kind, target, nsPath string) error {
 		_, err = io.Copy(c, c)
 		return err
 	case "spoof":
-		return spoofUDP(target)
+		return pktprobe.SpoofUDP(target)
 	case "srcroute":
-		return srcRouted(target)
+		return pktprobe.SourceRouted(target)
 	case "serve-http":
 		return serveHTTP(target)
 	case "serve-udp":

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/internal/kerneltest"
+	"github.com/gensee/gensee/internal/pktprobe"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/spec"
 )
@@ -101,7 +102,7 @@ func (f *farPeer) take() []string {
 }
 
 // forge sends one datagram from D to the container's served port from the
-// server namespace, once per family (spoofOne: IP_TRANSPARENT for IPv4,
+// server namespace, once per family (pktprobe.SpoofOne: IP_TRANSPARENT for IPv4,
 // IPV6_FREEBIND for IPv6, as root in the test's own namespace). It is
 // addressed to the container's address on D's side, which the server
 // namespace routes through the container's first interface: an unbound
@@ -113,7 +114,7 @@ func forge(t *testing.T, tp *topology) {
 		{"[" + farD6 + "]:5353", "[" + farLocal6 + "]:8080"},
 	} {
 		src, dst := netip.MustParseAddrPort(step[0]), netip.MustParseAddrPort(step[1])
-		if err := tp.server.Do(func() error { return spoofOne(src, dst) }); err != nil {
+		if err := tp.server.Do(func() error { return pktprobe.SpoofOne(src, dst) }); err != nil {
 			t.Fatalf("forge %s > %s: %v", src, dst, err)
 		}
 	}
