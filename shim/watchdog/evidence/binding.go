@@ -91,8 +91,13 @@ type BindingPoller struct {
 
 type tracked struct {
 	start   uint64
-	escaped bool // reported (or counted) already: never again
+	escaped bool      // reported (or counted) already: never again
+	first   time.Time // first seen
 }
+
+// transitMax bounds how long a process may look like runc's exec init in
+// transit (see inTransit) before it is judged like any other.
+const transitMax = 2 * time.Second
 
 type nsVerdict struct {
 	ours bool   // in the container's pid namespace (and, when joined, its child)
@@ -122,7 +127,7 @@ func NewBindingPoller(h cgroup.Hierarchy, ref netpolicy.CgroupRef, init cgroup.P
 		p.scope = fmt.Sprintf("members of %s and pid namespace %d (%s)", ref.Path, ns, kind)
 	}
 	if init.PID > 0 {
-		p.tracked[init.PID] = tracked{start: init.Start}
+		p.tracked[init.PID] = tracked{start: init.Start, first: p.now()}
 	}
 	return p
 }
@@ -206,7 +211,7 @@ func (p *BindingPoller) check(scan nsScan) []Unbound {
 	for pid := range inside {
 		if _, ok := p.tracked[pid]; !ok {
 			if st, err := p.src.Stat(pid); err == nil {
-				p.tracked[pid] = tracked{start: st.Start}
+				p.tracked[pid] = tracked{start: st.Start, first: now}
 			}
 		}
 	}
@@ -219,7 +224,7 @@ func (p *BindingPoller) check(scan nsScan) []Unbound {
 			continue
 		}
 		if !t.escaped {
-			out = p.judge(out, cgroup.Proc{PID: pid, Start: t.start}, now)
+			out = p.judge(out, cgroup.Proc{PID: pid, Start: t.start}, t.first, now)
 		}
 	}
 	if p.ns != 0 && (scan == nsScanNow || scan == nsScanDue && !now.Before(p.nsNext)) {
@@ -290,8 +295,8 @@ func (p *BindingPoller) scanNS(out []Unbound, inside map[int]bool, now time.Time
 			}
 		}
 		delete(p.nsSeen, pid)
-		p.tracked[pid] = tracked{start: st.Start}
-		out = p.judge(out, cgroup.Proc{PID: pid, Start: st.Start}, now)
+		p.tracked[pid] = tracked{start: st.Start, first: now}
+		out = p.judge(out, cgroup.Proc{PID: pid, Start: st.Start}, now, now)
 	}
 	for pid := range p.nsSeen {
 		if !listed[pid] {
@@ -302,11 +307,16 @@ func (p *BindingPoller) scanNS(out []Unbound, inside map[int]bool, now time.Time
 }
 
 // judge reads pr's cgroup and, when it is outside the bound one, records
-// and reports the escape. pr must be tracked.
-func (p *BindingPoller) judge(out []Unbound, pr cgroup.Proc, now time.Time) []Unbound {
+// and reports the escape, unless pr (first seen at first) is an exec in
+// transit. pr must be tracked; one not judged now is judged again at the
+// next poll.
+func (p *BindingPoller) judge(out []Unbound, pr cgroup.Proc, first, now time.Time) []Unbound {
 	path, err := p.pathOf(pr.PID)
 	if err != nil || p.bound(path) {
 		return out // exited, or inside
+	}
+	if now.Sub(first) < transitMax && p.inTransit(pr, path) {
+		return out
 	}
 	// The pid may have been freed and reused while its cgroup was read.
 	if st, err := p.src.Stat(pr.PID); err != nil || st.Start != pr.Start {
@@ -326,6 +336,33 @@ func (p *BindingPoller) judge(out []Unbound, pr cgroup.Proc, now time.Time) []Un
 	p.escapes = append(p.escapes, e)
 	return append(out, Unbound{At: now, Target: e.Target(), Escape: &e,
 		Detail: fmt.Sprintf("process %d is in cgroup %s, outside %s the rules bind", pr.PID, path, p.ref.Path)})
+}
+
+// inTransit reports whether pr, found in cgroup path outside the bound
+// one, is what an exec looks like before runc has moved it: on a host
+// where runc cannot clone into the container's cgroup (a hybrid one), its
+// exec init enters the container's pid namespace first and stays in the
+// cgroup of the runc exec process that made it (the shim's, conmon's)
+// until runc adds it to the container's cgroup, before any of the
+// workload's code runs. So: its parent is outside the container's pid
+// namespace (only the runtime puts processes there from outside; the
+// workload's own children have parents inside it, or the reaper of the
+// exec'd) and it sits in its parent's very cgroup. Such a process is
+// judged again at every poll and, past transitMax from when it was first
+// seen, like any other; one that moved anywhere else is judged at once.
+func (p *BindingPoller) inTransit(pr cgroup.Proc, path string) bool {
+	if p.ns == 0 {
+		return false
+	}
+	st, err := p.src.Stat(pr.PID)
+	if err != nil || st.PPID <= 0 {
+		return false
+	}
+	if ns, err := p.src.PidNS(st.PPID); err != nil || ns == p.ns {
+		return false
+	}
+	pp, err := p.pathOf(st.PPID)
+	return err == nil && pp == path
 }
 
 // bound reports whether cgroup path is the bound cgroup or below it.

@@ -366,3 +366,35 @@ func TestBindingCheckAfterExit(t *testing.T) {
 		}
 	}
 }
+
+// TestBindingExecInTransit: runc's exec init sits in the container's pid
+// namespace, in the cgroup of the runc process outside it that made it,
+// until runc moves it: no escape while it does, for at most transitMax;
+// one whose parent is outside but which sits in another cgroup, or that
+// stays past transitMax, is an escape.
+func TestBindingExecInTransit(t *testing.T) {
+	f := &fakeProc{procs: map[int]fakeP{
+		1:   {start: 10, ns: ourNS, cg: "/k/c1"},
+		500: {start: 20, ppid: 1, ns: hostNS, cg: "/"},         // runc exec, in the shim's cgroup
+		8:   {start: 21, ppid: 500, ns: ourNS, cg: "/"},        // its exec init, in transit
+		9:   {start: 22, ppid: 500, ns: ourNS, cg: "/"},        // another that never moves
+		10:  {start: 23, ppid: 500, ns: ourNS, cg: "/k/other"}, // outside, not where its parent is
+	}}
+	p := fakePoller(f, ourNS, true)
+	clock := time.Unix(1700000000, 0)
+	p.now = func() time.Time { return clock }
+	if got := targets(p.check(nsScanNow)); !slices.Equal(got, []string{"pid 10 in /k/other"}) {
+		t.Fatalf("first poll: %q, want only pid 10", got)
+	}
+	clock = clock.Add(500 * time.Millisecond)
+	p8 := f.procs[8]
+	p8.cg = "/k/c1"
+	f.procs[8] = p8
+	if got := targets(p.check(nsScanNow)); len(got) != 0 {
+		t.Fatalf("after runc moved pid 8: %q, want none", got)
+	}
+	clock = clock.Add(transitMax)
+	if got := targets(p.check(nsScanNow)); !slices.Equal(got, []string{"pid 9 in /"}) {
+		t.Fatalf("past transitMax: %q, want pid 9", got)
+	}
+}
