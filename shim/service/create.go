@@ -51,9 +51,11 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	// Before anything is mounted or loaded: the runc shim opens these as
 	// root on the host.
-	if err := checkStdio("task", r.Stdin, r.Stdout, r.Stderr, cfg.LoggerAllowlist); err != nil {
+	held, err := holdStdio("task", &r.Stdin, &r.Stdout, &r.Stderr, cfg.LoggerAllowlist)
+	if err != nil {
 		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
 	}
+	defer func() { s.keepStdio(r.ID, "", held, retErr) }()
 	// The catalog loads, and the snapshot mounts, beside the spec's read
 	// and checks; only admit waits for them, so a spec refusal still
 	// comes first. The overlay options that keep the upperdir honest are

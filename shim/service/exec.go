@@ -45,7 +45,7 @@ func (s *service) decodeForOperation(id, verb, what string, a *anypb.Any, v any)
 // anything the contract does not grant is refused with the same sentence
 // as at Create, and no_new_privs is forced. The process joins the
 // container's cgroup (runc exec) and is drained at exit with the rest.
-func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emptypb.Empty, error) {
+func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *emptypb.Empty, retErr error) {
 	if r.ExecID == r.ID {
 		// A process's TaskExit names it by its id: an exec named as the
 		// container would be taken for the init's exit, held and reported
@@ -57,13 +57,15 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	if err != nil {
 		return nil, err
 	}
-	if err := checkStdio("exec", r.Stdin, r.Stdout, r.Stderr, op.cfg.LoggerAllowlist); err != nil {
+	held, err := holdStdio("exec", &r.Stdin, &r.Stdout, &r.Stderr, op.cfg.LoggerAllowlist)
+	if err != nil {
 		re := err.(*refusedError)
 		op.net.note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: re.Reason,
 			Detail: "exec " + r.ExecID + ": " + re.Message, Target: r.ExecID})
 		op.logger(ctx).WithField("exec_id", r.ExecID).WithField("reason", re.Reason).Warn(re.Message)
 		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
 	}
+	defer func() { s.keepStdio(r.ID, r.ExecID, held, retErr) }()
 	if st := op.life.current(); st != opRunning {
 		// The deadline, the sensors and the gate arm at Start: an exec
 		// into a created task would run unwatched, and a task deleted

@@ -184,7 +184,11 @@ func (s *service) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.Wa
 func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAPI.DeleteResponse, error) {
 	op := s.get(r.ID)
 	if r.ExecID != "" || op == nil {
-		return s.TTRPCTaskService.Delete(ctx, r)
+		resp, err := s.TTRPCTaskService.Delete(ctx, r)
+		if err == nil {
+			s.dropStdio(r.ID, r.ExecID)
+		}
+		return resp, err
 	}
 	op.waitRecorded() // its writes land before the records are finalized
 	was, err := s.claimDelete(ctx, op)
@@ -208,6 +212,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		op.life.move("fail to delete", was)
 		return nil, err
 	}
+	s.dropStdio(r.ID, "")
 	if op.ownRootfs {
 		// The inner Delete unmounts no rootfs: the shim mounted it.
 		unmountRootfs(ctx, op.bundle, op.containerID)

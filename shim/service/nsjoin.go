@@ -89,21 +89,21 @@ func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, er
 			if ns.Type != specs.NetworkNamespace {
 				return false, refuse("namespace_path", "%s: outside a Kubernetes pod a container joins only a network namespace by path; another container's %s namespace would let the workload see or reach into it (its processes, their sockets through pidfd_getfd, its rootfs through /proc/<pid>/root); drop the path and let the runtime make the container its own", field, ns.Type)
 			}
-			id, err := ids.ofPath(ns.Path, ns.Type)
-			if err != nil {
-				return false, refuse("namespace_path", "%s: %v; join an existing network namespace file (e.g. /var/run/netns/NAME)", field, err)
-			}
-			pid, err := ids.occupant(id, 0)
-			if err != nil {
-				return false, refuse("netns_in_use", "%s: cannot tell whether another process is in it: %v", field, err)
-			}
-			if pid != 0 {
-				return false, refuse("netns_in_use", "%s: process %d is already in this network namespace (another container's, a pod's or the host's): the workload would share its loopback, abstract sockets and ports, and send under that container's table; join a network namespace no process is in (ip netns add NAME, then /var/run/netns/NAME), or run with the host's network without a path", field, pid)
+			if err := netnsUnoccupied(ns, field, ids); err != nil {
+				return false, err
 			}
 			alone = true
 		case sc.sandbox:
 			if !sandboxJoinable[ns.Type] {
 				return false, refuse("namespace_path", "%s: a pod sandbox makes its own %s namespace, it never joins one by path; drop the path", field, ns.Type)
+			}
+			if ns.Type == specs.NetworkNamespace {
+				// CNI's netns, pinned and empty: a sandbox never joins one
+				// a process is in (another pod's, a container's).
+				if err := netnsUnoccupied(ns, field, ids); err != nil {
+					return false, err
+				}
+				alone = true
 			}
 		default:
 			if !podJoinable[ns.Type] {
@@ -120,6 +120,23 @@ func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, er
 		}
 	}
 	return alone, nil
+}
+
+// netnsUnoccupied requires the network namespace ns names to hold no
+// process.
+func netnsUnoccupied(ns specs.LinuxNamespace, field string, ids nsIdentity) error {
+	id, err := ids.ofPath(ns.Path, ns.Type)
+	if err != nil {
+		return refuse("namespace_path", "%s: %v; join an existing network namespace file (e.g. /var/run/netns/NAME)", field, err)
+	}
+	pid, err := ids.occupant(id, 0)
+	if err != nil {
+		return refuse("netns_in_use", "%s: cannot tell whether another process is in it: %v", field, err)
+	}
+	if pid != 0 {
+		return refuse("netns_in_use", "%s: process %d is already in this network namespace (another container's, a pod's or the host's): the workload would share its loopback, abstract sockets and ports, and send under that container's table; join a network namespace no process is in (ip netns add NAME, then /var/run/netns/NAME), or run with the host's network without a path", field, pid)
+	}
+	return nil
 }
 
 // sandboxNamespaces reads the namespaces of the container's own pod

@@ -121,7 +121,8 @@ func TestCheckJoinPaths(t *testing.T) {
 		{name: "pod: a sandbox that is not running", scope: joinScope{sandboxID: "gone", tasks: tasksDir}, paths: podNS, rule: "namespace_path", field: "pod sandbox gone"},
 		{name: "pod: a sandbox id that climbs", scope: joinScope{sandboxID: "../other/sb", tasks: tasksDir}, paths: podNS, rule: "namespace_path"},
 		{name: "pod: a sandbox id ..", scope: joinScope{sandboxID: "..", tasks: tasksDir}, paths: podNS, rule: "namespace_path"},
-		{name: "sandbox: CNI's netns and the pod's user namespace", scope: sandbox, paths: map[specs.LinuxNamespaceType]string{specs.NetworkNamespace: "/var/run/netns/cni-1", specs.UserNamespace: "/var/lib/containerd/pinned/user"}},
+		{name: "sandbox: CNI's netns and the pod's user namespace", scope: sandbox, paths: map[specs.LinuxNamespaceType]string{specs.NetworkNamespace: "/var/run/netns/empty", specs.UserNamespace: "/var/lib/containerd/pinned/user"}, alone: true},
+		{name: "sandbox: a netns a process is in (another pod's, a container's)", scope: sandbox, paths: map[specs.LinuxNamespaceType]string{specs.NetworkNamespace: "/proc/200/ns/net"}, rule: "netns_in_use", field: "process 200"},
 		{name: "sandbox: a pid namespace by path", scope: sandbox, paths: map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "/proc/200/ns/pid"}, rule: "namespace_path"},
 		{name: "sandbox: an ipc namespace by path", scope: sandbox, paths: map[specs.LinuxNamespaceType]string{specs.IPCNamespace: "/proc/200/ns/ipc"}, rule: "namespace_path"},
 	} {

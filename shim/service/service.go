@@ -26,8 +26,60 @@ type service struct {
 
 	seccomp seccompProbe
 
-	mu  sync.Mutex
-	ops map[string]*operation // by container id; guarded by mu
+	mu    sync.Mutex
+	ops   map[string]*operation   // by container id; guarded by mu
+	stdio map[stdioKey]*heldStdio // the FIFOs held for each process (holdStdio); guarded by mu
+}
+
+// stdioKey names a process: its container and exec id ("" for the init).
+type stdioKey struct{ id, exec string }
+
+// keepStdio keeps h for process (id, exec) when its create or exec
+// succeeded (err nil), and releases it otherwise.
+func (s *service) keepStdio(id, exec string, h *heldStdio, err error) {
+	if err != nil || h == nil || len(h.files) == 0 {
+		h.release()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := stdioKey{id, exec}
+	s.stdio[k].release() // a process of that name deleted without this shim seeing it
+	s.stdio[k] = h
+}
+
+// heldFor is what holdStdio kept for process (id, exec); nil when nothing.
+func (s *service) heldFor(id, exec string) *heldStdio {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stdio[stdioKey{id, exec}]
+}
+
+// dropStdio releases what was kept for process (id, exec), once it is
+// deleted, and for every exec of container id when exec is "" (the
+// container is gone).
+func (s *service) dropStdio(id, exec string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, h := range s.stdio {
+		if k.id == id && (k.exec == exec || exec == "") {
+			h.release()
+			delete(s.stdio, k)
+		}
+	}
+}
+
+// State is the inner State with the stdio paths the client gave (the inner
+// service was given the held FIFOs, see holdStdio).
+func (s *service) State(ctx context.Context, r *taskAPI.StateRequest) (*taskAPI.StateResponse, error) {
+	resp, err := s.TTRPCTaskService.State(ctx, r)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	if h := s.heldFor(r.ID, r.ExecID); h != nil {
+		resp.Stdin, resp.Stdout, resp.Stderr = h.client(resp.Stdin), h.client(resp.Stdout), h.client(resp.Stderr)
+	}
+	return resp, nil
 }
 
 func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdingPublisher) *service {
@@ -38,6 +90,7 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 		now:              time.Now,
 		loadConfig:       loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs)), os.Getenv(config.EnvConfig)),
 		ops:              map[string]*operation{},
+		stdio:            map[stdioKey]*heldStdio{},
 	}
 }
 

@@ -49,7 +49,9 @@ func TestCheckStdio(t *testing.T) {
 		{"fifo://" + fifo, false},
 		{"http://example/x", false},
 	} {
-		err := checkStdio("task", "", tc.uri, "", allow)
+		in, out, errp := "", tc.uri, ""
+		h, err := holdStdio("task", &in, &out, &errp, allow)
+		h.release()
 		if tc.ok != (err == nil) {
 			t.Errorf("%q: %v, want admitted %v", tc.uri, err, tc.ok)
 			continue
@@ -59,7 +61,50 @@ func TestCheckStdio(t *testing.T) {
 			t.Errorf("%q: %v, want a stdio_uri refusal naming stdout", tc.uri, err)
 		}
 	}
-	if err := checkStdio("exec", "file:///etc/shadow", "", "", nil); err == nil || !strings.Contains(err.Error(), "exec's stdin") {
+	in, out, errp := "file:///etc/shadow", "", ""
+	if _, err := holdStdio("exec", &in, &out, &errp, nil); err == nil || !strings.Contains(err.Error(), "exec's stdin") {
 		t.Errorf("exec stdin file://: %v", err)
+	}
+}
+
+// TestHoldStdioSwap: the FIFO admitted is the FIFO the inner service
+// opens. Once held, the client's path swapped for a symlink to a host
+// file changes nothing: the request names the held FIFO, and State maps
+// it back to the client's path.
+func TestHoldStdioSwap(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "out")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, out, errp := "", fifo, ""
+	h, err := holdStdio("task", &in, &out, &errp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.release()
+	if !strings.HasPrefix(out, "/proc/self/fd/") {
+		t.Fatalf("the request names %q, not the held FIFO", out)
+	}
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, fifo); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(out, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		t.Fatalf("%s after the swap: mode %#o, %v; want the FIFO", out, st.Mode&unix.S_IFMT, err)
+	}
+	if got := h.client(out); got != fifo {
+		t.Errorf("State would report %q, want the client's %q", got, fifo)
+	}
+	h.release()
+	if err := unix.Stat(out, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+		t.Error("the FIFO is still held after release")
 	}
 }

@@ -84,6 +84,10 @@ func checkMounts(mounts []specs.Mount, op Operator) (cgroupMount string, cgroupB
 		if recursive {
 			subs = submounts(src, op)
 		}
+		if t := exposedFS(src, recursive, subs, op); t != "" {
+			return "", -1, refuse(RuleKernelFSExposed, field,
+				"the spec binds %s, which carries %s into the container; read-only does not help: /proc/<pid>/root and /proc/<pid>/fd are links out of the bind into every process's files, debugfs, tracefs, securityfs and bpffs show the host kernel's state; drop the bind (bind the files you need from elsewhere)", src, t)
+		}
 		fs, err := bindFS(src, recursive, subs, op)
 		if err != nil {
 			return "", -1, refuse(RuleWritableKernelMount, field,
@@ -132,11 +136,45 @@ func checkFSMount(m specs.Mount, field string) error {
 			"the spec mounts a %q filesystem at %s, which is not a type containerd's default spec uses; mount it on the host and bind it, or drop it", m.Type, m.Destination)
 	case m.Type == "proc" && path.Clean(m.Destination) == "/proc":
 		return nil // containerd's own; /proc paths are guarded by maskedPaths/readonlyPaths
+	case slices.Contains(exposedTypes, m.Type) && m.Type != "proc":
+		return refuse(RuleKernelFSExposed, field,
+			"the spec mounts %s at %s, the host kernel's state (read-only or not; no default spec mounts it); drop it (no --privileged)", m.Type, m.Destination)
 	case readOnly(m.Options, false):
 		return nil
 	}
 	return refuse(RuleWritableKernelMount, field,
 		"the spec mounts %s at %s writable, which would let the workload reconfigure the host kernel; add the ro option, or drop it (no --privileged)", m.Type, m.Destination)
+}
+
+// exposedTypes are the kernel filesystems no bind may carry into a
+// container, read-only or not (RuleKernelFSExposed); a proc mount goes
+// only to /proc (checkFSMount, checkKernelFSDestinations).
+var exposedTypes = []string{"proc", "debugfs", "tracefs", "securityfs", "bpf"}
+
+// exposedFS names the exposedTypes filesystem a bind of src carries: src
+// under /proc (or, recursive, an ancestor of it), a submount of one of
+// those types, or src itself on one (the operator's FSTyper); "" when
+// none.
+func exposedFS(src string, recursive bool, subs []string, op Operator) string {
+	if under(src, "/proc") || (recursive && under("/proc", src)) {
+		return "procfs (the host's /proc)"
+	}
+	for _, t := range subs {
+		if slices.Contains(exposedTypes, t) {
+			return t + " (mounted beneath " + src + ")"
+		}
+	}
+	if op.FSTyper == nil {
+		return ""
+	}
+	magic, err := op.FSTyper(src)
+	if err != nil {
+		return "" // bindFS refuses what it cannot type
+	}
+	if t := kernelMagics[magic]; slices.Contains(exposedTypes, t) {
+		return t
+	}
+	return ""
 }
 
 // bindFS names the kernel filesystem a bind source is (by well-known root, then by the

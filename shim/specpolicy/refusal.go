@@ -39,6 +39,10 @@ const (
 	RuleIOPriority          = "io_priority"
 	RuleOOMScoreAdj         = "oom_score_adj"
 	RuleKernelFSDestination = "kernel_fs_destination"
+	// RuleKernelFSExposed: procfs (a bind of the host's /proc, read-only
+	// or not: /proc/<pid>/root is a magic link out of any bind), debugfs,
+	// tracefs, securityfs or bpffs in the container, mounted or bound.
+	RuleKernelFSExposed = "kernel_fs_exposed"
 	RuleCgroupBind          = "cgroup_bind"
 	RuleRootfsMount         = "rootfs_mount"
 )

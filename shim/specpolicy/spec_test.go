@@ -127,7 +127,22 @@ func TestCheckSpecRefusals(t *testing.T) {
 		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
 		{"debugfs_rw", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "debugfs", Source: "debugfs"})
-		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
+		}, Grants{}, Operator{}, RuleKernelFSExposed, "mounts[7]"},
+		{"debugfs_ro", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "debugfs", Source: "debugfs", Options: []string{"ro"}})
+		}, Grants{}, Operator{}, RuleKernelFSExposed, "mounts[7]"},
+		{"tracefs_bpf_securityfs_ro", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/t", Type: "tracefs", Source: "tracefs", Options: []string{"ro"}})
+		}, Grants{}, Operator{}, RuleKernelFSExposed, "mounts[7]"},
+		{"bind_proc_ro", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/hp", Type: "bind", Source: "/proc", Options: []string{"rbind", "ro"}})
+		}, Grants{}, Operator{}, RuleKernelFSExposed, "mounts[7]"},
+		{"bind_proc_pid_rro", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/hp", Type: "bind", Source: "/proc/1", Options: []string{"bind", "rro"}})
+		}, Grants{}, Operator{}, RuleKernelFSExposed, "mounts[7]"},
+		{"rbind_root_rro", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/host", Type: "bind", Source: "/", Options: []string{"rbind", "rro"}})
+		}, Grants{}, Operator{}, RuleRuntimeSocket, "mounts[7]"},
 		{"bind_sys_kernel_debug", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/sys/kernel/debug", Options: []string{"rbind", "rw"}})
 		}, Grants{}, Operator{}, RuleWritableKernelMount, "mounts[7]"},
