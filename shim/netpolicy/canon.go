@@ -118,7 +118,13 @@ func renderExpr(name string, data []byte) string {
 	case "payload":
 		e = &expr.Payload{}
 	case "ct":
-		e = &expr.Ct{}
+		// v0.3.0's Ct decoder ignores NFTA_CT_SREG: a write (`ct
+		// label set`) would read back as a load into register 0.
+		c, err := decodeCt(data)
+		if err != nil {
+			return fmt.Sprintf("undecodable ct %s: %v", hex.EncodeToString(data), err)
+		}
+		return canon(c)
 	case "objref":
 		e = &expr.Objref{}
 	case "limit":
@@ -253,6 +259,36 @@ func decodeBitwise(data []byte) (*expr.Bitwise, error) {
 		}
 	}
 	return b, nil
+}
+
+// decodeCt accepts a load (NFTA_CT_DREG) or a write (NFTA_CT_SREG) of one
+// key, as build emits them: no direction, no other attribute, never both
+// registers, else an error, so it never reads as the plan.
+func decodeCt(data []byte) (*expr.Ct, error) {
+	c := &expr.Ct{}
+	regs := 0
+	for a := range attrsOf(data) {
+		v, err := a.u32()
+		if err != nil {
+			return nil, err
+		}
+		switch a.typ {
+		case unix.NFTA_CT_KEY:
+			c.Key = expr.CtKey(v)
+		case unix.NFTA_CT_DREG:
+			c.Register = v
+			regs++
+		case unix.NFTA_CT_SREG:
+			c.Register, c.SourceRegister = v, true
+			regs++
+		default:
+			return nil, fmt.Errorf("unknown attribute %d", a.typ)
+		}
+	}
+	if regs != 1 {
+		return nil, fmt.Errorf("%d registers", regs)
+	}
+	return c, nil
 }
 
 // decodeFib accepts the fib expressions the library can express (one of

@@ -56,8 +56,9 @@ type ServeCount struct {
 // or AllowedOutside), and ServedConnections the SYN-ACKs among them: one
 // per TCP connection answered, retransmissions included. In cgroup scope a
 // SYN-ACK has no full socket, so no cgroup: policy accept lets it pass and
-// a count-only rule counts it in Served and ServedConnections, from
-// whichever socket of the shared namespace sent it from a served port.
+// a count-only rule counts it in Served and ServedConnections when it
+// leaves a served port on a flow whose SYN reached a listener of the
+// cgroup (the serve label).
 // ServeCounts is per port, the element counters of serve_used; their
 // sum is at most Served (a count the kernel could not add is lost).
 type Counters struct {

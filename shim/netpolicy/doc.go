@@ -23,7 +23,8 @@
 //	set nd6     { type icmpv6_type }                                 only with IPv6 tuples or served ports
 //	chain input { type filter hook input priority filter; policy accept;   with served ports only
 //	  C' iif != lo meta l4proto . th dport @serve fib saddr . iif oif missing → served_spoofed, drop
-//	  C' iif lo meta l4proto . th dport @serve fib saddr type != local        → served_spoofed, drop }
+//	  C' iif lo meta l4proto . th dport @serve fib saddr type != local        → served_spoofed, drop
+//	  C' meta l4proto . th dport @serve ct label set 26                        (the flow may be answered) }
 //	  (C' is C in cgroup scope, nothing in netns scope)
 //	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
 //	  N(C, allowed)
@@ -54,9 +55,9 @@
 //	each starting with M (nothing for "-") and counting in counter,
 //	where every rule matching a set X comes after its twin that only
 //	adds the key to X_used (`M … @X add @X_used { key counter }`, left out below):
-//	  M ct direction reply tcp flags & (syn|ack) == syn|ack meta l4proto . th sport @serve
+//	  M ct direction reply ct label 26 tcp flags & (syn|ack) == syn|ack meta l4proto . th sport @serve
 //	                                              → served, served_conn, accept
-//	  M ct direction reply meta l4proto . th sport @serve → served, accept
+//	  M ct direction reply ct label 26 meta l4proto . th sport @serve → served, accept
 //	  (these two are S(M), only with served ports; never counted in counter)
 //	  M oif lo                                    → accept   (loopback: allow)
 //	  M ip daddr . meta l4proto . th dport @allow4 → accept
@@ -94,16 +95,16 @@
 // may be anyone that reaches the port. A connection the container opens is
 // in the original direction whatever its source port, so serving a port
 // lets nothing out that the contract does not allow (its first packet is
-// dropped, and a dropped packet never confirms a conntrack entry). The table
-// has no input chain: inbound packets reach a listener on any port, and
-// only its answers are filtered (served ports' sources are checked, see
-// below). A SYN-ACK leaves from a request socket,
+// dropped, and a dropped packet never confirms a conntrack entry). Inbound
+// packets reach a listener on any port; the input chain only checks the
+// sources of packets to served ports and labels their flows (see below),
+// and only the answers are filtered. A SYN-ACK leaves from a request socket,
 // which has no cgroup: in netns scope the outside copy of S decides it (a
 // port not served gets no SYN-ACK at all); in cgroup scope it passes, as
 // every unattributed packet does, so a client of a port not served
 // completes its handshake and then gets no data; the count-only S(-) at the
-// end counts the SYN-ACKs sent from served ports by whichever socket of the
-// shared namespace sent them.
+// end counts the SYN-ACKs sent from served ports on flows whose SYN reached
+// a listener of the cgroup (the label).
 //
 // Forged peers of served ports. A UDP datagram (or a SYN) from a forged
 // source D to a served port creates a conntrack entry, and the serve accept
@@ -118,6 +119,27 @@
 // that peer is answered, and if the workload was denied that peer earlier
 // the flow sensor reports a deny_then_reach. In cgroup scope only packets
 // whose socket is the cgroup's are checked.
+//
+// So the serve accepts require that check to have happened: the input
+// chain's last rule sets conntrack label bit 26 (serveLabel) on the flow of
+// every packet to a served port that the drops let through, in cgroup scope
+// only when its socket is the cgroup's, and S matches only flows carrying
+// it. Without it, in cgroup scope, a datagram forged from D that arrived
+// before the workload bound the port (no socket: the cgroup's rules skip
+// it) created an entry, and the workload, once bound, "answered" D on it: a
+// peer the contract never allowed, with no reverse-path drop counted. Such
+// an entry stays unlabelled and the workload's packets on it meet the deny
+// rules; a genuine peer that sent before the bind is answered once its
+// next packet, to the cgroup's socket, passes the check and labels the
+// flow (TCP: the SYN to the cgroup's listener). A label, not a ct mark:
+// other software sets whole ct marks, while the kernel only ORs label bits
+// in. An entry created while no rule of the namespace used labels (before
+// the first served table here) has no room for them: it is never answered
+// until it expires; netns scope flushes conntrack at install anyway. The
+// label also holds where a drop comes too late: a forged datagram over lo
+// (another tenant of a shared namespace) has its conntrack entry confirmed
+// at output, before the input chain drops it, and only the missing label
+// keeps the workload from answering it.
 //
 // Non-local sources. The reply and serve accepts trust a packet's source
 // address and port, and a socket bound with IPV6_FREEBIND (no privilege

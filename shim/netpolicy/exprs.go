@@ -2,6 +2,7 @@ package netpolicy
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -168,8 +169,15 @@ func ctReply() []expr.Any {
 // direction whatever its source port, so binding a served port gains an
 // outbound connection nothing: its first packet meets the deny rules, and a
 // dropped packet never confirms a conntrack entry.
+//
+// Only on a flow the input chain labelled (servedFlow): one whose inbound
+// packet to the served port passed the reverse-path rules, and in cgroup
+// scope reached a socket of the cgroup. A conntrack entry a forged
+// datagram created before the workload bound the port (no socket: the
+// input chain's cgroup rules skip it) carries no label, and the workload
+// cannot answer on it.
 func (m matcher) served(set *countedSet, synack, terminal bool) []expr.Any {
-	e := join(m.cgroup(), ctReply())
+	e := join(m.cgroup(), ctReply(), servedFlow())
 	if synack {
 		e = append(e,
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1}, cmpEq(reg1, []byte{ProtoTCP}),
@@ -382,13 +390,70 @@ func (m matcher) servedReversePath(set *countedSet) []expr.Any {
 // local → served_spoofed, drop. Over lo a packet comes from this very
 // namespace, so its source must be one of its addresses; in cgroup scope
 // the table's output rules check only the cgroup's own sockets, and another
-// tenant's forged source would otherwise make the workload answer it.
+// tenant's forged source would otherwise make the workload answer it. The
+// drop alone does not undo the flow: a local packet's conntrack entry is
+// confirmed at output, before it loops back to input. What refuses the
+// answer is that a dropped packet never reaches labelServedFlow.
 func (m matcher) servedLoopback(set *countedSet) []expr.Any {
 	lo := make([]byte, 4)
 	binary.NativeEndian.PutUint32(lo, loIfindex)
 	return join(m.cgroup(), []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyIIF, Register: reg1}, cmpEq(reg1, lo),
 	}, servedPort(set), notLocalSource(), countDrop(counterServedSpoofed))
+}
+
+// serveLabel is the conntrack label bit (`ct label 26`; 0..127, nft(8)
+// prints the number, connlabel.conf may name it) marking a flow on which a
+// served port may answer. A label, not a ct mark: software that sets the
+// whole ct mark (CONNMARK --save-mark, `ct mark set meta mark`) would
+// clear a bit of it or set it with its own value, while a label is only
+// ever added bit by bit (the kernel ORs `ct label set` into the labels;
+// nothing here clears it). OVN, the one known user of labels, uses bits
+// 0, 1 and 32..127. The bit is the same in every gensee table of a
+// namespace: each sets it only on a packet its own reverse-path drops let
+// through, and those test the packet's source, not the table (the table
+// only decides which packets it checks).
+const serveLabel = 26
+
+// labelBits is serveLabel as the kernel keeps the labels: a bitmap of
+// unsigned longs in host byte order (16 bytes, NF_CT_LABELS_MAX_SIZE).
+func labelBits() []byte {
+	b := make([]byte, 16)
+	if bits.UintSize == 64 {
+		binary.NativeEndian.PutUint64(b[serveLabel/64*8:], 1<<(serveLabel%64))
+	} else {
+		binary.NativeEndian.PutUint32(b[serveLabel/32*4:], 1<<(serveLabel%32))
+	}
+	return b
+}
+
+// servedFlow is `ct label 26` as nft(8) compiles it: the flow carries the
+// serve label. A conntrack entry without the labels extension (created
+// while no rule in the namespace used labels: before the first served
+// table was installed) loads as all zeroes and never matches.
+func servedFlow() []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: reg1, Key: expr.CtKeyLABELS},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 16, Mask: labelBits(), Xor: make([]byte, 16)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: make([]byte, 16)},
+	}
+}
+
+// labelServedFlow: cgroup ∧ l4proto . th dport ∈ serve → ct label set 26.
+// In the input chain after servedReversePath and servedLoopback, so only a
+// packet both let through gets here: its flow becomes one the served
+// accepts may answer on. In cgroup scope only a packet whose socket is the
+// cgroup's: a datagram that arrived before the workload bound the port, or
+// for another cgroup's socket, was never checked on the cgroup's behalf,
+// and its flow stays unlabelled until a later packet of it, to the
+// cgroup's socket, passes the check (a genuine peer's retry). The kernel
+// ORs the label in (nf_connlabels_replace with the bit as mask), on an
+// unconfirmed entry as on a confirmed one.
+func (m matcher) labelServedFlow(set *countedSet) []expr.Any {
+	return join(m.cgroup(), servedPort(set), []expr.Any{
+		&expr.Immediate{Register: reg1, Data: labelBits()},
+		&expr.Ct{Register: reg1, SourceRegister: true, Key: expr.CtKeyLABELS},
+	})
 }
 
 // servedPort is `meta l4proto . th dport @serve`: the packet is addressed to

@@ -93,6 +93,7 @@ func nftScript(p *Plan, cgPath string) string {
 		fmt.Fprintf(&b, "\tchain input {\n\t\ttype filter hook input priority filter; policy accept;\n")
 		fmt.Fprintf(&b, "\t\t%siif != lo meta l4proto . th dport @serve fib saddr . iif oif missing counter name \"served_spoofed\" drop comment \"gensee: served ports, source not routed back through its interface (reverse path)\"\n", in)
 		fmt.Fprintf(&b, "\t\t%siif lo meta l4proto . th dport @serve fib saddr type != local counter name \"served_spoofed\" drop comment \"gensee: served ports, non-local source over loopback\"\n", in)
+		fmt.Fprintf(&b, "\t\t%smeta l4proto . th dport @serve ct label set %d comment \"gensee: served ports, label the flow its replies may use\"\n", in, serveLabel)
 		b.WriteString("\t}\n")
 	}
 	fmt.Fprintf(&b, "\tchain output {\n\t\ttype filter hook output priority filter; policy %s;\n", policy)
@@ -103,14 +104,14 @@ func nftScript(p *Plan, cgPath string) string {
 		fmt.Fprintf(&b, "\t\t%s %s comment \"gensee: %s\"\n", match, rest, what)
 	}
 	synack := func(m, note string, verdict string) {
-		counted(m+"ct direction reply tcp flags & (syn | ack) == syn | ack meta l4proto . th sport @serve", "meta l4proto . th sport", "serve",
+		counted(m+fmt.Sprintf("ct direction reply ct label %d tcp flags", serveLabel)+" & (syn | ack) == syn | ack meta l4proto . th sport @serve", "meta l4proto . th sport", "serve",
 			"counter name \"served\" counter name \"served_conn\""+verdict,
 			map[bool]string{true: "served connections answered", false: "count served connections answered"}[verdict != ""]+note)
 	}
 	accepts := func(m, counter, note string) {
 		if serve {
 			synack(m, note, " accept")
-			counted(m+"ct direction reply meta l4proto . th sport @serve", "meta l4proto . th sport", "serve", "counter name \"served\" accept", "replies on served ports"+note)
+			counted(m+fmt.Sprintf("ct direction reply ct label %d meta l4proto . th sport @serve", serveLabel), "meta l4proto . th sport", "serve", "counter name \"served\" accept", "replies on served ports"+note)
 		}
 		if len(p.Allow) > 0 {
 			counted(m+"meta nfproto ipv4 ip daddr . meta l4proto . th dport @allow4", "ip daddr . meta l4proto . th dport", "allow4", fmt.Sprintf("counter name %q accept", counter), "allowed ipv4 tuples"+note)
@@ -227,7 +228,14 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 	for _, m := range []struct{ name, from, to string }{
 		{"syn only", "tcp flags & (syn | ack) == syn | ack", "tcp flags & syn == syn"},
 		{"other port", "tcp . 8080", "tcp . 8088"},
-		{"no direction", "ct direction reply meta l4proto . th sport @serve counter", "meta l4proto . th sport @serve counter"},
+		{"no direction", "ct direction reply ct label 26 meta l4proto . th sport @serve counter", "ct label 26 meta l4proto . th sport @serve counter"},
+		// The serve label: required by the accepts, set by the input
+		// chain, the same bit.
+		{"no label", "ct direction reply ct label 26 meta", "ct direction reply meta"},
+		{"label other bit", "ct direction reply ct label 26 meta", "ct direction reply ct label 27 meta"},
+		{"label set other bit", "ct label set 26", "ct label set 27"},
+		{"label set on sport", "meta l4proto . th dport @serve ct label set", "meta l4proto . th sport @serve ct label set"},
+		{"label as mark", "ct label set 26", "ct mark set 0x4000000"},
 		{"dport", "meta l4proto . th sport @serve counter", "meta l4proto . th dport @serve counter"},
 		// What the used sets count: the key added, the set added to,
 		// how, and that the set counts at all.

@@ -3,14 +3,20 @@ package netpolicy
 // Root tests of the served ports' reverse-path check: a datagram with a
 // forged source D sent to a served UDP port must not make the workload
 // exchange datagrams with D, over IPv4 and IPv6, in both scopes; genuine
-// peers on either interface still get their answers. The test then flushes
-// the input chain and shows the bypass it closes is real.
+// peers on either interface still get their answers. The test then deletes
+// the input chain's drops and shows the bypass they close is real.
+// TestRootServeBeforeBind: a datagram forged before the workload binds the
+// port meets no socket of the cgroup; its flow is never labelled, and the
+// workload cannot answer on it.
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,9 +183,10 @@ func testServeReversePath(t *testing.T, scope Scope) {
 		t.Errorf("genuine peer after forging: %v", err)
 	}
 
-	// Control: without the input chain's rules the same datagrams make
-	// the workload answer D on both families.
-	tp.client.Nft(t, "flush", "chain", "inet", p.Table, "input")
+	// Control: without the input chain's drops the same datagrams make
+	// the workload answer D on both families (the label rule stays: it
+	// now labels the forged flows too).
+	deleteRules(t, tp, p, "input", `served ports, (?:source not routed back|non-local source over loopback)`)
 	forge(t, tp)
 	got := far.take()
 	slices.Sort(got)
@@ -187,5 +194,267 @@ func testServeReversePath(t *testing.T, scope Scope) {
 	if !slices.Equal(got, want) {
 		t.Logf("counters: %+v; flows %+v", countersT(t, tp, p), flowsWith(t, tp, farD4))
 		t.Errorf("control without the check: D received from %v, want %v (the bypass the check closes)", got, want)
+	}
+}
+
+// deleteRules deletes the rules of chain whose comment matches re.
+func deleteRules(t *testing.T, tp *topology, p *Plan, chain, re string) {
+	t.Helper()
+	out := tp.client.Nft(t, "-a", "list", "chain", "inet", p.Table, chain)
+	hs := regexp.MustCompile(`comment "gensee: (?:`+re+`)[^"]*" # handle (\d+)`).FindAllStringSubmatch(out, -1)
+	if len(hs) == 0 {
+		t.Fatalf("no rule matching %q in\n%s", re, out)
+	}
+	for _, h := range hs {
+		tp.client.Nft(t, "delete", "rule", "inet", p.Table, chain, "handle", h[1])
+	}
+}
+
+// peerUDPFrom sends one datagram from local in namespace n to addr and
+// waits for its echo: a peer that keeps its source port across attempts.
+func peerUDPFrom(n *kerneltest.Netns, local, addr string) error {
+	return n.Do(func() error {
+		la, err := net.ResolveUDPAddr("udp", local)
+		if err != nil {
+			return err
+		}
+		ra, err := net.ResolveUDPAddr("udp", addr)
+		if err != nil {
+			return err
+		}
+		c, err := net.DialUDP("udp", la, ra)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return echo(c, []byte("gensee-served-udp"), time.Now().Add(1500*time.Millisecond))
+	})
+}
+
+// forgedFlows is the conntrack entries of the forged datagrams (from D's
+// port farDPort), both families, and whether any carries the serve label.
+func forgedFlows(t *testing.T, tp *topology) (n int, labelled bool) {
+	t.Helper()
+	for _, d := range []string{farD4, farD6} {
+		for _, fl := range flowsWith(t, tp, d) {
+			if fl.TupleOrig.Proto.SourcePort == farDPort {
+				n++
+				labelled = labelled || hasServeLabel(fl.Labels)
+			}
+		}
+	}
+	return n, labelled
+}
+
+func hasServeLabel(l []byte) bool {
+	want := labelBits()
+	for i := range want {
+		if i < len(l) && l[i]&want[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// The red team's bypass: in cgroup scope the reverse-path check sees only
+// packets whose socket is the cgroup's, so a datagram forged from D to the
+// served port before the workload binds it passes and leaves a conntrack
+// entry. The workload then binds the port and sends to D from it: on the
+// reply direction of that entry, which the served accept took for an
+// answer. Now the flow carries no serve label and the send is denied; a
+// genuine peer that sent before the bind is answered once it retries; and
+// the served accept as it was before the label (the control) lets the
+// workload reach D on the same entries.
+func TestRootServeBeforeBind(t *testing.T) {
+	roottest.Require(t)
+	for _, scope := range []Scope{ScopeCgroup, ScopeNetns} {
+		t.Run(string(scope), func(t *testing.T) { testServeBeforeBind(t, scope) })
+	}
+}
+
+func testServeBeforeBind(t *testing.T, scope Scope) {
+	tp := newTopology(t)
+	far := newFarPeer(t, tp)
+	n := spec.Network{Mode: spec.NetworkDenyAll, Serve: []spec.ServeRule{{Proto: "udp", Port: 8080}}}
+	p := scopedPlanT(t, tp, "op-bind-", n, scope)
+	genuine := []string{farLocal4 + ":8080", "[" + farLocal6 + "]:8080"}
+
+	// Before any socket is bound to the served port: the forged
+	// datagrams, and a genuine peer (D's address, its own port 6000)
+	// that gets no answer (port unreachable). The attacker resolves its
+	// neighbour first: a forged IPv6 datagram queued behind a neighbour
+	// solicitation from a source it does not own can be lost.
+	warmNeighbors(t, tp)
+	forge(t, tp)
+	for _, a := range genuine {
+		if err := peerUDPFrom(far.ns, ":6000", a); err == nil {
+			t.Fatalf("genuine peer %s answered before anything listens", a)
+		}
+	}
+	c0 := countersT(t, tp, p)
+	t.Logf("counters after forging before the bind: %+v", c0)
+	flows, labelled := forgedFlows(t, tp)
+	switch scope {
+	case ScopeCgroup:
+		// No socket received them: the cgroup's input rules skipped
+		// them, and conntrack holds both flows, unlabelled.
+		if flows != 2 || labelled || c0.ServedSpoofed != (Count{}) {
+			t.Fatalf("forged before the bind: %d flows (labelled %v), served_spoofed %+v; want 2 unlabelled flows, nothing dropped", flows, labelled, c0.ServedSpoofed)
+		}
+	case ScopeNetns:
+		// Every packet to a served port is checked: dropped, no flow.
+		if flows != 0 || c0.ServedSpoofed.Packets != 2 {
+			t.Fatalf("forged before the bind: %d flows, served_spoofed %+v; want none, 2 dropped", flows, c0.ServedSpoofed)
+		}
+	}
+
+	// The workload binds the served port and sends to D from it, on the
+	// forged entries' reply direction: denied, D hears nothing.
+	send := func() {
+		for _, d := range []string{farD4 + ":5353", "[" + farD6 + "]:5353"} {
+			probe(t, tp.h, tp.ctr, tp.client, "udp@:8080", d) // D never echoes: the error is expected
+		}
+	}
+	send()
+	if got := far.take(); len(got) > 0 {
+		t.Errorf("the workload reached D from the served port on a flow forged before the bind: D received from %v", got)
+	}
+	c1 := countersT(t, tp, p)
+	t.Logf("counters after the workload's sends: %+v", c1)
+	if c1.Denied.Packets-c0.Denied.Packets != 2 || c1.Served != c0.Served {
+		t.Errorf("the workload's sends to D: denied %+v → %+v (want 2 more), served %+v → %+v (want unchanged)", c0.Denied, c1.Denied, c0.Served, c1.Served)
+	}
+
+	// A genuine peer that sent before the bind is answered when it
+	// retries, from the same port (the same conntrack entry, now
+	// labelled by its retry).
+	srv := startServerKind(t, tp.h, tp.ctr, tp.client, "serve-udp", ":8080")
+	for _, a := range genuine {
+		if err := peerUDPFrom(far.ns, ":6000", a); err != nil {
+			t.Errorf("genuine peer %s retrying after the bind: %v", a, err)
+		}
+	}
+	if err := ReadBack(ctxT(t), tp.client.FD, p); err != nil {
+		t.Errorf("ReadBack after traffic: %v", err)
+	}
+	if scope != ScopeCgroup {
+		return
+	}
+
+	// Control: the served reply accept as it was before the label (no
+	// `ct label`) lets the workload reach D on the same forged entries.
+	srv.Process.Kill()
+	srv.Wait()
+	if flows, labelled := forgedFlows(t, tp); flows != 2 || labelled {
+		t.Fatalf("before the control: %d forged flows (labelled %v), want 2 unlabelled", flows, labelled)
+	}
+	unlabelServeRules(t, tp, p)
+	send()
+	got := far.take()
+	slices.Sort(got)
+	if want := []string{farLocal4 + ":8080", "[" + farLocal6 + "]:8080"}; !slices.Equal(got, want) {
+		t.Errorf("control without the label: D received from %v, want %v (the bypass the label closes)", got, want)
+	}
+}
+
+// warmNeighbors has the server namespace resolve the client's addresses on
+// their shared link (one datagram each to a port nothing listens on).
+func warmNeighbors(t *testing.T, tp *topology) {
+	t.Helper()
+	if err := tp.server.Do(func() error {
+		for _, a := range []string{"192.0.2.1:9", "[2001:db8::1]:9"} {
+			c, err := net.Dial("udp", a)
+			if err != nil {
+				return err
+			}
+			c.Write([]byte("gensee-warm"))
+			c.Close()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+}
+
+// unlabelServeRules replaces every rule of the output chain that requires
+// the serve label with the same rule without it: the serve accepts (and
+// their counting twins) as they were before the label.
+func unlabelServeRules(t *testing.T, tp *topology, p *Plan) {
+	t.Helper()
+	label := fmt.Sprintf("ct label %d ", serveLabel)
+	out := tp.client.Nft(t, "-a", "list", "chain", "inet", p.Table, "output")
+	n := 0
+	for _, m := range regexp.MustCompile(`(?m)^\s*(.*`+label+`.*) # handle (\d+)$`).FindAllStringSubmatch(out, -1) {
+		tp.client.Nft(t, "replace", "rule", "inet", p.Table, "output", "handle", m[2], strings.Replace(m[1], label, "", 1))
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("no rule requires the serve label in\n%s", out)
+	}
+	if after := tp.client.Nft(t, "list", "chain", "inet", p.Table, "output"); strings.Contains(after, label) {
+		t.Fatalf("the serve label is still required:\n%s", after)
+	}
+}
+
+// Another cgroup of a shared namespace forges R's source towards the
+// workload's bound served port over lo. The input chain drops the datagram
+// (served_spoofed), but a local packet's conntrack entry is confirmed at
+// output, before the input chain sees it: the entry outlives the drop.
+// Only the label keeps the workload from answering R on it; the control
+// shows the serve accepts without it did.
+func TestRootServeLoopbackForgedOutside(t *testing.T) {
+	roottest.Require(t)
+	tp := newTopology(t)
+	world := newWorldReceiver(t, tp)
+	n := spec.Network{Mode: spec.NetworkDenyAll, Serve: []spec.ServeRule{{Proto: "udp", Port: 8082}}}
+	p := scopedPlanT(t, tp, "op-lofo-", n, ScopeCgroup)
+	srv := startServerKind(t, tp.h, tp.ctr, tp.client, "serve-udp", ":8082")
+
+	c0 := countersT(t, tp, p)
+	tp.spoof(t, tp.other, "["+spoofR6+"]:7777>[2001:db8::1]:8082,"+spoofR4+":7777>192.0.2.1:8082")
+	c1 := countersT(t, tp, p)
+	if c1.ServedSpoofed.Packets-c0.ServedSpoofed.Packets != 2 {
+		t.Errorf("served_spoofed %+v → %+v, want 2 more", c0.ServedSpoofed, c1.ServedSpoofed)
+	}
+	entries := 0
+	for _, r := range []string{spoofR6, spoofR4} {
+		for _, fl := range flowsWith(t, tp, r) {
+			entries++
+			if hasServeLabel(fl.Labels) {
+				t.Errorf("the forged flow is labelled: %+v", fl)
+			}
+		}
+	}
+	if entries != 2 {
+		t.Fatalf("conntrack entries of the dropped forged datagrams: %d, want 2 (confirmed at output)", entries)
+	}
+
+	// The workload binds the port and answers R on those entries.
+	srv.Process.Kill()
+	srv.Wait()
+	send := func() {
+		for _, r := range []string{"[" + spoofR6 + "]:7777", spoofR4 + ":7777"} {
+			probe(t, tp.h, tp.ctr, tp.client, "udp@:8082", r) // R never echoes
+		}
+	}
+	send()
+	if got := world.take(); len(got) > 0 {
+		t.Errorf("the workload answered the forged R: R heard %v", got)
+	}
+	if c2 := countersT(t, tp, p); c2.Denied.Packets-c1.Denied.Packets != 2 || c2.Served != c1.Served {
+		t.Errorf("counters %+v → %+v: want 2 more denied, nothing served", c1, c2)
+	}
+	if err := ReadBack(ctxT(t), tp.client.FD, p); err != nil {
+		t.Errorf("ReadBack after traffic: %v", err)
+	}
+
+	// Control: the serve accepts without the label.
+	unlabelServeRules(t, tp, p)
+	send()
+	got := world.take()
+	slices.Sort(got)
+	if want := []string{"192.0.2.1:8082", "[2001:db8::1]:8082"}; !slices.Equal(got, want) {
+		t.Errorf("control without the label: R heard %v, want %v", got, want)
 	}
 }

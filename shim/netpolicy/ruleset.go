@@ -309,8 +309,9 @@ func build(p *Plan) *ruleset {
 		// (TCP Fast Open's, sent by the child socket, excepted). This
 		// rule only counts those sent from a served port, so
 		// served_conn counts connections in this scope too; it accepts
-		// nothing, and in a shared namespace it cannot tell whose
-		// listener answered.
+		// nothing. Like every serve rule it requires the serve label,
+		// which the input chain sets here only when the SYN reached a
+		// listener of the cgroup.
 		if sets.serve != nil {
 			counted(rule, matcher{}, "count served connections answered"+outsideNote, func(m matcher) []expr.Any { return m.served(sets.serve, true, false) })
 		}
@@ -339,9 +340,11 @@ func build(p *Plan) *ruleset {
 
 // serveInput adds the input chain: a served port takes packets only from
 // sources that route back where they came from (servedReversePath), over lo
-// only from the namespace's own addresses (servedLoopback). In cgroup scope
-// both match only packets whose socket is the cgroup's; in netns scope every
-// packet to a served port. Policy accept: this chain filters nothing else
+// only from the namespace's own addresses (servedLoopback), and the flow of
+// every packet they let through gets the serve label (labelServedFlow),
+// which the output chain's served accepts require. In cgroup scope all
+// three match only packets whose socket is the cgroup's; in netns scope
+// every packet to a served port. Policy accept: this chain filters nothing else
 // inbound. Its rules come before the output chain's in rs.rules, as a dump
 // lists them (chains in the order they were added).
 func serveInput(rs *ruleset, rule func(*nftables.Chain, string, []expr.Any), p *Plan, cg *nftables.Set, serve *countedSet) {
@@ -358,6 +361,7 @@ func serveInput(rs *ruleset, rule func(*nftables.Chain, string, []expr.Any), p *
 	}
 	rule(in, "gensee: served ports, source not routed back through its interface (reverse path)", m.servedReversePath(serve))
 	rule(in, "gensee: served ports, non-local source over loopback", m.servedLoopback(serve))
+	rule(in, "gensee: served ports, label the flow its replies may use", m.labelServedFlow(serve))
 }
 
 // outsideNote ends the comment of every netns-scope rule for packets the

@@ -104,11 +104,19 @@ func servedExprs(prefix []expr.Any, synack, terminal bool) []string {
 	return canonAll(e...)
 }
 
-// servedMatch: ct direction reply (SYN-ACK), l4proto . th sport ∈ serve.
+// label26 is conntrack label bit 26 as nft(8) 1.0.6 compiles `ct label
+// 26` on a little-endian host (the kernel's bitmap of unsigned longs).
+var label26 = []byte{0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+// servedMatch: ct direction reply, ct label 26, (SYN-ACK), l4proto . th
+// sport ∈ serve.
 func servedMatch(prefix []expr.Any, synack bool) []expr.Any {
 	e := append(slices.Clone(prefix),
 		&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}})
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}},
+		&expr.Ct{Register: 1, Key: expr.CtKeyLABELS},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 16, Mask: label26, Xor: make([]byte, 16)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 16)})
 	if synack {
 		e = append(e,
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
@@ -127,7 +135,19 @@ func servedMatch(prefix []expr.Any, synack bool) []expr.Any {
 const (
 	rpfComment   = "gensee: served ports, source not routed back through its interface (reverse path)"
 	rpfLoComment = "gensee: served ports, non-local source over loopback"
+	labelComment = "gensee: served ports, label the flow its replies may use"
 )
+
+// servedLabelExprs is what nft(8) 1.0.6 emits for `meta l4proto . th dport
+// @serve ct label set 26`, after prefix.
+func servedLabelExprs(prefix []expr.Any) []string {
+	return canonAll(append(slices.Clone(prefix),
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Lookup{SourceRegister: 1, SetName: "serve"},
+		&expr.Immediate{Register: 1, Data: label26},
+		&expr.Ct{Register: 1, SourceRegister: true, Key: expr.CtKeyLABELS})...)
+}
 
 // servedRPFExprs is what nft(8) 1.0.6 emits for `iif != lo meta l4proto .
 // th dport @serve fib saddr . iif oif missing counter name
@@ -175,7 +195,7 @@ func TestBuildServe(t *testing.T) {
 		served map[string][]string
 	}{
 		{ScopeCgroup, []string{
-			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback",
+			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback", labelComment,
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
@@ -186,6 +206,7 @@ func TestBuildServe(t *testing.T) {
 		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "source_routed", "served", "served_conn", "served_spoofed"}, map[string][]string{
 			rpfComment:   servedRPFExprs(cgPrefix),
 			rpfLoComment: servedRPFLoExprs(cgPrefix),
+			labelComment: servedLabelExprs(cgPrefix),
 			"gensee: count per element, served connections answered":                           servedCount(cgPrefix, true),
 			"gensee: served connections answered":                                              servedExprs(cgPrefix, true, true),
 			"gensee: count per element, replies on served ports":                               servedCount(cgPrefix, false),
@@ -194,7 +215,7 @@ func TestBuildServe(t *testing.T) {
 			"gensee: count served connections answered, outside the cgroup":                    servedExprs(nil, true, false), // count only, the last rule
 		}},
 		{ScopeNetns, []string{
-			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback",
+			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback", labelComment,
 			"gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
@@ -210,6 +231,7 @@ func TestBuildServe(t *testing.T) {
 		}, []string{"allowed", "denied", "denied_kernel", "spoofed", "source_routed", "allowed_outside", "denied_outside", "served", "served_conn", "served_spoofed"}, map[string][]string{
 			rpfComment:                            servedRPFExprs(nil),
 			rpfLoComment:                          servedRPFLoExprs(nil),
+			labelComment:                          servedLabelExprs(nil),
 			"gensee: served connections answered": servedExprs(cgPrefix, true, true),
 			"gensee: replies on served ports":     servedExprs(cgPrefix, false, true),
 			"gensee: count per element, served connections answered, outside the cgroup": servedCount(nil, true),
@@ -260,13 +282,20 @@ func TestBuildServe(t *testing.T) {
 			if !slices.Equal(serve.ports, p.Serve) {
 				t.Errorf("serve ports = %v, want %v", serve.ports, p.Serve)
 			}
-			// No rule but the count-only one lacks a verdict; no serve
-			// rule in cgroup scope accepts without the cgroup match.
+			// No rule but the count-only one and the label lacks a
+			// verdict; no serve rule in cgroup scope accepts or labels
+			// without the cgroup match.
 			for i, r := range rs.rules {
 				es := r.nft.Exprs
 				_, isVerdict := es[len(es)-1].(*expr.Verdict)
 				_, isLog := es[len(es)-1].(*expr.Log)
 				countOnly := tc.scope == ScopeCgroup && i == len(rs.rules)-1
+				if comments(rs)[i] == labelComment {
+					if _, ok := es[0].(*expr.Socket); ok != (tc.scope == ScopeCgroup) {
+						t.Errorf("label rule starts with %T in %s scope", es[0], tc.scope)
+					}
+					continue
+				}
 				if strings.HasPrefix(comments(rs)[i], countPrefix) {
 					continue // checkCountedPairs
 				}
@@ -333,7 +362,7 @@ func TestDiffServeDrift(t *testing.T) {
 			rs.rules[reply].exprs = slices.Delete(slices.Clone(rs.rules[reply].exprs), 2, 4)
 		}, fmt.Sprintf("rule %d (gensee: replies on served ports) changed", reply)},
 		{"served before the non-local source check", func(rs *ruleset) {
-			rs.rules[4], rs.rules[reply] = rs.rules[reply], rs.rules[4]
+			rs.rules[5], rs.rules[reply] = rs.rules[reply], rs.rules[5]
 		}, "gensee: deny non-local source"},
 		{"reverse path loosened", func(rs *ruleset) {
 			i := ruleAt(t, rs, rpfComment)
@@ -343,6 +372,21 @@ func TestDiffServeDrift(t *testing.T) {
 		{"reverse path gone", func(rs *ruleset) {
 			rs.rules = slices.Delete(rs.rules, 0, 1)
 		}, "(gensee: served ports, source not routed back through its interface (reverse path)) is missing"},
+		{"reply rule loses its label", func(rs *ruleset) {
+			rs.rules[reply].exprs = slices.Delete(slices.Clone(rs.rules[reply].exprs), 4, 7)
+		}, fmt.Sprintf("rule %d (gensee: replies on served ports) changed", reply)},
+		{"reply rule checks another label", func(rs *ruleset) {
+			rs.rules[reply].exprs = slices.Clone(rs.rules[reply].exprs)
+			rs.rules[reply].exprs[5] = canon(&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 16, Mask: make([]byte, 16), Xor: make([]byte, 16)})
+		}, fmt.Sprintf("rule %d (gensee: replies on served ports) changed", reply)},
+		{"label rule gone", func(rs *ruleset) {
+			rs.rules = slices.Delete(rs.rules, 2, 3)
+		}, "(gensee: served ports, label the flow its replies may use) is missing"},
+		{"label rule sets another label", func(rs *ruleset) {
+			i := ruleAt(t, rs, labelComment)
+			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
+			rs.rules[i].exprs[3] = canon(&expr.Immediate{Register: 1, Data: make([]byte, 16)})
+		}, "(gensee: served ports, label the flow its replies may use) changed"},
 		{"input chain moved to prerouting", func(rs *ruleset) {
 			c := *rs.chains[0]
 			c.Hooknum = nftables.ChainHookPrerouting
@@ -504,4 +548,49 @@ func TestDecodeFib(t *testing.T) {
 			t.Errorf("%s: decoded as %s, want undecodable", name, got)
 		}
 	}
+}
+
+// decodeCt tells a ct write (`ct label set`) from a load, which v0.3.0's
+// decoder reads alike (it ignores NFTA_CT_SREG), and refuses the rest.
+func TestDecodeCt(t *testing.T) {
+	attrs := func(a ...netlink.Attribute) []byte {
+		b, err := netlink.MarshalAttributes(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	u32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+	key := netlink.Attribute{Type: unix.NFTA_CT_KEY, Data: u32(unix.NFT_CT_LABELS)}
+	dreg := netlink.Attribute{Type: unix.NFTA_CT_DREG, Data: u32(1)}
+	sreg := netlink.Attribute{Type: unix.NFTA_CT_SREG, Data: u32(1)}
+	load, set := servedFlow()[0], labelServedFlow(t)
+	if got, want := decodeExpr("ct", attrs(key, dreg)), canon(load); got != want {
+		t.Errorf("ct load label = %s, want %s", got, want)
+	}
+	if got, want := decodeExpr("ct", attrs(key, sreg)), canon(set); got != want {
+		t.Errorf("ct set label = %s, want %s", got, want)
+	}
+	if canon(load) == canon(set) {
+		t.Errorf("load and set render alike: %s", canon(load))
+	}
+	for name, data := range map[string][]byte{
+		"both registers": attrs(key, dreg, sreg),
+		"no register":    attrs(key),
+		"direction":      attrs(key, dreg, netlink.Attribute{Type: unix.NFTA_CT_DIRECTION, Data: []byte{1}}),
+		"short key":      attrs(netlink.Attribute{Type: unix.NFTA_CT_KEY, Data: []byte{13}}, dreg),
+	} {
+		if got := decodeExpr("ct", data); !strings.HasPrefix(got, "undecodable ct") {
+			t.Errorf("%s: decoded as %s, want undecodable", name, got)
+		}
+	}
+}
+
+// labelServedFlow is the label rule's last expression, the ct write.
+func labelServedFlow(t *testing.T) expr.Any {
+	t.Helper()
+	p := netnsPlan(t, serveNetwork(spec.NetworkDenyAll, spec.ServeRule{Proto: "udp", Port: 53}))
+	rs := build(p)
+	es := rs.rules[ruleAt(t, rs, labelComment)].nft.Exprs
+	return es[len(es)-1]
 }
