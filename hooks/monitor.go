@@ -20,6 +20,7 @@ import (
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/nsfile"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -64,6 +65,9 @@ type operation struct {
 // Grace to pass (finish). It returns when the operation is finished.
 func RunMonitor(ctx context.Context, req MonitorRequest) error {
 	op := &operation{req: req, store: record.Store{Dir: req.Config.StateDir}, pidfd: -1}
+	// The monitor process ends with the operation: its notify commands
+	// end first (each bounded by its deadline).
+	defer notify.Wait()
 	op.log = log.G(ctx).WithField("operation_id", req.OperationID)
 	if err := op.bind(ctx); err != nil {
 		op.report(monitorStatus{Error: err.Error()})
@@ -111,6 +115,13 @@ func RunMonitor(ctx context.Context, req MonitorRequest) error {
 			return nil
 		}
 	}
+}
+
+// notifier is the operation's notify command (notify_command), run as the
+// monitor process runs: root, as the hook that started it.
+func (op *operation) notifier() *notify.Notifier {
+	return notify.New(notify.Config{Argv: op.req.Config.NotifyCommand, OperationID: op.adm.OperationID,
+		ContainerID: op.adm.ContainerID, Runtime: Runtime, Logger: op.log})
 }
 
 func (op *operation) report(ms monitorStatus) {
@@ -186,7 +197,7 @@ func (op *operation) bind(ctx context.Context) error {
 		return err
 	}
 	if op.mon, err = monitor.Open(monitor.Config{OperationID: adm.OperationID, Store: op.store, DenyRule: adm.Contract.Network.Mode,
-		Ctx: ctx, Pub: noPublisher{}, Logger: op.log}, plan); err != nil {
+		Ctx: ctx, Pub: noPublisher{}, Logger: op.log, Notify: op.notifier().Finding}, plan); err != nil {
 		return err
 	}
 	op.mon.OpenReader(int(f.Fd()), plan, adm.Netns != netnsPrivate)

@@ -25,6 +25,7 @@ import (
 	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
@@ -90,12 +91,23 @@ func (r *run) abandon(ctx context.Context, h *held, rf *Refusal) *Refusal {
 	return refused(ctx, r.store, r.cmd.User, rf)
 }
 
+// notifier is the run's notify command (notify_command), run as
+// `gensee boundary run` runs (root, usually through sudo) with its
+// environment; its container id is the operation id.
+func (r *run) notifier() *notify.Notifier {
+	return notify.New(notify.Config{Argv: r.req.Config.NotifyCommand, OperationID: r.id, ContainerID: r.id,
+		Runtime: Runtime, Logger: r.log})
+}
+
 // execute creates the operation and its boundary, runs the wrapper, and
 // runs the exit path. Ordering: record; cgroup (marker first, so a crash
 // leaves nothing unrecorded); table installed and read back with the NFLOG
 // reader already bound; the wrapper born into the cgroup; its mounts; the
 // sensors and the deadline; then the go, and only then the exec.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
+	// The parent ends with the run: its notify commands end first (each
+	// bounded by its deadline), after the exit path.
+	defer notify.Wait()
 	id, err := record.NewOperationID()
 	if err != nil {
 		return nil, err
@@ -153,7 +165,7 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		plan.LogGroup = r.req.Config.LogGroup
 	}
 	if h.mon, err = monitor.Open(monitor.Config{OperationID: id, Store: r.store, DenyRule: r.contract.Network.Mode,
-		Ctx: ctx, Pub: noPublisher{}, Logger: r.log}, plan); err != nil {
+		Ctx: ctx, Pub: noPublisher{}, Logger: r.log, Notify: r.notifier().Finding}, plan); err != nil {
 		return nil, err
 	}
 	h.mon.OpenReader(int(h.netns.Fd()), plan, true)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -249,13 +248,6 @@ func runHelper(argv, env []string, stdin []byte, maxOut int, timeout time.Durati
 		return nil, fmt.Errorf("%s exited %d: %s", argv[0], status, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return stdout.Bytes(), nil
-}
-
-// runBounded runs the operator's notify command; failures are logged.
-func runBounded(op *operation, argv, env []string, timeout time.Duration) {
-	if _, err := runHelper(argv, env, nil, 64<<10, timeout); err != nil {
-		op.logger(context.Background()).WithError(err).Warn("notify command")
-	}
 }
 
 // limitedBuffer drops output past max instead of growing without bound.

@@ -59,7 +59,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		plan.LogGroup = op.cfg.LogGroup
 	}
 	mon, err := monitor.Open(monitor.Config{OperationID: op.id, Store: op.store, DenyRule: op.contract.Network.Mode,
-		Ctx: op.ctx, Pub: op.pub, Logger: op.logger(op.ctx), Notify: func(f spec.Finding) { notify(op, f) }}, plan)
+		Ctx: op.ctx, Pub: op.pub, Logger: op.logger(op.ctx), Notify: notifier(op).Finding}, plan)
 	if err != nil {
 		f.Close()
 		return err

@@ -1,20 +1,27 @@
 package service
 
 import (
-	"os"
-	"time"
+	"context"
+	"os/exec"
 
-	"github.com/gensee/gensee/spec"
+	"github.com/containerd/containerd/v2/pkg/sys/reaper"
+
+	"github.com/gensee/gensee/shim/notify"
 )
 
-// notify runs the operator's notify command for a finding, bounded, with
-// the finding in its environment.
-func notify(op *operation, f spec.Finding) {
-	argv := op.cfg.NotifyCommand
-	if len(argv) == 0 {
-		return
+// notifier is the operation's notify command (notify_command), run as the
+// shim runs: root.
+func notifier(op *operation) *notify.Notifier {
+	return notify.New(notify.Config{Argv: op.cfg.NotifyCommand, OperationID: op.id, ContainerID: op.containerID,
+		Runtime: RuntimeName, Logger: op.logger(context.Background()), Start: reaped})
+}
+
+// reaped starts cmd under the shim's reaper, which reaps every child of
+// this subreaper: cmd.Wait alone would race it for the exit status.
+func reaped(cmd *exec.Cmd) (func() error, error) {
+	ec, err := reaper.Default.Start(cmd)
+	if err != nil {
+		return nil, err
 	}
-	env := append(os.Environ(), "GENSEE_OPERATION_ID="+op.id, "GENSEE_CONTAINER_ID="+op.containerID,
-		"GENSEE_SIGNATURE="+f.Signature, "GENSEE_DETAIL="+f.Detail)
-	go runBounded(op, argv, env, 10*time.Second)
+	return func() error { return notify.ExitStatus(reaper.Default.Wait(cmd, ec)) }, nil
 }
