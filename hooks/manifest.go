@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -51,6 +52,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 			"poststop never came: the monitor finished the operation on its own after the container's init was gone")
 	}
 	effect.Admission(m, a.AdmissionDecision, op.ready)
+	x.Findings, x.FindingsErr = events.Findings(op.store, op.req.OperationID)
 	effect.Exited(m, x.Exit, a.Netns != netnsPrivate)
 	return m
 }

@@ -126,9 +126,13 @@ func nftIn(t *testing.T, n *testNet, args ...string) string {
 
 // TestTableTampered: the host flushes the operation's table while the task
 // runs: control_defeat within 2 s, attention set, an error line logged, and
-// the task keeps running. The task's end clears the attention.
+// the task keeps running. The finding outlives the task: the manifest
+// names it and says drift_detected, attention list shows it after the
+// task was deleted, retention keeps the operation until a person clears
+// it, and the clearing is recorded.
 func TestTableTampered(t *testing.T) {
 	e := startEnv(t, eventsCatalog())
+	e.writeOperatorConfig("[retention]\nmax_age = \"1s\"\n")
 	n := newTestNet(t)
 	e.runDetached("it-ev", "tamper", n.ClientPath, "/bin/sleep", "300")
 	table := e.admissionRecord("it-ev", "tamper")["table"].(string)
@@ -155,8 +159,39 @@ func TestTableTampered(t *testing.T) {
 	e.ctr("it-ev", "tasks", "kill", "-s", "SIGKILL", "tamper")
 	waitStopped(e, "it-ev", "tamper")
 	e.ctr("it-ev", "tasks", "delete", "tamper")
-	if _, ok := e.attention("it-ev", "tamper"); ok {
-		t.Fatalf("attention still set after the task ended")
+	if a, ok := e.attention("it-ev", "tamper"); !ok || len(a.Open()) != 1 {
+		t.Fatalf("after the task ended: attention %+v (set %v), want the finding still open", a, ok)
+	}
+	m := e.manifest("it-ev", "tamper")
+	if len(m.Findings) != 1 || m.Findings[0].Signature != "table_tampered" || m.Enforcement.Network.Status == spec.NetworkEnforced {
+		t.Fatalf("manifest findings %+v, status %s: want the table_tampered finding and not enforced", m.Findings, m.Enforcement.Network.Status)
+	}
+	gensee := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(e.bin, "gensee"), append(args, "--config", e.cfgPath)...).CombinedOutput()
+		return string(out), err
+	}
+	op := e.operation("it-ev", "tamper")
+	if out, _ := gensee("attention", "list"); !strings.Contains(out, op) || !strings.Contains(out, "table_tampered") {
+		t.Errorf("attention list after the task ended:\n%s", out)
+	}
+	if out, _ := gensee("manifest", "show", "--operation", op); !strings.Contains(out, "findings (evidence that a boundary failed)") || !strings.Contains(out, "table_tampered") {
+		t.Errorf("manifest show names no finding:\n%s", out)
+	}
+	if out, _ := gensee("boundary", "audit", "--operation", op); !strings.Contains(out, "table_tampered") {
+		t.Errorf("boundary audit:\n%s", out)
+	}
+	time.Sleep(1100 * time.Millisecond) // past max_age
+	if out, err := gensee("prune", "--dry-run", "--json"); err != nil || strings.Contains(out, op) || !strings.Contains(out, `"attention": 1`) {
+		t.Errorf("prune --dry-run past max_age (%v): want the operation kept for its open finding:\n%s", err, out)
+	}
+	if out, err := gensee("attention", "clear", "--operation", op, "--note", "the test flushed it"); err != nil {
+		t.Fatalf("attention clear: %v\n%s", err, out)
+	}
+	if out, _ := gensee("attention", "list", "--all"); !strings.Contains(out, op) || !strings.Contains(out, " by uid 0") {
+		t.Errorf("attention list --all after the clearing:\n%s", out)
+	}
+	if out, _ := gensee("prune", "--dry-run", "--json"); !strings.Contains(out, op) {
+		t.Errorf("prune --dry-run after the clearing: want the operation prunable:\n%s", out)
 	}
 }
 
@@ -192,6 +227,21 @@ func TestDenyThenReach(t *testing.T) {
 	}
 	if out := e.ctr("it-evallow", "tasks", "ls"); !strings.Contains(lineOf(out, "reach"), "RUNNING") {
 		t.Fatalf("the task did not keep running:\n%s", out)
+	}
+	e.ctr("it-evallow", "tasks", "kill", "-s", "SIGKILL", "reach")
+	waitStopped(e, "it-evallow", "reach")
+	m := e.manifest("it-evallow", "reach")
+	// The deny rules were deleted: the watcher saw the table drift too,
+	// which outranks the defeat in the status; both findings are named.
+	if m.Enforcement.Network.Status == spec.NetworkEnforced || len(m.Findings) == 0 {
+		t.Fatalf("manifest status %s, findings %+v: want not enforced, with the findings", m.Enforcement.Network.Status, m.Findings)
+	}
+	found := false
+	for _, f := range m.Findings {
+		found = found || f.Signature == "deny_then_reach"
+	}
+	if !found {
+		t.Fatalf("manifest findings %+v lack deny_then_reach", m.Findings)
 	}
 }
 

@@ -27,24 +27,48 @@ const (
 // found evidence that a boundary failed.
 const AttentionControlDefeat = "control_defeat"
 
-// Attention is an operation's attention flag (attention.json). The first
-// finding sets it; later findings are appended, never replace it. Only a
-// person (gensee attention clear) or the task ending clears it. It never
-// stops the task.
+// Attention is an operation's attention record (attention.json). The
+// first finding creates it; later findings are appended, never replace
+// one. It outlives the task: the task's end clears nothing, and a person's
+// clearing (gensee attention clear) is recorded on each finding it
+// covered, never deleted. The operation needs attention while any finding
+// is open (not cleared). It never stops the task.
 type Attention struct {
 	OperationID string    `json:"operation_id"`
 	State       string    `json:"state"` // AttentionControlDefeat
 	Findings    []Finding `json:"findings"`
 }
 
+// Open is the findings no person has cleared yet.
+func (a Attention) Open() []Finding {
+	var out []Finding
+	for _, f := range a.Findings {
+		if f.Cleared == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Finding is one control-defeat signature that fired: its name, one
 // sentence saying what was seen, the events it used as evidence (spent: they
-// never flag again), and when it fired on the shim's receive clock.
+// never flag again), when it fired on the shim's receive clock, and, once
+// a person looked, who cleared it and when.
 type Finding struct {
 	Signature string    `json:"signature"`
 	Detail    string    `json:"detail"`
 	Evidence  []Event   `json:"evidence"`
 	At        time.Time `json:"at"`
+	Cleared   *Clearing `json:"cleared,omitempty"`
+}
+
+// Clearing is a person's decision that a finding was looked at: the
+// account that cleared it (as the kernel names the caller), when, and
+// what they noted.
+type Clearing struct {
+	By   string    `json:"by"`
+	At   time.Time `json:"at"`
+	Note string    `json:"note,omitempty"`
 }
 
 // MaxEventDetail is the longest Detail an event may carry, in characters.

@@ -10,28 +10,34 @@ import "time"
 // Slices are omitempty because strict decoding refuses JSON null; an
 // omitted list means "none recorded", never "none happened".
 type Manifest struct {
-	Schema               string           `json:"schema"` // SchemaManifest
-	OperationID          string           `json:"operation_id"`
-	Namespace            string           `json:"namespace,omitempty"`    // containerd namespace
-	ContainerID          string           `json:"container_id,omitempty"` // containerd container id
-	Host                 *HostRun         `json:"host,omitempty"`         // gensee boundary run only
-	Subject              Subject          `json:"subject"`
-	Contract             ContractRef      `json:"contract"`
-	CatalogVersion       uint64           `json:"catalog_version"`
-	ObservationDigest    string           `json:"observation_digest"` // "sha256:<hex>"
-	CommandDigest        string           `json:"command_digest"`     // "sha256:<hex>"
-	Inference            InferenceSummary `json:"inference"`
-	Deadlines            Deadlines        `json:"deadlines"`
-	Enforcement          Enforcement      `json:"enforcement"`
-	Observation          Observed         `json:"observation"`
-	Products             []ProductRecord  `json:"products,omitempty"`
-	Gate                 GateResult       `json:"gate"`
-	Unclaimed            Unclaimed        `json:"unclaimed"`
-	Excluded             Excluded         `json:"excluded"`
-	Drained              int              `json:"drained"`     // processes killed after init exited
-	ExitStatus           uint32           `json:"exit_status"` // init's exit status
-	SemanticallyVerified bool             `json:"semantically_verified"`
-	Promoted             bool             `json:"promoted"`
+	Schema            string           `json:"schema"` // SchemaManifest
+	OperationID       string           `json:"operation_id"`
+	Namespace         string           `json:"namespace,omitempty"`    // containerd namespace
+	ContainerID       string           `json:"container_id,omitempty"` // containerd container id
+	Host              *HostRun         `json:"host,omitempty"`         // gensee boundary run only
+	Subject           Subject          `json:"subject"`
+	Contract          ContractRef      `json:"contract"`
+	CatalogVersion    uint64           `json:"catalog_version"`
+	ObservationDigest string           `json:"observation_digest"` // "sha256:<hex>"
+	CommandDigest     string           `json:"command_digest"`     // "sha256:<hex>"
+	Inference         InferenceSummary `json:"inference"`
+	Deadlines         Deadlines        `json:"deadlines"`
+	Enforcement       Enforcement      `json:"enforcement"`
+	Observation       Observed         `json:"observation"`
+	Products          []ProductRecord  `json:"products,omitempty"`
+	Gate              GateResult       `json:"gate"`
+	Unclaimed         Unclaimed        `json:"unclaimed"`
+	Excluded          Excluded         `json:"excluded"`
+	// Findings are the control_defeat findings the watchdog raised while
+	// the subject ran (cleared by a person or not: they happened);
+	// FindingsError says why they could not be read (the list may then be
+	// short).
+	Findings             []Finding `json:"findings,omitempty"`
+	FindingsError        string    `json:"findings_error,omitempty"`
+	Drained              int       `json:"drained"`     // processes killed after init exited
+	ExitStatus           uint32    `json:"exit_status"` // init's exit status
+	SemanticallyVerified bool      `json:"semantically_verified"`
+	Promoted             bool      `json:"promoted"`
 }
 
 // Subject pins the process tree the operation governed.
@@ -72,6 +78,9 @@ type Deadlines struct {
 type Enforcement struct {
 	Network             NetworkEnforcement `json:"network"`
 	CapabilitiesRemoved []string           `json:"capabilities_removed,omitempty"` // e.g. "CAP_NET_RAW (bounding)"
+	// CapabilitiesRemovedExecs counts the execs CapabilitiesRemoved was
+	// also removed from (a routine rewrite: a fact here, not an event).
+	CapabilitiesRemovedExecs int `json:"capabilities_removed_execs,omitempty"`
 	// Seccomp is what the runtime merged into the container's seccomp
 	// profile, which runc applies to the init and to every exec.
 	Seccomp *SeccompEnforcement `json:"seccomp,omitempty"`
@@ -97,6 +106,7 @@ const (
 	NetworkEscapeDetected = "escape_detected" // a process of the container was seen outside the bound cgroup in a shared netns
 	NetworkDriftDetected  = "drift_detected"  // the table was seen to differ from its plan (or vanish) while the subject ran, in any netns
 	NetworkUnwatched      = "unwatched"       // installed and read back, but the monitor died while the subject ran: drift and escapes after that were not observed
+	NetworkDefeatDetected = "defeat_detected" // a target the table denied was later seen reached or answered (deny_then_reach): packets got past it
 )
 
 // Network enforcement scopes (NetworkEnforcement.Scope).
@@ -129,11 +139,14 @@ type NetworkEnforcement struct {
 	// "with_netns" when it lived in a private network namespace that died
 	// with the container. Empty: it was not removed (see the shim's log).
 	TableRemoved string `json:"table_removed,omitempty"`
-	// Status is NetworkEnforced, or NetworkDriftDetected when the table
-	// watcher saw the table differ from its plan (Observed.TableDrift),
-	// else NetworkEscapeDetected when a process of the container was found
-	// outside the scope the table binds (Observed.Escapes), else
-	// NetworkUnwatched when the operation's monitor died before the end.
+	// Status is NetworkEnforced only when no finding touched the network:
+	// NetworkDriftDetected when the table watcher saw the table differ
+	// from its plan (Observed.TableDrift, a table_tampered finding), else
+	// NetworkDefeatDetected when a denied target was later reached (a
+	// deny_then_reach finding), else NetworkEscapeDetected when a process
+	// of the container was found outside the scope the table binds
+	// (Observed.Escapes), else NetworkUnwatched when the operation's
+	// monitor died before the end.
 	// Empty in manifests written before it existed.
 	Status string `json:"status,omitempty"`
 	// AbstractUnix says whether abstract AF_UNIX sockets, which no

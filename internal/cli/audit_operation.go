@@ -85,7 +85,7 @@ type OperationFinding struct {
 	Detail      string    `json:"detail"`
 	Hint        string    `json:"hint"` // guidance only
 	At          time.Time `json:"at"`
-	Sources     []string  `json:"sources"`  // "events", "attention"
+	Sources     []string  `json:"sources"`  // "events", "attention", "manifest"
 	Evidence    []string  `json:"evidence"` // "kind target" of each evidence event (attention findings)
 }
 
@@ -104,9 +104,13 @@ func classOf(kind string) string {
 // buildOperationAudit classifies an operation's events and attention
 // findings. It is pure. A control_defeat event and an attention finding
 // with the same signature and time are one firing, reported once.
-func buildOperationAudit(opID, container string, log events.Contents, logPresent bool, att spec.Attention, attSet bool) OperationAudit {
+//
+// The manifest's findings (m may be nil) are the same firings again, kept
+// after the task ended: an operation whose events and attention record
+// were lost still audits as defeated from its manifest alone.
+func buildOperationAudit(opID, container string, log events.Contents, logPresent bool, att spec.Attention, attSet bool, m *spec.Manifest) OperationAudit {
 	rep := OperationAudit{
-		Schema: OperationAuditSchema, OperationID: opID, Container: container, Attention: attSet,
+		Schema: OperationAuditSchema, OperationID: opID, Container: container, Attention: attSet && len(att.Open()) > 0,
 		Log: OperationLog{Present: logPresent, Events: len(log.Events), Dropped: log.Dropped, Malformed: log.Malformed,
 			Complete: log.Dropped == 0 && log.Malformed == 0},
 		Findings: []OperationFinding{},
@@ -121,7 +125,12 @@ func buildOperationAudit(opID, container string, log events.Contents, logPresent
 	}
 	if attSet {
 		for _, f := range att.Findings {
-			rep.addAttention(f)
+			rep.addFinding(f, "attention")
+		}
+	}
+	if m != nil {
+		for _, f := range m.Findings {
+			rep.addFinding(f, "manifest")
 		}
 	}
 	slices.SortStableFunc(rep.Findings, func(a, b OperationFinding) int { return a.At.Compare(b.At) })
@@ -142,9 +151,10 @@ func buildOperationAudit(opID, container string, log events.Contents, logPresent
 	return rep
 }
 
-// addAttention merges attention finding f into the control_defeat event of
-// the same firing, or adds it when the log lacks that event (dropped).
-func (rep *OperationAudit) addAttention(f spec.Finding) {
+// addFinding merges finding f (from source: the attention record or the
+// manifest) into the control_defeat event or finding of the same firing,
+// or adds it when none has it (the log dropped it, the record is gone).
+func (rep *OperationAudit) addFinding(f spec.Finding, source string) {
 	ev := []string{}
 	for _, e := range f.Evidence {
 		e = events.Sanitize(e)
@@ -152,14 +162,16 @@ func (rep *OperationAudit) addAttention(f spec.Finding) {
 	}
 	for i := range rep.Findings {
 		g := &rep.Findings[i]
-		if g.Kind == spec.EventControlDefeat && g.Rule == f.Signature && g.At.Equal(f.At) && !slices.Contains(g.Sources, "attention") {
-			g.Sources = append(g.Sources, "attention")
-			g.Evidence = ev
+		if g.Kind == spec.EventControlDefeat && g.Rule == f.Signature && g.At.Equal(f.At) && !slices.Contains(g.Sources, source) {
+			g.Sources = append(g.Sources, source)
+			if len(g.Evidence) == 0 {
+				g.Evidence = ev
+			}
 			return
 		}
 	}
 	rep.Findings = append(rep.Findings, OperationFinding{
 		Class: ClassDefeated, Kind: spec.EventControlDefeat, Control: "watchdog", Rule: f.Signature,
-		Detail: events.Redact(f.Detail), At: f.At, Sources: []string{"attention"}, Evidence: ev,
+		Detail: events.Redact(f.Detail), At: f.At, Sources: []string{source}, Evidence: ev,
 	})
 }

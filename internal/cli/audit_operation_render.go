@@ -40,8 +40,9 @@ func (o *auditOptions) runOperation(_ context.Context, env *Env) error {
 		return fail(ExitUsage, "read attention of operation "+op.id, err,
 			"inspect "+filepath.Join(op.dir, events.AttentionFile))
 	}
-	rep := buildOperationAudit(op.id, op.who, log, present, att, attSet)
-	rep.Served = servedOf(manifestIfAny(op))
+	m := manifestIfAny(op)
+	rep := buildOperationAudit(op.id, op.who, log, present, att, attSet, m)
+	rep.Served = servedOf(m)
 	if o.json {
 		err = writeJSON(env.Stdout, rep)
 	} else {

@@ -28,22 +28,27 @@ func TestBuildOperationAudit(t *testing.T) {
 		exit     int
 		counts   map[string]int
 		defeatSr []string // sources of the control_defeat finding
+		m        *spec.Manifest
 	}{
 		{"walls and a hint loop held", walls, spec.Attention{}, false, ClassHitAWall, ExitOK,
-			map[string]int{ClassHitAWall: 3}, nil},
-		{"nothing", events.Contents{}, spec.Attention{}, false, VerdictNothing, ExitOK, nil, nil},
+			map[string]int{ClassHitAWall: 3}, nil, nil},
+		{"nothing", events.Contents{}, spec.Attention{}, false, VerdictNothing, ExitOK, nil, nil, nil},
 		{"policy_unbound alone is observed", events.Contents{Events: []spec.Event{unbound}}, spec.Attention{}, false, VerdictNothing, ExitOK,
-			map[string]int{ClassObserved: 1}, nil},
+			map[string]int{ClassObserved: 1}, nil, nil},
 		{"attention only (event dropped)", walls, att, true, ClassDefeated, ExitDefeated,
-			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"attention"}},
+			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"attention"}, nil},
 		{"event only (attention cleared)", withDefeat, spec.Attention{}, false, ClassDefeated, ExitDefeated,
-			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"events"}},
+			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"events"}, nil},
 		{"event and attention are one firing", withDefeat, att, true, ClassDefeated, ExitDefeated,
-			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"events", "attention"}},
+			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"events", "attention"}, nil},
+		{"the manifest alone (log and attention lost)", events.Contents{}, spec.Attention{}, false, ClassDefeated, ExitDefeated,
+			map[string]int{ClassDefeated: 1}, []string{"manifest"}, &spec.Manifest{Findings: []spec.Finding{defeatFinding(at)}}},
+		{"events, attention and manifest are one firing", withDefeat, att, true, ClassDefeated, ExitDefeated,
+			map[string]int{ClassHitAWall: 3, ClassDefeated: 1}, []string{"events", "attention", "manifest"}, &spec.Manifest{Findings: []spec.Finding{defeatFinding(at)}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := buildOperationAudit(fxOperation, "", tc.log, true, tc.att, tc.attSet)
+			rep := buildOperationAudit(fxOperation, "", tc.log, true, tc.att, tc.attSet, tc.m)
 			if rep.Verdict != tc.verdict || rep.ExitCode != tc.exit {
 				t.Errorf("verdict %s exit %d, want %s %d", rep.Verdict, rep.ExitCode, tc.verdict, tc.exit)
 			}
@@ -62,7 +67,7 @@ func TestBuildOperationAudit(t *testing.T) {
 				if f.Class == ClassDefeated && strings.Join(f.Sources, ",") != strings.Join(tc.defeatSr, ",") {
 					t.Errorf("defeat sources %v, want %v", f.Sources, tc.defeatSr)
 				}
-				if f.Class == ClassDefeated && tc.attSet && len(f.Evidence) != 2 {
+				if f.Class == ClassDefeated && (tc.attSet || tc.m != nil) && len(f.Evidence) != 2 {
 					t.Errorf("defeat evidence %v, want 2 entries", f.Evidence)
 				}
 			}

@@ -46,7 +46,7 @@ func TestPositionalIDs(t *testing.T) {
 	fx.run(t, "manifest", "show", fxContainer, "extra").want(t, ExitUsage, nil, []string{`unexpected argument "extra"`})
 	fx.run(t, "events", fxContainer, "-n", fxNamespace).want(t, ExitOK, nil, nil)
 	fx.run(t, "boundary", "audit", fxContainer, "-n", fxNamespace).want(t, ExitOK, nil, nil)
-	fx.run(t, "attention", "clear", fxOperation).want(t, ExitRefused, nil, []string{"no attention is set"})
+	fx.run(t, "attention", "clear", fxOperation).want(t, ExitRefused, nil, []string{"no finding is open"})
 }
 
 func TestGlobalConfig(t *testing.T) {

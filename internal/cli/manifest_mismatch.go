@@ -106,7 +106,7 @@ func raiseMismatch(env *Env, op *operation, sp *slotProblems, now time.Time) {
 // finding with this slot and detail as its evidence.
 func flagged(a spec.Attention, slot, detail string) bool {
 	want := events.Sanitize(spec.Event{Target: slot, Detail: detail})
-	for _, f := range a.Findings {
+	for _, f := range a.Open() {
 		if f.Signature != watchdog.SignatureProductMismatch {
 			continue
 		}

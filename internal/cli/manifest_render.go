@@ -58,6 +58,9 @@ func renderManifest(w io.Writer, op *operation) error {
 	if len(m.Enforcement.CapabilitiesRemoved) > 0 {
 		caps = strings.Join(m.Enforcement.CapabilitiesRemoved, ", ")
 	}
+	if n := m.Enforcement.CapabilitiesRemovedExecs; n > 0 {
+		caps += fmt.Sprintf(" (also from %d exec(s))", n)
+	}
 	row(tw, "  capabilities removed", caps)
 	row(tw, "  network status", networkStatusLine(n))
 	if m.Host != nil && m.Host.Sandbox != nil {
@@ -70,6 +73,8 @@ func renderManifest(w io.Writer, op *operation) error {
 			fmt.Fprintf(w, "  - %s\n", safeText(ne))
 		}
 	}
+
+	renderFindings(w, m)
 
 	o := m.Observation
 	fmt.Fprintf(w, "\nobserved (seen, not guaranteed):\n")
@@ -119,9 +124,33 @@ func networkStatusLine(n spec.NetworkEnforcement) string {
 	case "":
 		return "not recorded"
 	case spec.NetworkEnforced:
-		return "enforced: no drift of the table and no process seen outside its scope"
+		return "enforced: no drift of the table, no denied target reached, no process seen outside its scope"
+	case spec.NetworkDefeatDetected:
+		return "defeat_detected: a target the table denied was later reached (see findings)"
 	}
-	return safeText(n.Status) + " (see observation: escapes, table_drift)"
+	return safeText(n.Status) + " (see findings and observation: escapes, table_drift)"
+}
+
+// renderFindings lists the control_defeat findings the watchdog raised
+// while the subject ran, cleared or not.
+func renderFindings(w io.Writer, m *spec.Manifest) {
+	if len(m.Findings) == 0 && m.FindingsError == "" {
+		fmt.Fprintf(w, "\nfindings: none (no control_defeat signature fired)\n")
+		return
+	}
+	fmt.Fprintf(w, "\nfindings (evidence that a boundary failed):\n")
+	tw := table(w)
+	for _, f := range m.Findings {
+		state := "open"
+		if c := f.Cleared; c != nil {
+			state = "cleared " + c.At.UTC().Format(time.RFC3339) + " by " + c.By
+		}
+		row(tw, "  "+safeText(f.Signature), f.At.UTC().Format(time.RFC3339), fmt.Sprintf("%d evidence", len(f.Evidence)), safeText(state), safeText(f.Detail))
+	}
+	if m.FindingsError != "" {
+		row(tw, "  not read", safeText(m.FindingsError)+": the list may be short")
+	}
+	tw.Flush()
 }
 
 // sandboxRows lists a host run's layers (manifest host.sandbox).

@@ -66,7 +66,7 @@ func (f *stateFixture) add(t *testing.T, s recSpec) string {
 		writeFile(t, dir, record.CleanedMarker, "")
 	}
 	if s.attention {
-		writeFile(t, dir, record.AttentionFile, `{"operation_id":"`+id+`","state":"control_defeat","findings":[]}`+"\n")
+		writeFile(t, dir, record.AttentionFile, `{"operation_id":"`+id+`","state":"control_defeat","findings":[{"signature":"table_tampered","detail":"table gone","evidence":[],"at":"2026-12-01T10:00:00Z"}]}`+"\n")
 	}
 	return id
 }

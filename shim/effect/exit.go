@@ -5,6 +5,7 @@ import (
 
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/watchdog"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -31,6 +32,10 @@ type Exit struct {
 	// subject's end (the monitor process died): drift and escapes after
 	// that were not observed.
 	Unwatched string
+	// Findings are the operation's control_defeat findings
+	// (events.Findings), FindingsErr why they could not be read.
+	Findings    []spec.Finding
+	FindingsErr error
 }
 
 // Counted keeps what reading the table's counters gave and returns what the
@@ -68,19 +73,25 @@ func Exited(m *spec.Manifest, x Exit, sharedNetns bool) {
 	}
 	m.Observation.DeniedAttempts = x.Attempts
 	m.Observation.Escapes = x.Escapes
+	m.Findings = x.Findings
+	if x.FindingsErr != nil {
+		m.FindingsError = x.FindingsErr.Error()
+	}
 	NetworkStatus(m, x, sharedNetns)
 	Gate(m, x.GateRan, x.GateRes, x.GateErr, x.DrainErr)
 }
 
 // NetworkStatus downgrades m's network status, the same in every front
-// door, from what the sensors saw: a drift of the table (it may not have
-// held, whatever the netns) makes it drift_detected and lists the drift;
+// door, from what the sensors saw and the findings raised: a drift of the
+// table or a table_tampered finding (it may not have held, whatever the
+// netns) makes it drift_detected and lists the drift; else a
+// deny_then_reach finding (packets got past it) makes it defeat_detected;
 // else an escape in a shared netns (sharedNetns: the rules match only the
-// bound cgroup) makes it escape_detected; else sensors that stopped
-// before the subject's end make it unwatched. It never upgrades: a status
-// the front door already set to something else than enforced stays.
-// Exited calls it; a front door that builds its manifest otherwise calls
-// it after setting the status.
+// bound cgroup) makes it escape_detected; else sensors that stopped before
+// the subject's end make it unwatched. It never upgrades: a status the
+// front door already set to something else than enforced stays. Exited
+// calls it; a front door that builds its manifest otherwise calls it after
+// setting the status.
 func NetworkStatus(m *spec.Manifest, x Exit, sharedNetns bool) {
 	n := &m.Enforcement.Network
 	if len(x.Drift) > 0 {
@@ -90,13 +101,25 @@ func NetworkStatus(m *spec.Manifest, x Exit, sharedNetns bool) {
 		return
 	}
 	switch {
-	case len(x.Drift) > 0:
+	case len(x.Drift) > 0 || raised(x.Findings, watchdog.SignatureTableTampered):
 		n.Status = spec.NetworkDriftDetected
+	case raised(x.Findings, watchdog.SignatureDenyThenReach):
+		n.Status = spec.NetworkDefeatDetected
 	case len(x.Escapes) > 0 && sharedNetns:
 		n.Status = spec.NetworkEscapeDetected
 	case x.Unwatched != "":
 		n.Status = spec.NetworkUnwatched
 	}
+}
+
+// raised reports whether a finding of signature sig is among fs.
+func raised(fs []spec.Finding, sig string) bool {
+	for _, f := range fs {
+		if f.Signature == sig {
+			return true
+		}
+	}
+	return false
 }
 
 // Bound fills m with the subject the table was bound to and the table's

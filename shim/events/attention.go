@@ -54,29 +54,68 @@ func RaiseAttention(s record.Store, opID string, f spec.Finding) (spec.Attention
 	return a, nil
 }
 
-// ClearAttention clears operation opID's attention: a person's decision or
-// the task's end. It reports whether anything was set.
-func ClearAttention(s record.Store, opID string) (bool, error) {
-	var had bool
+// ClearAttention records that a person looked at operation opID: every
+// open finding gets c (who, when, a note). Nothing is deleted: the
+// findings stay the operation's history. It reports how many findings it
+// cleared (0: none was open).
+//
+// A record that does not parse cannot carry a clearing: it is kept as
+// DamagedAttentionFile (replacing an earlier one) and ErrAttentionDamaged
+// returned with n 1, so the operation no longer reads as needing
+// attention while the damaged bytes stay for a person to read.
+func ClearAttention(s record.Store, opID string, c spec.Clearing) (int, error) {
+	var n int
 	err := withAttention(s, opID, func(path string) error {
-		err := os.Remove(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil
-		case err != nil:
-			return err
+		cur, ok, err := readAttention(path)
+		if err != nil {
+			if _, serr := os.Lstat(path); serr != nil {
+				return err
+			}
+			if rerr := os.Rename(path, filepath.Join(filepath.Dir(path), DamagedAttentionFile)); rerr != nil {
+				return fmt.Errorf("%w; keep it aside: %v", err, rerr)
+			}
+			n = 1
+			if err := record.SyncDir(filepath.Dir(path)); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w (%v): kept as %s", ErrAttentionDamaged, err, DamagedAttentionFile)
 		}
-		had = true
-		return record.SyncDir(filepath.Dir(path))
+		if !ok {
+			return nil
+		}
+		c.Note = Redact(c.Note)
+		for i := range cur.Findings {
+			if cur.Findings[i].Cleared == nil {
+				cl := c
+				cur.Findings[i].Cleared = &cl
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		b, err := json.MarshalIndent(cur, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode attention: %w", err)
+		}
+		return record.WriteFileAtomic(path, append(b, '\n'), 0o600)
 	})
 	if err != nil {
-		return false, fmt.Errorf("clear attention on %s: %w", opID, err)
+		return n, fmt.Errorf("clear attention on %s: %w", opID, err)
 	}
-	return had, nil
+	return n, nil
 }
 
-// ReadAttention reads operation opID's attention; ok is false when none is
-// set.
+// DamagedAttentionFile is where ClearAttention keeps an attention record
+// that did not parse.
+const DamagedAttentionFile = "attention.damaged.json"
+
+// ErrAttentionDamaged: the attention record did not parse; clearing kept
+// it aside.
+var ErrAttentionDamaged = errors.New("the attention record did not parse")
+
+// ReadAttention reads operation opID's attention record; ok is false when
+// no finding was ever raised (a.Open says which still need a person).
 func ReadAttention(s record.Store, opID string) (a spec.Attention, ok bool, err error) {
 	dir, err := s.OperationDir(opID)
 	if err != nil {
@@ -85,9 +124,23 @@ func ReadAttention(s record.Store, opID string) (a spec.Attention, ok bool, err 
 	return readAttention(filepath.Join(dir, AttentionFile))
 }
 
-// ListAttention returns every operation whose attention is set, the oldest
-// first finding first.
-func ListAttention(s record.Store) ([]spec.Attention, error) {
+// ReadAttentionIn reads the attention record of the operation whose
+// directory is dir (retention's scan, which walks directories).
+func ReadAttentionIn(dir string) (a spec.Attention, ok bool, err error) {
+	return readAttention(filepath.Join(dir, AttentionFile))
+}
+
+// Findings is every finding raised on operation opID, cleared or not:
+// what its manifest reports (a finding a person cleared while the task ran
+// still happened).
+func Findings(s record.Store, opID string) ([]spec.Finding, error) {
+	a, _, err := ReadAttention(s, opID)
+	return a.Findings, err
+}
+
+// ListAttention returns every operation with a finding, open ones only
+// unless all, the oldest first finding first.
+func ListAttention(s record.Store, all bool) ([]spec.Attention, error) {
 	ids, err := s.Operations()
 	if err != nil {
 		return nil, fmt.Errorf("list attention: %w", err)
@@ -98,7 +151,7 @@ func ListAttention(s record.Store) ([]spec.Attention, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list attention: %w", err)
 		}
-		if ok {
+		if ok && (all || len(a.Open()) > 0) {
 			out = append(out, a)
 		}
 	}

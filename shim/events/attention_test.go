@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,23 +48,57 @@ func TestAttention(t *testing.T) {
 	if a.Findings[0].Detail != "reached with token=[REDACTED]" {
 		t.Errorf("detail not redacted: %q", a.Findings[0].Detail)
 	}
-	list, err := ListAttention(s)
+	list, err := ListAttention(s, false)
 	if err != nil || len(list) != 1 || list[0].OperationID != opA {
 		t.Fatalf("ListAttention = %+v, %v", list, err)
 	}
-	had, err := ClearAttention(s, opA)
-	if err != nil || !had {
-		t.Fatalf("ClearAttention = %v, %v", had, err)
+	by := spec.Clearing{By: "uid 0 (root)", At: t0.Add(5), Note: "looked: token=abc"}
+	n, err := ClearAttention(s, opA, by)
+	if err != nil || n != 2 {
+		t.Fatalf("ClearAttention = %v, %v", n, err)
 	}
-	if had, err := ClearAttention(s, opA); err != nil || had {
-		t.Fatalf("second ClearAttention = %v, %v", had, err)
+	if n, err := ClearAttention(s, opA, by); err != nil || n != 0 {
+		t.Fatalf("second ClearAttention = %v, %v", n, err)
 	}
-	if list, _ := ListAttention(s); len(list) != 0 {
-		t.Fatalf("still listed: %+v", list)
+	if list, _ := ListAttention(s, false); len(list) != 0 {
+		t.Fatalf("still listed as open: %+v", list)
 	}
+	// The history stays: both findings, each with who cleared it.
+	all, _ := ListAttention(s, true)
+	if len(all) != 1 || len(all[0].Findings) != 2 || all[0].Findings[1].Cleared == nil ||
+		all[0].Findings[1].Cleared.By != "uid 0 (root)" || all[0].Findings[1].Cleared.Note != "looked: token=[REDACTED]" {
+		t.Fatalf("after clear, --all = %+v", all)
+	}
+	// A later finding is open again; the earlier clearing stays.
+	if _, err := RaiseAttention(s, opA, spec.Finding{Signature: "table_tampered", At: t0.Add(9)}); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ = ReadAttention(s, opA)
+	if len(a.Open()) != 1 || len(a.Findings) != 3 || a.Findings[0].Cleared == nil {
+		t.Fatalf("after a later finding: %+v", a)
+	}
+	if fs, err := Findings(s, opA); err != nil || len(fs) != 3 {
+		t.Fatalf("Findings = %d, %v", len(fs), err)
+	}
+}
+
+// TestClearDamagedAttention: a record that does not parse is kept aside,
+// and the operation no longer reads as needing attention.
+func TestClearDamagedAttention(t *testing.T) {
+	s := storeT(t, opA)
 	dir, _ := s.OperationDir(opA)
-	if _, err := os.Stat(filepath.Join(dir, AttentionFile)); !os.IsNotExist(err) {
-		t.Errorf("attention file after clear: %v", err)
+	if err := os.WriteFile(filepath.Join(dir, AttentionFile), []byte(`{"state": "control_defeat", "findings": [`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ClearAttention(s, opA, spec.Clearing{By: "uid 0"})
+	if n != 1 || !errors.Is(err, ErrAttentionDamaged) {
+		t.Fatalf("ClearAttention = %d, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DamagedAttentionFile)); err != nil {
+		t.Errorf("damaged record not kept: %v", err)
+	}
+	if _, ok, err := ReadAttention(s, opA); ok || err != nil {
+		t.Errorf("after clear: %v %v", ok, err)
 	}
 }
 

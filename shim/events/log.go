@@ -102,6 +102,24 @@ func seal(path string, f *os.File) (int64, error) {
 	return size, nil
 }
 
+// reserved are the kinds a finding is made of: a control_defeat and the
+// kinds its evidence comes from that only a defeat produces. Routine
+// events (denials, refusals, hints) stop at the limit less the reserve,
+// so a log filled by them still takes these.
+var reserved = map[string]bool{spec.EventControlDefeat: true, spec.EventTableTampered: true,
+	spec.EventPolicyUnbound: true, spec.EventProductMismatch: true}
+
+// capFor is how large the log may grow with an event of kind: the limit
+// for the reserved kinds, the limit less a sixteenth (64 KiB of the
+// default 1 MiB) for the rest. Past the limit a reserved event is counted
+// as dropped too; its finding is also in the attention record.
+func (l *Log) capFor(kind string) int64 {
+	if reserved[kind] {
+		return l.limit
+	}
+	return l.limit - l.limit/16
+}
+
 // Append sanitizes e, checks it, and writes it, or counts it as dropped if
 // the log is full. A dropped event is not an error.
 func (l *Log) Append(e spec.Event) error { return l.append(e, true) }
@@ -127,7 +145,7 @@ func (l *Log) append(e spec.Event, durable bool) error {
 	if l.f == nil {
 		return fmt.Errorf("append event to %s: %w", l.path, fs.ErrClosed)
 	}
-	if l.size+int64(len(line)) > l.limit {
+	if l.size+int64(len(line)) > l.capFor(e.Kind) {
 		l.dropped.Dropped++
 		l.dropped.LastAt = e.At
 		return l.writeDropped()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/spec"
 )
@@ -88,6 +89,7 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 	}
 	effect.Admission(m, a.AdmissionDecision, x.started)
 	// The host netns is shared: the rules match the run's cgroup only.
+	x.Findings, x.FindingsErr = events.Findings(r.store, r.id)
 	effect.Exited(m, x.Exit, true)
 	return m
 }

@@ -368,10 +368,7 @@ func (m *Monitor) Finish(denied uint64, counted bool) spec.DeniedAttempts {
 	if m.cancel != nil {
 		<-m.rdDone
 	}
-	m.wd.End()
-	if _, err := events.ClearAttention(m.cfg.Store, m.cfg.OperationID); err != nil {
-		m.cfg.Logger.WithError(err).Warn("clear attention at task end")
-	}
+	m.wd.End() // the record's findings stay: see Findings
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	da := spec.DeniedAttempts{Items: m.attempts}

@@ -68,7 +68,7 @@ func (f *fixture) add(s opSpec) string {
 		f.write(filepath.Join(dir, record.CleanedMarker), "")
 	}
 	if s.attention {
-		f.write(filepath.Join(dir, record.AttentionFile), "{}\n")
+		f.write(filepath.Join(dir, record.AttentionFile), `{"operation_id":"`+id+`","state":"control_defeat","findings":[{"signature":"table_tampered","detail":"gone","evidence":[],"at":"2026-11-21T12:00:00Z"}]}`+"\n")
 	}
 	if s.hostRun {
 		os.MkdirAll(filepath.Join(f.st.Dir, record.HostRunsDir), 0o700)
@@ -431,6 +431,28 @@ func TestTrimRefusalsLosesNoAppend(t *testing.T) {
 	for _, l := range lines {
 		if strings.Contains(l, `"old"`) {
 			t.Fatalf("an old line survived: %s", l)
+		}
+	}
+}
+
+// TestClearedFindingsDoNotKeep: an operation whose findings a person
+// cleared is pruned like any other; an open one, or a record that does
+// not parse, keeps it.
+func TestClearedFindingsDoNotKeep(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		body string
+		keep bool
+	}{
+		{`{"state":"control_defeat","findings":[{"signature":"table_tampered","at":"2026-11-21T12:00:00Z","cleared":{"by":"uid 0","at":"2026-11-22T12:00:00Z"}}]}`, false},
+		{`{"state":"control_defeat","findings":[{"signature":"table_tampered","at":"2026-11-21T12:00:00Z"}]}`, true},
+		{`{"state": "control_defeat", "findings": [`, true},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, record.AttentionFile), []byte(c.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := openFindings(dir); got != c.keep {
+			t.Errorf("%s: open %v, want %v", c.body, got, c.keep)
 		}
 	}
 }

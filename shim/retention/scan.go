@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/internal/fsafe"
+	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
@@ -104,7 +105,7 @@ func scanOne(st record.Store, id string, sizes bool) (Op, error) {
 			}
 		}
 	}
-	op.Attention = exists(filepath.Join(dir, record.AttentionFile))
+	op.Attention = openFindings(dir)
 	switch {
 	case op.Finished.IsZero() || op.Keep == KeepHostRun:
 		op.State = StateRunning
@@ -125,7 +126,7 @@ func keepReason(st record.Store, dir, id string) string {
 	switch {
 	case exists(filepath.Join(st.Dir, record.HostRunsDir, id+".json")):
 		return KeepHostRun
-	case exists(filepath.Join(dir, record.AttentionFile)):
+	case openFindings(dir):
 		return KeepAttention
 	case !exists(filepath.Join(dir, record.ManifestFile)):
 		return KeepRunning
@@ -133,6 +134,18 @@ func keepReason(st record.Store, dir, id string) string {
 		return KeepNotDeleted
 	}
 	return ""
+}
+
+// openFindings reports whether the operation in dir has a finding no
+// person has cleared (the attention record outlives the task and keeps
+// the cleared ones as history). A record that cannot be read counts as
+// open: it stays until a person looks.
+func openFindings(dir string) bool {
+	if !exists(filepath.Join(dir, record.AttentionFile)) {
+		return false
+	}
+	a, _, err := events.ReadAttentionIn(dir)
+	return err != nil || len(a.Open()) > 0
 }
 
 // exists reports whether path names anything (a symlink counts: it is not

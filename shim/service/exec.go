@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/errdefs"
@@ -99,12 +98,6 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: exec refused: encode the exec process spec: %v", err)
 	}
 	r.Spec.Value = b
-	if len(removed) > 0 {
-		op.net.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
-			Detail: "removed from exec " + r.ExecID + " (" + strings.Join(removed, ", ") + "): AF_PACKET sockets would bypass the network table",
-			Target: r.ExecID,
-			Hint:   "the exec'd process cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
-	}
 	// The bound admission record is durable before the exec runs (Start
 	// waited for it too).
 	if err := op.waitRecorded(); err != nil {
@@ -113,5 +106,12 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 	if err := op.recordExec(r.ExecID, removed, bound); err != nil {
 		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: exec refused: the exec's admission record was not written (%v); retry the exec", err)
 	}
-	return s.TTRPCTaskService.Exec(ctx, r)
+	resp, err := s.TTRPCTaskService.Exec(ctx, r)
+	if err == nil && len(removed) > 0 {
+		// A routine rewrite, recorded once as a fact of the manifest
+		// (enforcement.capabilities_removed_execs) and per exec in
+		// execs.jsonl, not as an event.
+		op.capExecs.Add(1)
+	}
+	return resp, err
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
 )
@@ -56,8 +57,10 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	}
 	m.Enforcement.ExecNoNewPrivileges = true
 	effect.Admission(m, a.AdmissionDecision, x.started)
-	if len(a.CapabilitiesRemoved) > 0 {
-		// admission.json names the sets; the manifest names the capability.
+	m.Enforcement.CapabilitiesRemovedExecs = int(op.capExecs.Load())
+	if len(a.CapabilitiesRemoved) > 0 || m.Enforcement.CapabilitiesRemovedExecs > 0 {
+		// admission.json names the sets; the manifest names the
+		// capability, removed from the spec and from that many execs.
 		m.Enforcement.CapabilitiesRemoved = []string{capNetRaw}
 	}
 	if x.status != nil {
@@ -66,6 +69,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	m.Enforcement.Network.Status = spec.NetworkEnforced
 	// Complete only when every denied packet the table counted was heard
 	// and listed: an empty list never claims that nothing was tried.
+	x.Findings, x.FindingsErr = events.Findings(op.store, op.id)
 	effect.Exited(m, x.Exit, netnsKind(a.Netns) != netnsPrivate)
 	if x.Counters == nil && x.CountErr == nil && a.Table != "" {
 		m.Observation.Counters.Error = "not read: the task never ran"

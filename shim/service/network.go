@@ -103,11 +103,6 @@ func (op *operation) recordBound() func() error {
 	return inBackground(func() error {
 		written := make(chan error, 1)
 		go func() { written <- op.store.WriteJSON(op.id, record.AdmissionFile, op.admission) }()
-		if len(op.admission.CapabilitiesRemoved) > 0 {
-			op.net.note(spec.Event{Kind: spec.EventCapabilityRemoved, Control: "capabilities", Rule: capNetRaw,
-				Detail: "removed from the spec (" + strings.Join(op.admission.CapabilitiesRemoved, ", ") + "): AF_PACKET sockets would bypass the network table",
-				Hint:   "the workload cannot open packet sockets; use TCP/UDP/ICMP datagram sockets"})
-		}
 		return <-written
 	})
 }

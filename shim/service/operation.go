@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -147,6 +148,9 @@ func (l *lifecycle) settled(ctx context.Context) (ran bool, err error) {
 // (netns, table, sensors; its own lock) and the exit pipeline that
 // finalizes it.
 type operation struct {
+	// capExecs counts the execs whose CAP_NET_RAW was removed.
+	capExecs atomic.Int64
+
 	id          string
 	namespace   string
 	containerID string

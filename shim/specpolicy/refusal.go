@@ -43,6 +43,6 @@ const (
 	// or not: /proc/<pid>/root is a magic link out of any bind), debugfs,
 	// tracefs, securityfs or bpffs in the container, mounted or bound.
 	RuleKernelFSExposed = "kernel_fs_exposed"
-	RuleCgroupBind          = "cgroup_bind"
-	RuleRootfsMount         = "rootfs_mount"
+	RuleCgroupBind      = "cgroup_bind"
+	RuleRootfsMount     = "rootfs_mount"
 )
