@@ -2,9 +2,18 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -56,4 +65,81 @@ func TestManyExecsNoFalseEscape(t *testing.T) {
 	if m.Enforcement.CapabilitiesRemovedExecs != execs {
 		t.Errorf("capabilities_removed_execs %d, want %d", m.Enforcement.CapabilitiesRemovedExecs, execs)
 	}
+}
+
+// TestEscapeeReachesDeniedTarget: in a shared netns (cgroup scope) a
+// deny_all container is denied 192.0.2.2:8081; the host then moves its
+// process out of the bound cgroup, where the cgroup's rules no longer
+// match it, and it connects to that very target. The escaped process's
+// own socket is attributed to it: deny_then_reach fires, naming it, and
+// the manifest names the finding and is not enforced.
+func TestEscapeeReachesDeniedTarget(t *testing.T) {
+	e := startEnv(t, eventsCatalog())
+	n := newTestNet(t)
+	accepted := holdTCP(t, n, serverIP+":8081")
+	h, err := cgroup.Find()
+	must(t, err)
+	outside := filepath.Join(h.Mountpoint, fmt.Sprintf("gensee-it-escapee-%d", os.Getpid()))
+	must(t, os.Mkdir(outside, 0o755))
+	t.Cleanup(func() {
+		if b, _ := os.ReadFile(filepath.Join(outside, "cgroup.procs")); len(b) > 0 {
+			os.WriteFile(filepath.Join(outside, "cgroup.kill"), []byte("1"), 0)
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := os.Remove(outside); err != nil {
+			t.Errorf("remove %s: %v", outside, err)
+		}
+	})
+	e.runDetached("it-ev", "escapee", n.ClientPath, "/bin/sh", "-c",
+		"/bin/probe connect tcp "+serverIP+":8081; while [ ! -e /go ]; do sleep 0.1; done; exec /bin/probe hold tcp "+serverIP+":8081 60")
+	waitFor(t, 10*time.Second, "the denial of :8081", func() bool {
+		return countKind(e.events("it-ev", "escapee"), spec.EventEgressDenied, "") > 0
+	})
+	if accepted.Load() != 0 {
+		t.Fatal("the denied connect reached the server")
+	}
+	pid := int(e.admissionRecord("it-ev", "escapee")["subject"].(map[string]any)["init_pid"].(float64))
+	must(t, os.WriteFile(filepath.Join(outside, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0))
+	must(t, os.WriteFile(fmt.Sprintf("/proc/%d/root/go", pid), nil, 0o644))
+	waitFor(t, 10*time.Second, "the escaped process reaching :8081", func() bool { return accepted.Load() > 0 })
+	var defeat spec.Event
+	waitFor(t, 10*time.Second, "deny_then_reach for the escaped process", func() bool {
+		for _, ev := range e.events("it-ev", "escapee") {
+			if ev.Kind == spec.EventControlDefeat && ev.Rule == "deny_then_reach" {
+				defeat = ev
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(defeat.Detail, fmt.Sprintf("process %d, found outside the bound cgroup", pid)) {
+		t.Errorf("deny_then_reach does not name the escaped process: %+v", defeat)
+	}
+	e.ctr(e.ns("it-ev"), "tasks", "kill", "-s", "SIGKILL", "escapee")
+	waitStopped(e, "it-ev", "escapee")
+	m := e.manifest("it-ev", "escapee")
+	if m.Enforcement.Network.Status != spec.NetworkDefeatDetected || len(m.Findings) == 0 {
+		t.Fatalf("manifest status %s findings %+v: want defeat_detected with the finding", m.Enforcement.Network.Status, m.Findings)
+	}
+}
+
+// holdTCP listens on addr in the server namespace and keeps every
+// connection open until its client closes it; it counts the accepted.
+func holdTCP(t *testing.T, n *testNet, addr string) *atomic.Int64 {
+	t.Helper()
+	var ln net.Listener
+	must(t, n.inServer(func() (err error) { ln, err = net.Listen("tcp", addr); return }))
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return &accepted
 }

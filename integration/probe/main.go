@@ -15,6 +15,7 @@
 //	probe nested-connect tcp|udp HOST:PORT  connect from a child in a new user+network namespace
 //	probe serve PORT...               answer "pong" to every TCP connection on each port (until killed)
 //	probe rewrite PATH TEXT           write TEXT over PATH (same length) and restore its size and mtime
+//	probe hold tcp|udp HOST:PORT SECONDS  connect, send one line, and keep the connection open
 //	probe udpecho PORT                send every datagram to PORT back to its source (until killed)
 //	probe srcroute KIND,FIRST,FINAL:PORT  one source-routed datagram (lsrr, ssrr: IPv4 option; rt6: IPv6 routing header)
 package main
@@ -95,6 +96,12 @@ func main() {
 			usage()
 		}
 		err = serve(os.Args[2:])
+	case "hold":
+		if len(os.Args) != 5 {
+			usage()
+		}
+		n, _ := strconv.Atoi(os.Args[4])
+		err = hold(os.Args[2], os.Args[3], time.Duration(n)*time.Second)
 	case "udpecho":
 		if len(os.Args) != 3 {
 			usage()
@@ -143,6 +150,20 @@ func connect(proto, addr string) error {
 		_, err = c.Read(buf)
 		return err
 	}
+	return nil
+}
+
+// hold connects, sends one line and keeps the connection open for d.
+func hold(proto, addr string, d time.Duration) error {
+	c, err := net.DialTimeout(proto, addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("probe\n")); err != nil {
+		return err
+	}
+	time.Sleep(d)
 	return nil
 }
 

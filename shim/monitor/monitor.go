@@ -214,8 +214,16 @@ func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 			m.emit(m.wd.TableDrift(d.Detail, d.At, time.Now()))
 		})
 	})
+	h, herr := cgroup.Find()
+	if herr == nil {
+		m.bind = evidence.NewBindingPoller(h, plan.Cgroup, init)
+	}
+	flows := evidence.NewFlowPoller(netnsFD)
+	if m.bind != nil {
+		flows.Escapees = m.bind.Escaped
+	}
 	m.run(func() error {
-		return evidence.NewFlowPoller(netnsFD).Run(ctx, m.wd.Watched, func(r evidence.Reach) {
+		return flows.Run(ctx, m.wd.Watched, func(r evidence.Reach) {
 			m.emit(m.wd.Reached(r.Target, r.Detail, r.At, time.Now()))
 		})
 	})
@@ -226,12 +234,11 @@ func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 			}
 		})
 	})
-	if h, err := cgroup.Find(); err == nil {
-		m.bind = evidence.NewBindingPoller(h, plan.Cgroup, init)
+	if m.bind != nil {
 		m.cfg.Logger.WithField("scope", m.bind.Scope()).Debug("binding sensor follows the container's processes")
 		m.run(func() error { return m.bind.Run(ctx, m.Unbound) })
 	} else {
-		m.cfg.Logger.WithError(err).Warn("no cgroup2 mount: processes leaving the bound cgroup are not seen")
+		m.cfg.Logger.WithError(herr).Warn("no cgroup2 mount: processes leaving the bound cgroup are not seen")
 	}
 }
 

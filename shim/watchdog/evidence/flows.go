@@ -10,6 +10,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/conntrack"
 
+	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/netpolicy"
 )
 
@@ -30,6 +31,12 @@ type Reach struct {
 type FlowPoller struct {
 	Interval time.Duration   // DefaultInterval if 0
 	OnError  func(err error) // optional: dump failures, for the log
+	// Escapees, when set, lists the container's processes found outside
+	// the bound cgroup (BindingPoller.Escaped): their own connected
+	// sockets are read each poll (escapeeConns), so an escaped process
+	// reaching a watched target is reported by pid, even where conntrack
+	// does not track the namespace.
+	Escapees func() []cgroup.Proc
 	dial     func() (flowSource, error)
 	now      func() time.Time
 }
@@ -74,6 +81,7 @@ func (p *FlowPoller) Run(ctx context.Context, watched func() []string, report fu
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	reported := map[string]bool{} // flow keys reported and still in the table
+	sockets := map[string]bool{}  // escapee sockets reported
 	for {
 		if w := watched(); len(w) > 0 {
 			flows, err := src.Dump()
@@ -83,6 +91,9 @@ func (p *FlowPoller) Run(ctx context.Context, watched func() []string, report fu
 				}
 			} else {
 				reported = p.scan(flows, w, reported, report)
+			}
+			if p.Escapees != nil {
+				p.scanEscapees(p.Escapees(), w, sockets, report)
 			}
 		}
 		select {
@@ -113,6 +124,23 @@ func (p *FlowPoller) scan(flows []conntrack.Flow, watched []string, reported map
 		}
 	}
 	return still
+}
+
+// scanEscapees reports each connected socket of an escaped process whose
+// peer is watched, once per process and socket.
+func (p *FlowPoller) scanEscapees(escapees []cgroup.Proc, watched []string, reported map[string]bool, report func(Reach)) {
+	for _, pr := range escapees {
+		for _, c := range escapeeConns(pr) {
+			target := c.target.String()
+			key := fmt.Sprintf("%d %d %d", pr.PID, pr.Start, c.inode)
+			if reported[key] || !slices.Contains(watched, target) {
+				continue
+			}
+			reported[key] = true
+			report(Reach{Target: target, At: p.now(),
+				Detail: fmt.Sprintf("process %d, found outside the bound cgroup, holds a %s socket connected to %s", pr.PID, netpolicy.ProtoName(c.target.Proto), target)})
+		}
+	}
 }
 
 // replied returns, for a flow that saw a reply, its original destination
