@@ -26,12 +26,14 @@ func lsCommand() *Command {
 		Args:    "[-q] [-n NS] [--json] [--config F]",
 		Long: `Lists the operation records under the operator config's state_dir, newest
 first: operation id, namespace/container, contract, the gate's verdict
-(running while the task has no manifest yet), whether attention is set,
-and the age since the task was created. With -n NS (or $CONTAINERD_NAMESPACE)
+(running while the task has no manifest yet), attention ("SET (n)": a
+finding no person has cleared, of n ever raised; "cleared (n)": n findings,
+all cleared; "-": none), and the age since the task was created. With -n NS (or $CONTAINERD_NAMESPACE)
 only the operations of that namespace; host runs are in namespace "host".
 -q prints only the operation ids. --json prints an array with sorted keys:
 [{operation_id, namespace, container, contract, verdict, state, attention,
-created_at, finished_at}], state being running | exited | deleted.
+findings, created_at, finished_at}], state being running | exited |
+deleted, attention true while a finding is open.
 
 An id printed here is what gensee manifest show, events, boundary audit and
 attention clear take as their argument.`,
@@ -54,7 +56,8 @@ type LsItem struct {
 	Contract    string     `json:"contract"`
 	Verdict     string     `json:"verdict"`
 	State       string     `json:"state"`
-	Attention   bool       `json:"attention"`
+	Attention   bool       `json:"attention"` // a finding is open
+	Findings    int        `json:"findings"`  // findings ever raised, cleared or not
 	CreatedAt   time.Time  `json:"created_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 }
@@ -78,7 +81,7 @@ func (o *lsOptions) run(_ context.Context, env *Env) error {
 			continue
 		}
 		it := LsItem{OperationID: op.ID, Namespace: op.Namespace, Container: op.Container, Contract: op.ContractID,
-			Verdict: op.Verdict, State: op.State, Attention: op.Attention, CreatedAt: op.Created.UTC()}
+			Verdict: op.Verdict, State: op.State, Attention: op.Attention, Findings: op.Findings, CreatedAt: op.Created.UTC()}
 		if !op.Finished.IsZero() {
 			t := op.Finished.UTC()
 			it.FinishedAt = &t
@@ -119,8 +122,14 @@ func renderLs(w io.Writer, items []LsItem, now time.Time) error {
 			verdict = "running"
 		}
 		attention := "-"
-		if it.Attention {
+		switch {
+		case it.Attention:
 			attention = "SET"
+			if it.Findings > 0 {
+				attention = fmt.Sprintf("SET (%d)", it.Findings)
+			}
+		case it.Findings > 0:
+			attention = fmt.Sprintf("cleared (%d)", it.Findings)
 		}
 		row(tw, it.OperationID, safeText(who), safeText(orText(it.Contract, "-")), safeText(orText(verdict, "-")), attention, age(now.Sub(it.CreatedAt)))
 	}

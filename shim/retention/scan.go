@@ -40,9 +40,10 @@ type Op struct {
 	Created    time.Time // admission.json created_at, else the directory's mtime
 	Finished   time.Time // when manifest.json was written; zero while running
 	State      string    // StateRunning | StateExited | StateDeleted
-	Attention  bool
-	Bytes      int64  // regular files below the directory (Scan with sizes)
-	Keep       string // why it must stay, "" when it may go
+	Attention  bool      // a finding is open (no person cleared it)
+	Findings   int       // findings ever raised, cleared or not
+	Bytes      int64     // regular files below the directory (Scan with sizes)
+	Keep       string    // why it must stay, "" when it may go
 }
 
 // Scan reads every operation record. With sizes it also adds up each
@@ -105,7 +106,7 @@ func scanOne(st record.Store, id string, sizes bool) (Op, error) {
 			}
 		}
 	}
-	op.Attention = openFindings(dir)
+	op.Attention, op.Findings = findings(dir)
 	switch {
 	case op.Finished.IsZero() || op.Keep == KeepHostRun:
 		op.State = StateRunning
@@ -141,11 +142,21 @@ func keepReason(st record.Store, dir, id string) string {
 // the cleared ones as history). A record that cannot be read counts as
 // open: it stays until a person looks.
 func openFindings(dir string) bool {
+	open, _ := findings(dir)
+	return open
+}
+
+// findings reads the attention record in dir: whether a finding is open
+// (an unreadable record counts as open) and how many were ever raised.
+func findings(dir string) (open bool, n int) {
 	if !exists(filepath.Join(dir, record.AttentionFile)) {
-		return false
+		return false, 0
 	}
 	a, _, err := events.ReadAttentionIn(dir)
-	return err != nil || len(a.Open()) > 0
+	if err != nil {
+		return true, 0
+	}
+	return len(a.Open()) > 0, len(a.Findings)
 }
 
 // exists reports whether path names anything (a symlink counts: it is not
