@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/spec"
 )
 
 // hostile: what a pod author can write is admitted against the same
@@ -75,4 +77,44 @@ func (e *criEnv) hostile() {
 	if code == 0 || !strings.Contains(out, "gensee: admission refused: sysctl:") {
 		t.Errorf("pod with sysctl kernel.msgmax: exit %d, want refusal sysctl\n%s", code, out)
 	}
+}
+
+// manyExecs: a hostNetwork pod's container (the cgroup scope, where an
+// escape downgrades the status) receives 80 execs, four at a time, as
+// kubectl exec and exec probes make them: runc's exec init in transit is
+// no escape; the manifest says enforced and the log holds no event.
+func (e *criEnv) manyExecs() {
+	t := e.t
+	podCfg := e.podConfig("execs", k8sCI, nil)
+	podID := e.runp(podCfg)
+	defer func() {
+		e.crictlErr("stopp", podID)
+		e.crictlErr("rmp", podID)
+	}()
+	id := e.createStart(podID, podCfg, e.containerConfig("busy", []string{"/bin/probe", "sleep", "3600"}, nil))
+	e.waitState(id, "CONTAINER_RUNNING")
+	const execs, parallel = 80, 4
+	var wg sync.WaitGroup
+	for w := 0; w < parallel; w++ {
+		wg.Go(func() {
+			for i := w; i < execs; i += parallel {
+				if out, code := e.crictlCode("exec", "-s", id, "/bin/true"); code != 0 {
+					t.Errorf("exec %d: exit %d\n%s", i, code, out)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e.crictl("stop", "-t", "1", id)
+	m := e.manifestOf(id)
+	if m == nil {
+		return
+	}
+	if m.Enforcement.Network.Status != spec.NetworkEnforced || len(m.Observation.Escapes) != 0 || len(m.Findings) != 0 {
+		t.Errorf("after %d execs: status %s, escapes %+v, findings %+v; want enforced, none", execs, m.Enforcement.Network.Status, m.Observation.Escapes, m.Findings)
+	}
+	if m.Enforcement.CapabilitiesRemovedExecs != execs {
+		t.Errorf("capabilities_removed_execs %d, want %d", m.Enforcement.CapabilitiesRemovedExecs, execs)
+	}
+	e.crictl("rm", id)
 }

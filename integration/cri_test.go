@@ -63,6 +63,7 @@ func TestCRI(t *testing.T) {
 	t.Run("HostileSpec", func(t *testing.T) { e.with(t).hostile() })
 	t.Run("PodNamespaces", func(t *testing.T) { e.with(t).podNamespaces() })
 	t.Run("Serve", func(t *testing.T) { e.with(t).serve(servePort, closedPort, l) })
+	t.Run("ManyExecs", func(t *testing.T) { e.with(t).manyExecs() })
 }
 
 // with returns e reporting to t (a subtest); the daemon is shared.
