@@ -101,6 +101,38 @@ func TestLogBounded(t *testing.T) {
 	}
 }
 
+// TestLogReservesFindings: routine events fill the log only up to its
+// limit less the reserve; a control_defeat after them is still written,
+// and the routine ones past the reserve are counted as dropped.
+func TestLogReservesFindings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	const limit = 16 << 10
+	l := openT(t, path, limit)
+	for i := range 1000 {
+		if err := l.Append(denied(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.Dropped() == 0 {
+		t.Fatal("the routine events never filled the log")
+	}
+	defeat := spec.Event{Kind: spec.EventControlDefeat, Control: "watchdog", Rule: "deny_then_reach",
+		Target: "198.51.100.7:80/tcp", Detail: "reached", At: t0, OperationID: "0f3a9c1d2e4b5a697887766554433221"}
+	if err := l.Append(defeat); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := c.Events[len(c.Events)-1]; last.Kind != spec.EventControlDefeat {
+		t.Fatalf("the control_defeat after a full log was not written (last %s, dropped %d)", last.Kind, c.Dropped)
+	}
+	if st, _ := os.Stat(path); st.Size() > limit {
+		t.Fatalf("log is %d bytes, limit %d", st.Size(), limit)
+	}
+}
+
 // TestLogTornLine: a line a crashed writer left unterminated is sealed off
 // and skipped; later events read fine.
 func TestLogTornLine(t *testing.T) {
