@@ -182,6 +182,7 @@ func TestContribParses(t *testing.T) {
 	k := loadKit(t)
 	for _, p := range []string{
 		"containerd/gensee-runtime.toml", "gensee/config.toml", "systemd/containerd.service.d/10-gensee.conf",
+		"systemd/gensee-verify.service", "systemd/gensee-verify.timer",
 		"catalogs/ci.catalog.json", "catalogs/image-builder.catalog.json", "contracts/pod-sandbox-deny.json",
 		"kubernetes/runtimeclass.yaml", "kubernetes/install/namespace.yaml", "kubernetes/install/configmap.yaml",
 		"kubernetes/install/catalog.yaml", "kubernetes/install/secret.yaml", "kubernetes/install/daemonset.yaml",

@@ -6,19 +6,20 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/verify"
 )
 
 type manifestVerifyOptions struct {
 	ref opRef
+	all bool
 }
 
 func manifestVerifyCommand() *Command {
 	return &Command{
 		Name:       "verify",
 		Summary:    "re-hash an operation's staged products against its manifest",
-		Args:       opRefArgs,
+		Args:       opRefArgs + " | --all [--config F]",
 		Positional: opRefPositional,
 		Long: `Reads the operation's manifest (as manifest show does) and checks every
 staged copy under <state_dir>/operations/<opid>/staged against it, reading
@@ -42,57 +43,59 @@ event to the operation's events.jsonl and raises the operation's attention
 with the signature product_mismatch (gensee attention list shows it), once
 per distinct problem: running verify again on the same damage adds
 nothing. This never changes the exit code; when it cannot be recorded,
-stderr says why.`,
+stderr says why.
+
+--all re-verifies every operation of the state dir whose manifest lists a
+staged product (for a timer: contrib/systemd/gensee-verify.timer runs it
+hourly), raising attention as above. Per operation it prints
+  operation <opid> (<ns>/<container>): verified: N files of M staged product(s)
+or
+  operation <opid> (<ns>/<container>): N problem(s): the staged products do not match the manifest
+followed by its problem lines, or "operation <opid>: invalid manifest:
+..." or "...: cannot verify: ..."; then one summary line. It exits 1 when
+any operation's products do not match (or its manifest is invalid), else 2
+when one could not be read, else 0. Operations without a manifest (still
+running) or without staged products are counted, not checked. The runtime
+re-verifies an operation the same way before retention removes it, and
+keeps it when its products do not match.`,
 		Setup: func(fs *flag.FlagSet) Runner {
 			var o manifestVerifyOptions
 			o.ref.flags(fs)
+			fs.BoolVar(&o.all, "all", false, "re-verify every operation of the state dir that has staged products")
 			return o.run
 		},
 	}
 }
 
-func (o *manifestVerifyOptions) run(_ context.Context, env *Env) error {
+func (o *manifestVerifyOptions) run(ctx context.Context, env *Env) error {
+	if o.all {
+		return o.runAll(ctx, env)
+	}
 	op, err := o.ref.load(env, env.Stderr)
 	if err != nil {
 		return err
 	}
-	rep, err := gate.VerifyStaged(op.dir, op.m.Products)
+	res, err := verify.Staged(op.dir, op.m.Products)
 	if err != nil {
 		return fail(ExitUsage, "verify staged products of operation "+op.id, err, "check that the state dir is readable (it is root's)")
 	}
-	lines, bySlot := mismatchLines(op.dir, rep.Mismatches)
-	for _, l := range lines {
-		fmt.Fprintln(env.Stdout, l)
-	}
-	if n := len(lines); n > 0 {
-		raiseMismatch(env, op, bySlot, env.Now())
+	printProblems(env, op.dir, res)
+	if !res.OK() {
+		raiseMismatch(env, op, res, env.Now())
 		return fail(ExitRefused, "operation "+op.id,
-			fmt.Errorf("%d problem(s), listed on stdout: the staged products do not match the manifest", n),
+			fmt.Errorf("%d problem(s), listed on stdout: the staged products do not match the manifest", res.Problems()),
 			"do not use them; keep the operation directory for investigation")
 	}
 	fmt.Fprintf(env.Stdout, "verified: %d files of %d staged product(s) match %s\n",
-		rep.Files, rep.Products, filepath.Join(op.dir, record.ManifestFile))
+		res.Files, res.Products, filepath.Join(op.dir, record.ManifestFile))
 	return nil
 }
 
-// mismatchLines renders what gate.VerifyStaged found: one stdout line per
-// mismatch, "<path>: <what>: expected <value>, actual <value>" with the
-// path under opDir and every recorded string made safe for a terminal, or
-// "manifest: <sentence>"; and the same problems grouped by slot for the
-// attention, paths relative to the operation and digests named as such.
-func mismatchLines(opDir string, ms []gate.Mismatch) ([]string, *slotProblems) {
-	var lines []string
-	bySlot := &slotProblems{}
-	for _, m := range ms {
-		if m.Record != "" {
-			line := "manifest: " + safeText(m.Record)
-			lines = append(lines, line)
-			bySlot.add(m.Slot, line)
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("%s: %s: expected %s, actual %s",
-			safeText(filepath.Join(opDir, m.Path)), m.What, safeText(m.Expected), safeText(m.Actual)))
-		bySlot.add(m.Slot, fmt.Sprintf("%s: %s: expected %s, actual %s", m.Path, m.What, digestText(m.Expected), digestText(m.Actual)))
+// printProblems writes one stdout line per problem, "<path>: <what>:
+// expected <value>, actual <value>" with the path under opDir and every
+// recorded string made safe for a terminal, or "manifest: <sentence>".
+func printProblems(env *Env, opDir string, res *verify.Result) {
+	for _, m := range res.Mismatches {
+		fmt.Fprintln(env.Stdout, verify.PathLine(opDir, m))
 	}
-	return lines, bySlot
 }

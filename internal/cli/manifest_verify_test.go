@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/verify"
 	"github.com/gensee/gensee/spec"
 
 	"golang.org/x/sys/unix"
@@ -215,9 +217,9 @@ func TestManifestVerifyRaisesAttention(t *testing.T) {
 func TestManifestVerifyOutsideStateDir(t *testing.T) {
 	var errb bytes.Buffer
 	env := &Env{Stderr: &errb}
-	sp := &slotProblems{}
-	sp.add("out/x", "staged/out/x: missing")
-	raiseMismatch(env, &operation{id: fxOperation, dir: t.TempDir()}, sp, time.Now())
+	res := &verify.Result{StagedReport: &gate.StagedReport{Mismatches: []gate.Mismatch{{Slot: "out/x", Path: "staged/out/x", What: gate.MismatchMissing}}},
+		Slots: []string{"out/x"}, Lines: map[string][]string{"out/x": {"staged/out/x: missing"}}}
+	raiseMismatch(env, &operation{id: fxOperation, dir: t.TempDir()}, res, time.Now())
 	if !strings.Contains(errb.String(), "no attention raised") {
 		t.Fatalf("stderr %q", errb.String())
 	}

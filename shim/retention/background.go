@@ -47,6 +47,11 @@ func Background(ctx context.Context, st record.Store, p Policy) {
 		if err != nil {
 			l.WithError(err).Warn("enforce records retention")
 		}
+		for _, m := range rep.Mismatched {
+			l.WithField("operation", m.ID).WithField("problems", m.Problems).WithField("slots", m.Slots).
+				WithField("findings_raised", m.Raised).
+				Error("records retention kept an operation: its staged products do not match its manifest (product_mismatch; gensee attention list)")
+		}
 		if len(rep.Removed) > 0 || rep.Refusals.Lines > 0 {
 			l.WithField("removed", len(rep.Removed)).WithField("freed_bytes", rep.Freed).
 				WithField("refusal_lines_dropped", rep.Refusals.Lines).Info("records retention")

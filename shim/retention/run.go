@@ -32,10 +32,14 @@ type Options struct {
 // Report is what a Run did (or, dry, would do).
 type Report struct {
 	Decision
-	Removed  []Removal // what was removed (dry: what would be)
-	Skipped  []Removal // decided, then found to be needed again (Keep set since)
-	Refusals RefusalTrim
-	Freed    int64 // bytes of the removed records
+	Removed []Removal // what was removed (dry: what would be)
+	Skipped []Removal // decided, then found to be needed again (Keep set since, or KeepMismatch/KeepUnverified)
+	// Mismatched are the records decided for removal whose staged
+	// products, re-hashed first, did not match their manifest: kept (they
+	// are in Skipped too), the finding raised unless the run is dry.
+	Mismatched []Mismatched
+	Refusals   RefusalTrim
+	Freed      int64 // bytes of the removed records
 }
 
 // Run enforces p on the state directory once, at time now. Errors removing
@@ -59,10 +63,14 @@ func Run(ctx context.Context, st record.Store, p Policy, now time.Time, o Option
 	rep.Decision = Decide(ops, p, now)
 	var first error
 	if o.DryRun {
-		rep.Removed = rep.Remove
-		rep.Refusals, first = PlanRefusals(st, p, now)
+		first = rep.apply(ctx, st, now, 0, true)
+		var err error
+		rep.Refusals, err = PlanRefusals(st, p, now)
+		if first == nil {
+			first = err
+		}
 	} else {
-		first = rep.apply(ctx, st, o.MaxRemovals)
+		first = rep.apply(ctx, st, now, o.MaxRemovals, false)
 		t, err := TrimRefusals(st, p, now)
 		rep.Refusals = t
 		if first == nil {
@@ -76,8 +84,11 @@ func Run(ctx context.Context, st record.Store, p Policy, now time.Time, o Option
 }
 
 // apply removes the decided records, oldest first: each one's index
-// entries, then its directory.
-func (rep *Report) apply(ctx context.Context, st record.Store, max int) error {
+// entries, then its directory. Right before, it checks again that the
+// record may go and re-hashes its staged products (recheck); a mismatch
+// keeps it and raises the finding. Dry, it only checks and re-hashes, and
+// lists what would go in Removed.
+func (rep *Report) apply(ctx context.Context, st record.Store, now time.Time, max int, dry bool) error {
 	idx, err := st.Index()
 	if err != nil {
 		return err
@@ -98,6 +109,24 @@ func (rep *Report) apply(ctx context.Context, st record.Store, max int) error {
 		if why := keepReason(st, dir, r.ID); why != "" {
 			r.Keep = why
 			rep.Skipped = append(rep.Skipped, r)
+			continue
+		}
+		mm, err := recheck(st, dir, r.Op, now, !dry)
+		if mm != nil {
+			rep.Mismatched = append(rep.Mismatched, *mm)
+			r.Keep = KeepMismatch
+		} else if err != nil {
+			r.Keep = KeepUnverified
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+		if r.Keep != "" {
+			rep.Skipped = append(rep.Skipped, r)
+			continue
+		}
+		if dry {
+			rep.Removed = append(rep.Removed, r)
 			continue
 		}
 		if err := remove(st, r.ID, byOp[r.ID]); err != nil {
