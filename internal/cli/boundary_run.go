@@ -119,7 +119,7 @@ func (o *runOptions) run(ctx context.Context, env *Env) error {
 	if err := o.checkCallerConfig(env, invoking); err != nil {
 		return err
 	}
-	cfg, err := env.operatorConfig(o.config)
+	cfg, err := env.enforcingConfig(o.config)
 	if err != nil {
 		return refusedRun(err)
 	}

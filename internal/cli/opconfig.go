@@ -37,9 +37,22 @@ func ConfigPath(flagValue string, getenv func(string) string) (path string, expl
 	return abs, true, nil
 }
 
-// operatorConfig loads the operator config ConfigPath resolves. The runtime
-// applies the same ownership checks (root-owned, not group/other-writable).
+// operatorConfig loads the operator config ConfigPath resolves, for a
+// command that only reads records: with no --config, no $GENSEE_CONFIG and
+// no file at the default path it uses the built-in defaults and says so on
+// stderr. The runtime applies the same ownership checks (root-owned, not
+// group/other-writable).
 func (e *Env) operatorConfig(flagValue string) (config.Config, error) {
+	return e.loadConfig(flagValue, config.LoadOrDefaults)
+}
+
+// enforcingConfig is operatorConfig for a command that enforces or
+// removes (boundary run, prune): the config must exist.
+func (e *Env) enforcingConfig(flagValue string) (config.Config, error) {
+	return e.loadConfig(flagValue, config.Load)
+}
+
+func (e *Env) loadConfig(flagValue string, loader func(string) (config.Config, error)) (config.Config, error) {
 	if flagValue == "" {
 		flagValue = e.globals().config // gensee --config F <command>
 	}
@@ -49,9 +62,9 @@ func (e *Env) operatorConfig(flagValue string) (config.Config, error) {
 	}
 	load := path
 	if !explicit {
-		load = "" // config.Load: a missing default file means built-in defaults
+		load = "" // the default path
 	}
-	cfg, err := config.Load(load)
+	cfg, err := loader(load)
 	if err != nil {
 		code := ExitRefused // untrusted owner/mode, unknown keys, bad paths
 		var pe *fs.PathError
@@ -60,6 +73,9 @@ func (e *Env) operatorConfig(flagValue string) (config.Config, error) {
 		}
 		return config.Config{}, fail(code, "load operator config", err,
 			"pass --config F or set $"+config.EnvConfig+" to a root-owned config file")
+	}
+	if cfg.Path == "" {
+		fmt.Fprintf(e.Stderr, "gensee: no operator config at %s: built-in defaults (state_dir %s, catalog %s)\n", config.DefaultPath, cfg.StateDir, cfg.Catalog)
 	}
 	e.debugf("operator config %s (state dir %s)", orText(cfg.Path, "built-in defaults ("+config.DefaultPath+" is absent)"), cfg.StateDir)
 	return cfg, nil

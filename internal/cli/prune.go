@@ -115,7 +115,7 @@ type PruneRefusals struct {
 }
 
 func (o *pruneOptions) run(ctx context.Context, env *Env) error {
-	cfg, err := env.operatorConfig(o.config)
+	cfg, err := env.enforcingConfig(o.config)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,22 +164,36 @@ func LoadForTask(path string, dirs []string) (Config, error) {
 	return Load(path)
 }
 
-// Load reads the operator config at path. A missing file at the default
-// path yields the defaults; a missing file anywhere else is an error, since
-// the operator named it explicitly.
+// Load reads the operator config at path ("": DefaultPath) for a path
+// that enforces (the shim, the OCI hook, host runs): the file must exist.
+// An enforcing runtime never falls back to built-in defaults: they name
+// no catalog an operator chose, and a missing file is more likely a
+// broken install than a wish.
 func Load(path string) (Config, error) {
-	explicit := path != ""
-	if !explicit {
+	if path == "" {
 		path = DefaultPath
 	}
 	data, err := readTrusted(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, fmt.Errorf("operator config %s does not exist: %w; create one (contrib/gensee/config.toml is a commented example) or name one: the runtime's ConfigPath option, the hook's --config, gensee --config or $%s", path, err, EnvConfig)
+	}
 	if err != nil {
-		if !explicit && os.IsNotExist(err) {
-			return Default(), nil
-		}
 		return Config{}, err
 	}
 	return Parse(path, data)
+}
+
+// LoadOrDefaults is Load for what only reads records (gensee ls, manifest
+// show, events, attention list, refusals): with path "" and no file at
+// DefaultPath it returns the built-in defaults, with Path "". A path the
+// caller named must exist.
+func LoadOrDefaults(path string) (Config, error) {
+	if path == "" {
+		if _, err := os.Lstat(DefaultPath); errors.Is(err, fs.ErrNotExist) {
+			return Default(), nil
+		}
+	}
+	return Load(path)
 }
 
 // Parse decodes config text; unknown keys are errors.
