@@ -74,6 +74,7 @@ type operation struct {
 	who      string // "namespace/container" as admission.json records it, or ""
 	raw      []byte // manifest.json as stored
 	m        *spec.Manifest
+	notify   []string // the operator config's notify_command
 }
 
 // resolve finds the operation r names and checks its directory exists,
@@ -93,7 +94,7 @@ func (r *opRef) resolve(env *Env) (*operation, error) {
 		return nil, err
 	}
 	store := record.Store{Dir: cfg.StateDir}
-	op := &operation{stateDir: cfg.StateDir, id: r.operation}
+	op := &operation{stateDir: cfg.StateDir, id: r.operation, notify: cfg.NotifyCommand}
 	if r.container != "" {
 		ns := r.namespaceOf(env)
 		if op.id, err = store.Lookup(ns, r.container); err != nil {

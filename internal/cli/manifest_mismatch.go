@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/verify"
 	"github.com/gensee/gensee/shim/watchdog"
@@ -24,6 +25,13 @@ func raiseMismatch(env *Env, op *operation, res *verify.Result, now time.Time) {
 	r := verify.Raise(store, op.id, res, now)
 	for _, err := range r.Errs {
 		env.warnf("%v (run as root)", err)
+	}
+	if len(op.notify) > 0 && len(r.New) > 0 {
+		n := notify.New(notify.Config{Argv: op.notify, OperationID: op.id, ContainerID: op.who, Runtime: "gensee manifest verify"})
+		for _, f := range r.New {
+			n.Finding(f)
+		}
+		notify.Wait() // the command outlives this process otherwise
 	}
 	switch {
 	case r.Findings > 0:

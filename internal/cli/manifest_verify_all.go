@@ -40,7 +40,7 @@ func (o *manifestVerifyOptions) runAll(ctx context.Context, env *Env) error {
 		if ctx.Err() != nil {
 			return fail(ExitUsage, "--all", ctx.Err(), "interrupted; run it again")
 		}
-		verifyListed(env, st, id, &t)
+		verifyListed(env, st, id, cfg.NotifyCommand, &t)
 	}
 	fmt.Fprintf(env.Stdout, "verified %s: %d match, %d do not match, %d invalid manifest(s), %d could not be read; "+
 		"not checked: %d without staged products, %d without a manifest (running)\n",
@@ -76,12 +76,12 @@ func (r *opRef) exclusiveOfAll() error {
 
 // verifyListed checks operation id as the single form does and prints its
 // result line (then its problems) on stdout, counting it in t.
-func verifyListed(env *Env, st record.Store, id string, t *verifyTally) {
+func verifyListed(env *Env, st record.Store, id string, notifyArgv []string, t *verifyTally) {
 	dir, err := st.OperationDir(id)
 	if err != nil {
 		return // not an operation id: Operations lists none
 	}
-	op := &operation{stateDir: st.Dir, id: id, dir: dir}
+	op := &operation{stateDir: st.Dir, id: id, dir: dir, notify: notifyArgv}
 	raw, err := readRecord(dir, record.ManifestFile, spec.MaxManifestBytes)
 	switch {
 	case errors.Is(err, unix.ENOENT):

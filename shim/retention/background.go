@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // Bounds of the shim's background runs: at most one a minute per state
@@ -27,7 +28,7 @@ const (
 // is not due, or finds another holding the lock, does nothing. It logs
 // what it removed through ctx's logger and never writes to stdout. The
 // shim may exit before the run ends; the removal order makes that safe.
-func Background(ctx context.Context, st record.Store, p Policy) {
+func Background(ctx context.Context, st record.Store, p Policy, notify func(opID string, f spec.Finding)) {
 	if p.Unlimited() || st.Dir == "" {
 		return
 	}
@@ -39,7 +40,7 @@ func Background(ctx context.Context, st record.Store, p Policy) {
 		}
 		ctx, cancel := context.WithTimeout(ctx, backgroundTimeout)
 		defer cancel()
-		rep, err := Run(ctx, st, p, time.Now(), Options{MaxRemovals: backgroundRemovals})
+		rep, err := Run(ctx, st, p, time.Now(), Options{MaxRemovals: backgroundRemovals, Notify: notify})
 		if errors.Is(err, ErrBusy) {
 			return
 		}

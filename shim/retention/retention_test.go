@@ -298,7 +298,7 @@ func TestBackgroundRuns(t *testing.T) {
 	f.now = time.Now() // Background runs on the real clock
 	f.add(opSpec{container: "a", age: 90 * 24 * time.Hour, deleted: true})
 	id := f.add(opSpec{container: "b", age: -1})
-	Background(context.Background(), f.st, Policy{MaxAge: time.Hour})
+	Background(context.Background(), f.st, Policy{MaxAge: time.Hour}, nil)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if got := f.ids(); slices.Equal(got, []string{id}) {

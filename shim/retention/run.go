@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	// MaxRemovals bounds the operation records one run removes (0: no
 	// bound); the next run goes on.
 	MaxRemovals int
+	// Notify, when set, is told of every finding a re-verification
+	// raised (the operator's notify command).
+	Notify func(opID string, f spec.Finding)
 }
 
 // Report is what a Run did (or, dry, would do).
@@ -63,14 +67,14 @@ func Run(ctx context.Context, st record.Store, p Policy, now time.Time, o Option
 	rep.Decision = Decide(ops, p, now)
 	var first error
 	if o.DryRun {
-		first = rep.apply(ctx, st, now, 0, true)
+		first = rep.apply(ctx, st, now, 0, true, o.Notify)
 		var err error
 		rep.Refusals, err = PlanRefusals(st, p, now)
 		if first == nil {
 			first = err
 		}
 	} else {
-		first = rep.apply(ctx, st, now, o.MaxRemovals, false)
+		first = rep.apply(ctx, st, now, o.MaxRemovals, false, o.Notify)
 		t, err := TrimRefusals(st, p, now)
 		rep.Refusals = t
 		if first == nil {
@@ -88,7 +92,7 @@ func Run(ctx context.Context, st record.Store, p Policy, now time.Time, o Option
 // record may go and re-hashes its staged products (recheck); a mismatch
 // keeps it and raises the finding. Dry, it only checks and re-hashes, and
 // lists what would go in Removed.
-func (rep *Report) apply(ctx context.Context, st record.Store, now time.Time, max int, dry bool) error {
+func (rep *Report) apply(ctx context.Context, st record.Store, now time.Time, max int, dry bool, notify func(string, spec.Finding)) error {
 	idx, err := st.Index()
 	if err != nil {
 		return err
@@ -111,7 +115,7 @@ func (rep *Report) apply(ctx context.Context, st record.Store, now time.Time, ma
 			rep.Skipped = append(rep.Skipped, r)
 			continue
 		}
-		mm, err := recheck(st, dir, r.Op, now, !dry)
+		mm, err := recheck(st, dir, r.Op, now, !dry, notify)
 		if mm != nil {
 			rep.Mismatched = append(rep.Mismatched, *mm)
 			r.Keep = KeepMismatch

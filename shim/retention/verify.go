@@ -37,7 +37,7 @@ type Mismatched struct {
 // manifest lists nothing staged or cannot be parsed (then there is no
 // record to check against, as verify would say). An error means the staged
 // tree could not be read: the record stays.
-func recheck(st record.Store, dir string, op Op, now time.Time, raise bool) (*Mismatched, error) {
+func recheck(st record.Store, dir string, op Op, now time.Time, raise bool, notify func(string, spec.Finding)) (*Mismatched, error) {
 	b, _, err := readRecord(dir, record.ManifestFile)
 	if err != nil {
 		return nil, nil
@@ -60,6 +60,11 @@ func recheck(st record.Store, dir string, op Op, now time.Time, raise bool) (*Mi
 	}
 	r := verify.Raise(st, op.ID, res, now)
 	mm.Raised, mm.Already = r.Findings, r.Already
+	if notify != nil {
+		for _, f := range r.New {
+			notify(op.ID, f)
+		}
+	}
 	if len(r.Errs) > 0 {
 		return mm, fmt.Errorf("operation %s: staged products do not match its manifest; flag it: %w", op.ID, r.Errs[0])
 	}

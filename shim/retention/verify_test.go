@@ -66,9 +66,15 @@ func TestRunKeepsATamperedOperation(t *testing.T) {
 		t.Fatal("a dry run raised the finding")
 	}
 
-	rep, err := Run(context.Background(), f.st, p, now, Options{})
+	var notified []string
+	rep, err := Run(context.Background(), f.st, p, now, Options{Notify: func(opID string, f spec.Finding) {
+		notified = append(notified, opID+" "+f.Signature)
+	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(notified, []string{tampered + " product_mismatch"}) {
+		t.Errorf("notified %q, want the raised finding", notified)
 	}
 	if got := f.ids(); !slices.Equal(got, []string{tampered}) {
 		t.Fatalf("left %v, want only the tampered %s", got, tampered)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/retention"
 	"github.com/gensee/gensee/spec"
 )
@@ -235,7 +236,12 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	}
 	s.drop(r.ID)
 	// Records retention, off the start path: a bounded background run.
-	retention.Background(ctx, op.store, retention.FromConfig(op.cfg.Retention))
+	// Its re-verification may raise product_mismatch on another
+	// operation: the notify command hears of it as of any finding.
+	retention.Background(ctx, op.store, retention.FromConfig(op.cfg.Retention), func(opID string, f spec.Finding) {
+		notify.New(notify.Config{Argv: op.cfg.NotifyCommand, OperationID: opID, Runtime: RuntimeName,
+			Logger: op.logger(ctx), Start: reaped}).Finding(f)
+	})
 	return resp, nil
 }
 

@@ -13,9 +13,10 @@ import (
 
 // Raised is what Raise recorded.
 type Raised struct {
-	Findings int     // product_mismatch findings raised now
-	Already  int     // slots whose same problems were already an open finding
-	Errs     []error // what could not be read or recorded; the rest still was
+	Findings int            // product_mismatch findings raised now
+	New      []spec.Finding // those findings, for the operator's notify command
+	Already  int            // slots whose same problems were already an open finding
+	Errs     []error        // what could not be read or recorded; the rest still was
 }
 
 // Raise records r's problems on operation opID of st as boundary evidence,
@@ -65,6 +66,7 @@ func Raise(st record.Store, opID string, r *Result, now time.Time) Raised {
 				continue
 			}
 			out.Findings++
+			out.New = append(out.New, f)
 		}
 	}
 	return out
