@@ -1,4 +1,4 @@
-// Package hooks is the third front door (DESIGN §10): an OCI hooks adapter
+// Package hooks is the third front door (docs/design.md §10): an OCI hooks adapter
 // that gives containers of runtimes without containerd (podman, CRI-O,
 // BuildKit's OCI worker: anything that runs runc with oci-hooks(5)) the
 // same boundary as the shim, composed from the same engine packages (trust,

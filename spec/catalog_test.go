@@ -15,7 +15,7 @@ var (
 	testExpires = testIssued.AddDate(1, 0, 0)
 )
 
-// validCatalog is the DESIGN §3 example with a real analyzer key.
+// validCatalog is the docs/design.md §3 example with a real analyzer key.
 func validCatalog() Catalog {
 	c := validContract()
 	return Catalog{

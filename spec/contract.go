@@ -31,7 +31,7 @@ const (
 	UnclaimedFail = "fail"
 )
 
-// Product classes (DESIGN §4).
+// Product classes (docs/design.md §4).
 const (
 	ClassBlob                = "blob"
 	ClassBlobSet             = "blob_set"

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// validContract is the DESIGN §4 example, extended with an allow list.
+// validContract is the docs/design.md §4 example, extended with an allow list.
 func validContract() Contract {
 	return Contract{
 		ID: "offline-structured-result", Version: 1,

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Validate checks every rule of DESIGN §4 and returns all broken ones as
+// Validate checks every rule of docs/design.md §4 and returns all broken ones as
 // ValidationErrors, with JSON paths relative to the contract.
 func (c *Contract) Validate() error {
 	p := newProblems()

@@ -5,6 +5,6 @@
 //
 // Everything here is pure: no file system, no network, no root. Code that
 // touches the kernel lives under shim/ and consumes the plans built here.
-// Field names are part of the public interface (DESIGN §3–4): extend, never
+// Field names are part of the public interface (docs/design.md §3–4): extend, never
 // rename.
 package spec

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Event kinds (DESIGN §7). A boundary event reports a refusal; it never
+// Event kinds (docs/design.md §7). A boundary event reports a refusal; it never
 // grants anything. control_defeat and flow_reached are the watchdog's: a
 // signature that fired, and the reach observation it used as evidence.
 // hint_loop is guidance: it never changes a decision.

@@ -2,7 +2,7 @@ package spec
 
 import "time"
 
-// Manifest is the effect manifest of one operation (DESIGN §6), written
+// Manifest is the effect manifest of one operation (docs/design.md §6), written
 // once at the end of the gate. It keeps enforcement (what a control
 // guaranteed) apart from observation (what was seen), and never claims
 // semantic verification or promotion: both flags are always false.

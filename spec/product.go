@@ -20,7 +20,7 @@ func knownClass(class string) bool {
 }
 
 // ExcludedName reports whether a path segment names something the gate
-// never stages (DESIGN §4: .git, target, node_modules). A slot may not
+// never stages (docs/design.md §4: .git, target, node_modules). A slot may not
 // contain such a segment, since its product could never pass.
 func ExcludedName(name string) bool {
 	switch name {

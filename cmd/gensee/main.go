@@ -1,5 +1,5 @@
 // Command gensee is the operator CLI of the gensee runtime: contracts,
-// catalogs, inferences, observations and host audits (DESIGN §9). The
+// catalogs, inferences, observations and host audits (docs/design.md §9). The
 // commands live in internal/cli; this is wiring.
 package main
 

@@ -1,4 +1,4 @@
-// Package cli is the gensee operator command line (DESIGN §9): a small tree
+// Package cli is the gensee operator command line (docs/design.md §9): a small tree
 // of commands (registry.go), one file per command group, each leaf parsing
 // its flags into an options struct. ctr's conventions hold across the tree
 // (command.go, global.go): global -a/--address and -n/--namespace with
@@ -12,7 +12,7 @@
 // kernel probes, shim/netpolicy. It owns exit codes and operator-facing
 // messages.
 //
-// It must never take a trust key from a caller except where DESIGN §3 allows
+// It must never take a trust key from a caller except where docs/design.md §3 allows
 // it (catalog inspect --trusted-key; the signing commands read the private
 // key they sign with), never write the runtime's catalog high-water state,
 // never overwrite a key file, never write into an operation's records (two

@@ -1,5 +1,5 @@
 // Package admission decides, at task Create, which single approved contract
-// governs a container (DESIGN §3), or refuses it. It owns that decision and
+// governs a container (docs/design.md §3), or refuses it. It owns that decision and
 // its reason codes; it is a pure function of its Input: no file system, no
 // clock (Now is an input), no network, no logging. Loading and verifying
 // the catalog is shim/trust's job, re-deriving the observation is

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Defaults of the operator configuration (DESIGN §3).
+// Defaults of the operator configuration (docs/design.md §3).
 const (
 	DefaultPath        = "/etc/gensee/config.toml"
 	DefaultCatalog     = "/etc/gensee/catalog.signed.json"

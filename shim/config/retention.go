@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Retention defaults (DESIGN §9): what a busy CI host keeps by default.
+// Retention defaults (docs/design.md §9): what a busy CI host keeps by default.
 // Records are evidence, so the defaults are generous; an operator lowers
 // them, or sets a key to 0 to lift that limit.
 const (

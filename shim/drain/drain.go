@@ -46,7 +46,7 @@ type Result struct {
 	Escapes []spec.Escape
 }
 
-// All is the exit path's kill step (DESIGN §6) for the operation bound to
+// All is the exit path's kill step (docs/design.md §6) for the operation bound to
 // cgroup path bound. Ordering:
 //
 //  1. a last binding poll, while the cgroup's processes still live: a child

@@ -1,4 +1,4 @@
-// Package effect assembles the parts of the effect manifest (DESIGN §6)
+// Package effect assembles the parts of the effect manifest (docs/design.md §6)
 // that every front door shares: the gate's verdict, products, violations,
 // unclaimed and excluded changes, and the gate_rejected events a run emits.
 //

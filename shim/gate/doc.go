@@ -1,6 +1,6 @@
 // Package gate owns the product gate that runs at task exit: it reads the
 // container's rootfs diff (an overlay upperdir, or a bind-mounted rootfs),
-// checks every declared product against its class rules (DESIGN §4, §6),
+// checks every declared product against its class rules (docs/design.md §4, §6),
 // copies passing products into the runtime-owned staging directory while
 // hashing them (one read pass), and reports unclaimed and excluded changes
 // and overlay anomalies. Afterwards, VerifyStaged re-hashes a staged tree

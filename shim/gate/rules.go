@@ -27,7 +27,7 @@ const (
 	RuleUnderMount      = "under_mount"      // slot under a mount destination the gate cannot see
 	RuleBadSlot         = "bad_slot"         // slot not an exact relative path
 	RuleOverlappingSlot = "overlapping_slot" // two slots equal or nested
-	RuleUnknownClass    = "unknown_class"    // class not in DESIGN §4
+	RuleUnknownClass    = "unknown_class"    // class not in docs/design.md §4
 	RuleBadContract     = "bad_contract"     // unusable declaration (mode string, negative cap)
 	RuleIncompleteScan  = "incomplete_scan"  // the scan stopped early, so no product can pass
 	RuleUnclaimedChange = "unclaimed_change" // a change outside every product, exclusion and mount stub, with Input.FailUnclaimed

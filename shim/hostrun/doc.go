@@ -1,5 +1,5 @@
 // Package hostrun is the engine of the second front door, `gensee boundary
-// run -- CMD` (DESIGN §10): one plain host command under exactly one
+// run -- CMD` (docs/design.md §10): one plain host command under exactly one
 // admitted contract, composed from the packages the shim uses (trust,
 // admission, observe, netpolicy, cgroup, monitor, drain, gate, effect,
 // record).

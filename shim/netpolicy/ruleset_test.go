@@ -295,7 +295,7 @@ func TestBuildAllowExact(t *testing.T) {
 		t.Errorf("sets carry %d tuples, plan has %d", got, len(p.Allow))
 	}
 
-	// Invariants of every rule (DESIGN §8: positive matches and an
+	// Invariants of every rule (docs/design.md §8: positive matches and an
 	// explicit drop; never `!=` but on the address type, in the rules
 	// that drop non-local sources; the limit never gates the drop).
 	spoof := func(i int) bool { return strings.Contains(comments(rs)[i], "non-local source") }

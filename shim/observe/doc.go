@@ -1,5 +1,5 @@
 // Package observe derives, from an OCI bundle, the observation an inference
-// must have been made for (DESIGN §3): the process's uid/gid, the sha256 of
+// must have been made for (docs/design.md §3): the process's uid/gid, the sha256 of
 // the executable process.args[0] resolves to inside the rootfs, and the
 // command digest.
 //

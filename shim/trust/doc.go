@@ -1,4 +1,4 @@
-// Package trust owns the shim's roots of trust on the host (DESIGN §3): the
+// Package trust owns the shim's roots of trust on the host (docs/design.md §3): the
 // trust anchor file (the catalog root public key), loading and verifying
 // the signed catalog against it, and the catalog high-water mark that
 // refuses rollbacks and equivocation across shim restarts.
