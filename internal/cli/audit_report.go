@@ -173,7 +173,7 @@ func networkMechanism(n AuditNetwork) string {
 		}
 		serve = "; replies of connections that arrived on " + strings.Join(ports, ", ") + " are accepted (network.serve), nothing the container opens gains from it"
 	}
-	return fmt.Sprintf("one nftables inet table in the container's network namespace: %s%s; loopback %s. In the container's own netns the table covers every packet of the netns (fail closed: leaving the cgroup gains nothing); in a shared netns (host, pod) it matches the container's cgroup by `socket cgroupv2`, and a process found outside that cgroup is a policy_unbound finding, never reported as enforced", what, serve, loopbackWord(n.Loopback))
+	return fmt.Sprintf("one nftables inet table in the container's network namespace: %s%s; loopback %s. In the container's own netns the table covers every packet of the netns (fail closed: leaving the cgroup gains nothing); in a shared netns (host, pod) it matches the container's cgroup by `socket cgroupv2`, and a process found outside that cgroup is a policy_unbound event (the manifest says escape_detected), never reported as enforced", what, serve, loopbackWord(n.Loopback))
 }
 
 func capabilitiesMechanism(c *spec.Contract) string {

@@ -24,7 +24,7 @@ type validateOptions struct {
 func validateCommand() *Command {
 	return &Command{
 		Name:    "validate",
-		Summary: "check a contract document against every rule of DESIGN §4",
+		Summary: "check a contract document against every rule of docs/design.md §4",
 		Args:    "--contract F",
 		Long: `Prints "valid: <id>" and exits 0, or prints one line per broken rule on
 stdout, "<json path>: <message>", and exits 1. The decoder is the runtime's:

@@ -16,9 +16,11 @@
 // it (catalog inspect --trusted-key; the signing commands read the private
 // key they sign with), never write the runtime's catalog high-water state,
 // never overwrite a key file, never write into an operation's records (two
-// exceptions: attention clear, a person's decision, removes attention.json
-// through shim/events; prune removes whole records the operator config's
-// [retention] lets go, through shim/retention), never follow a symlink
+// exceptions: attention clear, a person's decision, records the clearing
+// on each open finding of attention.json through shim/events; manifest
+// verify raises a product_mismatch finding through shim/verify; prune
+// removes whole records the operator config's [retention] lets go, through
+// shim/retention), never follow a symlink
 // below one, and never leave a namespace, table or file behind after a
 // probe.
 package cli

@@ -18,7 +18,7 @@
 //     installed and read back, before Create is answered. Any failure kills
 //     and deletes the inner task.
 //  2. Start (init): it waits for the admission record bind made durable
-//     off Create's path (subject, table, capability_removed event), and
+//     off Create's path (subject, table), and
 //     refuses when that failed; the lifecycle moves created -> starting before the
 //     inner Start and the TaskExit hold is armed, so an instant exit cannot
 //     slip past it; a failed inner Start moves back to created. Execs are

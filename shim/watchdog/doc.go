@@ -13,8 +13,10 @@
 //     own and raises the attention with the result).
 //
 // Evidence a signature used is spent and never flags twice. A finding sets
-// the operation's attention, which only Clear (a person) or End (the task
-// ending) clears; later findings are added to it, never replace it.
+// the operation's attention; later findings are added to it, never
+// replace it. Clear and End forget them here only: the operation's record
+// (shim/events, attention.json) keeps every finding after the task, and a
+// person's clearing is recorded there beside it.
 //
 // It also emits the denial-loop guidance (hint_loop): one event per run of
 // consecutive egress denials with no allowed flow in between.
