@@ -8,14 +8,24 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/gensee/gensee/internal/version.Version=$(VERSION) \
 	-X github.com/containerd/containerd/v2/version.Version=gensee-$(VERSION)
 export PATH := $(BIN):$(PATH)
+# make install: DESTDIR, PREFIX and SYSCONFDIR as usual; HOOKSDIR is podman's hooks directory.
+DESTDIR ?=
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+HOOKSDIR ?= /usr/share/containers/oci/hooks.d
+GOARCH ?= $(shell $(GO) env GOARCH)
+DIST ?= $(CURDIR)/dist
 
-.PHONY: help deps build test unit fuzz bench demo lint clean
+.PHONY: help deps deps-demo build install uninstall release test unit fuzz bench demo lint clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-deps: ## install Debian packages and build the pinned tools into bin/ (root)
-	./hack/deps.sh
+deps: ## everything: Debian packages and every pinned tool the tests use, into bin/ (root)
+	./hack/deps.sh all
+
+deps-demo: ## only what the demo runs: containerd, ctr and runc into bin/ (root)
+	./hack/deps.sh demo
 
 build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-oci-hook and bin/gensee-sandbox
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
@@ -47,12 +57,21 @@ fuzz: ## run every fuzz target for a short time
 bench: deps build ## benchmarks against their peers (root); prints ratios
 	./hack/bench.sh
 
-demo: deps build ## a private containerd running one admitted and one refused container (root)
+demo: deps-demo build ## a private containerd running one admitted and one refused container (root)
 	./hack/demo.sh
 
 .PHONY: conformance
 conformance: deps build ## critest with the runc and the gensee handlers; the specs that differ (root)
 	./hack/conformance.sh
 
+install: ## install the built binaries, drop-ins, config, hook, man pages, completions (DESTDIR, PREFIX)
+	DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' HOOKSDIR='$(HOOKSDIR)' BIN='$(BIN)' VERSION='$(VERSION)' ./hack/install.sh install
+
+uninstall: ## remove what make install put (never an operator config it did not create)
+	DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' HOOKSDIR='$(HOOKSDIR)' ./hack/install.sh uninstall
+
+release: ## dist/: the tarball, SHA256SUMS, an in-toto provenance statement, the installer image
+	DIST='$(DIST)' VERSION='$(VERSION)' GOARCH='$(GOARCH)' LDFLAGS='$(LDFLAGS)' ./hack/release.sh
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)

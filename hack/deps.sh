@@ -2,12 +2,27 @@
 # Installs what building, testing and the demo need on a fresh Debian 12 machine:
 # Debian packages, then the pinned third-party tools built from the Go module proxy
 # into bin/. Idempotent: a tool already built at its pinned version is kept.
+#
+#   hack/deps.sh demo   what `make demo` runs: containerd, ctr, runc (make deps-demo)
+#   hack/deps.sh [all]  everything `make test`, bench and conformance use too (make deps)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/bin
 mkdir -p "$bin"
+need=${1:-all}
+case $need in
+demo | all) ;;
+*)
+	echo "usage: hack/deps.sh [demo|all]" >&2
+	exit 2
+	;;
+esac
 
-pkgs=(nftables busybox-static libseccomp-dev pkg-config iproute2 conntrack containernetworking-plugins gcc make git podman sudo)
+# The demo's: the test image's busybox, and what building runc with seccomp takes.
+pkgs=(busybox-static libseccomp-dev pkg-config gcc make git)
+if [ "$need" = all ]; then
+	pkgs+=(nftables iproute2 conntrack containernetworking-plugins podman sudo)
+fi
 # sudo: the host-run tests run gensee boundary run through it from a throwaway account (integration/hostrun_sudo_test.go).
 # podman (4.3, with conmon and crun) drives the OCI hooks front door's tests; it pulls no containerd.
 # The tests give it a private containers.conf/storage.conf (CONTAINERS_CONF, CONTAINERS_STORAGE_CONF).
@@ -41,10 +56,14 @@ build() {
 }
 build containerd containerd github.com/containerd/containerd/v2/cmd/containerd
 build ctr containerd github.com/containerd/containerd/v2/cmd/ctr
+CGO_ENABLED=1 build runc runc github.com/opencontainers/runc -tags seccomp
+if [ "$need" = demo ]; then
+	echo "deps: ok for the demo ($bin); make deps builds the test tools too"
+	exit 0
+fi
 # The stock shim as containerd's own Makefile builds it (SHIM_CGO_ENABLED=0: static), the
 # peer the benchmarks measure gensee's shim, built the same way, against.
 CGO_ENABLED=0 build containerd-shim-runc-v2 containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
-CGO_ENABLED=1 build runc runc github.com/opencontainers/runc -tags seccomp
 build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl
 build staticcheck staticcheck honnef.co/go/tools/cmd/staticcheck
 # BuildKit for the builders integration (docs/builders.md). `go install ...@version` refuses
