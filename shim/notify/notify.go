@@ -22,16 +22,87 @@ const Timeout = 10 * time.Second
 // MaxInFlight bounds the notify commands one process runs at a time.
 const MaxInFlight = 4
 
+// MaxQueued bounds the notifications waiting for a slot, process-wide.
+const MaxQueued = 64
+
 // maxStderr bounds the command's stderr kept for the log line.
 const maxStderr = 4 << 10
 
-var (
-	// slots holds one token per notify command in flight, process-wide: a
-	// burst over many operations of one process shares the bound.
-	slots = make(chan struct{}, MaxInFlight)
-	// running counts the notify commands in flight, for Wait.
-	running sync.WaitGroup
-)
+// queue holds the notifications of this process waiting for one of the
+// MaxInFlight slots: a burst (a workload that makes findings fire on
+// purpose) waits instead of pushing a later, graver finding out.
+// Findings of the priority signatures go first, and when the queue is
+// full one evicts the newest routine one waiting.
+var queue struct {
+	sync.Mutex
+	hi, lo   []job // priority signatures, the rest; each oldest first
+	inflight int
+}
+
+// running counts the notifications queued or in flight, for Wait.
+var running sync.WaitGroup
+
+// priority are the signatures no burst of the others may crowd out: the
+// table itself changed, a staged product changed.
+var priority = map[string]bool{"table_tampered": true, "product_mismatch": true}
+
+type job struct {
+	n  *Notifier
+	f  spec.Finding
+	lg *log.Entry
+}
+
+// enqueue queues j and starts what the slots allow; false when the queue
+// was full and j could not evict a routine notification.
+func enqueue(j job) bool {
+	queue.Lock()
+	defer queue.Unlock()
+	pri := priority[j.f.Signature]
+	if len(queue.hi)+len(queue.lo) >= MaxQueued {
+		if !pri || len(queue.lo) == 0 {
+			return false
+		}
+		ev := queue.lo[len(queue.lo)-1]
+		queue.lo = queue.lo[:len(queue.lo)-1]
+		ev.lg.Warn("notify command not run: the queue is full and a graver finding took its place; the finding stays in the attention record and events log")
+		running.Done()
+	}
+	running.Add(1)
+	if pri {
+		queue.hi = append(queue.hi, j)
+	} else {
+		queue.lo = append(queue.lo, j)
+	}
+	dispatchLocked()
+	return true
+}
+
+// dispatchLocked starts queued notifications while slots are free.
+// Called with the queue locked.
+func dispatchLocked() {
+	for queue.inflight < MaxInFlight {
+		var j job
+		switch {
+		case len(queue.hi) > 0:
+			j, queue.hi = queue.hi[0], queue.hi[1:]
+		case len(queue.lo) > 0:
+			j, queue.lo = queue.lo[0], queue.lo[1:]
+		default:
+			return
+		}
+		queue.inflight++
+		go func() {
+			defer running.Done()
+			if err := j.n.run(j.f); err != nil {
+				j.lg.WithError(err).Warn("notify command failed (guidance only: nothing was decided by it)")
+			}
+			queue.Lock()
+			queue.inflight--
+			dispatchLocked()
+			queue.Unlock()
+		}()
+	}
+}
 
 // Payload is what the command reads on stdin: one JSON object, then EOF.
 type Payload struct {
@@ -96,9 +167,10 @@ func startWait(cmd *exec.Cmd) (func() error, error) {
 }
 
 // Finding runs the notify command for f in the background; it returns at
-// once. Without a notify command it does nothing; with MaxInFlight
-// commands already running it drops f's notification and logs it (the
-// attention record and the events log still hold the finding).
+// once. Without a notify command it does nothing. With MaxInFlight
+// commands running it queues f (table_tampered and product_mismatch
+// first); with MaxQueued waiting it drops f's notification and logs it
+// (the attention record and the events log still hold the finding).
 func (n *Notifier) Finding(f spec.Finding) {
 	if n == nil || len(n.cfg.Argv) == 0 {
 		return
@@ -108,27 +180,28 @@ func (n *Notifier) Finding(f spec.Finding) {
 		lg.WithField("notify_command", n.cfg.Argv[0]).Warn("notify command not run: notify_command's first word must be an absolute path")
 		return
 	}
-	select {
-	case slots <- struct{}{}:
-	default:
-		lg.WithField("in_flight", MaxInFlight).Warn("notify command not run: too many already running; the finding stays in the attention record and events log")
-		return
+	if !enqueue(job{n: n, f: f, lg: lg}) {
+		lg.WithField("queued", MaxQueued).Warn("notify command not run: too many findings waiting; the finding stays in the attention record and events log")
 	}
-	running.Add(1)
-	go func() {
-		defer running.Done()
-		defer func() { <-slots }()
-		if err := n.run(f); err != nil {
-			lg.WithError(err).Warn("notify command failed (guidance only: nothing was decided by it)")
-		}
-	}()
 }
 
-// Wait waits for the notify commands of this process still in flight; each
-// ends by its own deadline. A door whose process ends with its operation
-// (a host run, a hook's monitor) calls it last, so that its notifications
-// are neither cut short nor left unbounded.
-func Wait() { running.Wait() }
+// Wait waits for the notifications of this process still queued or in
+// flight, at most MaxWait: each command ends by its own deadline, but a
+// full queue could take minutes. A door whose process ends with its
+// operation (a host run, a hook's monitor, gensee manifest verify) calls
+// it last, so that its notifications are neither cut short nor left
+// unbounded.
+func Wait() {
+	done := make(chan struct{})
+	go func() { running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(MaxWait):
+	}
+}
+
+// MaxWait bounds Wait.
+const MaxWait = 30 * time.Second
 
 // run runs the command once, in its own process group, killed whole at the
 // deadline.

@@ -105,29 +105,39 @@ func TestConcurrencyCap(t *testing.T) {
 	if err := os.Mkdir(runs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Each run leaves a file, then holds its slot until the gate exists.
-	sh := script(t, dir, `mktemp "$2/run.XXXXXX" >/dev/null; while [ ! -e "$1" ]; do sleep 0.02; done`+"\n")
+	// Each run leaves a file named for its signature, then holds its slot
+	// until the gate exists.
+	sh := script(t, dir, `sig=$(cat | sed 's/.*"signature":"\([a-z_]*\)".*/\1/'); mktemp "$2/$sig.XXXXXX" >/dev/null; while [ ! -e "$1" ]; do sleep 0.02; done`+"\n")
 	n := New(Config{Argv: []string{sh, gate, runs}, OperationID: "op-3", Logger: log.L})
-	for range 3 * MaxInFlight {
-		n.Finding(finding)
+	routine := spec.Finding{Signature: "deny_then_reach", Detail: "x", At: finding.At}
+	for range MaxInFlight + MaxQueued {
+		n.Finding(routine)
 	}
-	count := func() int { ents, _ := os.ReadDir(runs); return len(ents) }
-	waitFor(t, 5*time.Second, "MaxInFlight runs", func() bool { return count() == MaxInFlight })
+	count := func(prefix string) int {
+		ents, _ := os.ReadDir(runs)
+		c := 0
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), prefix) {
+				c++
+			}
+		}
+		return c
+	}
+	waitFor(t, 5*time.Second, "MaxInFlight runs", func() bool { return count("") == MaxInFlight })
+	// The queue is full of routine findings: a graver one evicts the
+	// newest of them and goes first; another routine one is dropped.
+	n.Finding(finding) // table_tampered
+	n.Finding(routine)
 	time.Sleep(200 * time.Millisecond)
-	if c := count(); c != MaxInFlight {
+	if c := count(""); c != MaxInFlight {
 		t.Fatalf("%d commands ran at once, want %d", c, MaxInFlight)
 	}
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	Wait()
-	if c := count(); c != MaxInFlight {
-		t.Fatalf("%d commands ran in all: the dropped ones were queued", c)
-	}
-	n.Finding(finding)
-	Wait()
-	if c := count(); c != MaxInFlight+1 {
-		t.Fatalf("no command ran once the slots were free (%d runs)", c)
+	if c, tt := count(""), count("table_tampered"); c != MaxInFlight+MaxQueued || tt != 1 {
+		t.Fatalf("%d commands ran in all (%d table_tampered), want %d with the graver one", c, tt, MaxInFlight+MaxQueued)
 	}
 }
 
