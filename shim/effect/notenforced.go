@@ -20,5 +20,5 @@ func NotEnforcedOutsideCgroup(subject, netns, confined string) string {
 	if confined != "" {
 		s += "the " + subject + " cannot leave it (" + confined + "), but "
 	}
-	return s + "a process the host moves out is found by polling (policy_unbound, observation.escapes), not stopped"
+	return s + "a process the host moves out is found by polling (policy_unbound, observation.escapes), not stopped; the poll looks every 0.5 s, so one that leaves, sends and exits between two looks is not seen, and escape_detected is absent then"
 }
