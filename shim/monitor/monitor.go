@@ -219,6 +219,7 @@ func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 		m.bind = evidence.NewBindingPoller(h, plan.Cgroup, init)
 	}
 	flows := evidence.NewFlowPoller(netnsFD)
+	flows.Scope, flows.Serve = plan.Scope, plan.Serve // whose flows, which ports served
 	if m.bind != nil {
 		flows.Escapees = m.bind.Escaped
 	}

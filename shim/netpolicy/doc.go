@@ -27,6 +27,7 @@
 //	  C' meta l4proto . th dport @serve ct label set 26                        (the flow may be answered) }
 //	  (C' is C in cgroup scope, nothing in netns scope)
 //	chain output { type filter hook output priority filter; policy accept (cgroup scope) | drop (netns scope);
+//	  C ct direction original ct label set 27      (the container opened the flow; both scopes)
 //	  N(C, allowed)
 //	  C fib saddr type != local meta skuid >= 0 limit 20/s log group 2604 prefix "gensee deny <op> "
 //	  C fib saddr type != local meta skuid >= 0   → spoofed, denied, drop
@@ -140,6 +141,26 @@
 // (another tenant of a shared namespace) has its conntrack entry confirmed
 // at output, before the input chain drops it, and only the missing label
 // keeps the workload from answering it.
+//
+// The container's own flows. The output chain's first rule, before any
+// rule that drops or accepts, sets conntrack label bit 27 (ownLabel) on
+// every packet a socket of the cgroup sends in a flow's original
+// direction: a flow the table then accepts is confirmed labelled, and a
+// dropped first packet never confirms its entry. The flow sensor
+// (shim/watchdog/evidence.FlowPoller) reads it. In cgroup scope only a
+// flow carrying it reached a target for the container: a connection
+// another tenant of the shared namespace (the host, the pod) made to a
+// target the container was denied, or a stale entry older than the table,
+// is not the container's. A flow a peer opened never has its original
+// direction through the output chain, so a served flow carries it only
+// when the container connected to its own served port; the sensor counts
+// a watched target as answered on a served port only with the serve label
+// and without this one. The rule is the same in netns scope, where the
+// sensor takes every flow of the namespace for the container's and reads
+// the label only for that. A packet the cgroup sends on a flow another
+// socket already confirmed (a raw socket, or a UDP socket sharing the
+// tuple) labels that flow even when the packet is then dropped: only the
+// container can do that, to its own evidence.
 //
 // Non-local sources. The reply and serve accepts trust a packet's source
 // address and port, and a socket bound with IPV6_FREEBIND (no privilege

@@ -17,6 +17,7 @@ const (
 	reg32_01  = unix.NFT_REG32_01 // 9
 	reg32_02  = unix.NFT_REG32_02 // 10
 	reg32_05  = unix.NFT_REG32_05 // 13
+	ctDirOrig = 0                 // IP_CT_DIR_ORIGINAL
 	ctDirRepl = 1                 // IP_CT_DIR_REPLY
 	tcpSynAck = 0x12              // TCPHDR_SYN | TCPHDR_ACK
 	loIfindex = 1                 // LOOPBACK_IFINDEX, the same in every netns
@@ -415,14 +416,53 @@ func (m matcher) servedLoopback(set *countedSet) []expr.Any {
 // only decides which packets it checks).
 const serveLabel = 26
 
-// labelBits is serveLabel as the kernel keeps the labels: a bitmap of
+// ownLabel is the conntrack label bit (`ct label 27`) marking a flow the
+// container opened: the output chain's first rule sets it on every packet
+// in the original direction of a flow that a socket of the cgroup sends
+// (cgroup scope) or that the namespace sends (netns scope), before any
+// rule that drops. A flow a peer opened never has its original direction
+// through the output chain, so a served flow carries it only when the
+// container connected to its own served port. The flow sensor reads it: in
+// a shared namespace only a flow carrying it is the container's reaching a
+// target, and a flow carrying it is never a peer the container answered.
+// A label for the reasons serveLabel is one; the same bit in every gensee
+// table of a namespace, each setting it for its own cgroup only.
+const ownLabel = 27
+
+// Conntrack label bits the flow sensor reads (shim/watchdog/evidence).
+const (
+	ServeLabel = serveLabel // a packet to a served port passed the reverse-path check
+	OwnLabel   = ownLabel   // the container sent in the flow's original direction
+)
+
+// HasLabel says whether label bit is set in labels, a conntrack entry's
+// label bitmap as ctnetlink dumps it (CTA_LABELS: the kernel's unsigned
+// longs in host byte order, as labelBitsOf writes it). Empty labels (an
+// entry without the extension, or none set) have no bit.
+func HasLabel(labels []byte, bit int) bool {
+	want := labelBitsOf(bit)
+	for i := range want {
+		if i < len(labels) && labels[i]&want[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// labelBits is serveLabel as the kernel keeps the labels.
+func labelBits() []byte { return labelBitsOf(serveLabel) }
+
+// labelBitsOf is label bit as the kernel keeps the labels: a bitmap of
 // unsigned longs in host byte order (16 bytes, NF_CT_LABELS_MAX_SIZE).
-func labelBits() []byte {
+func labelBitsOf(bit int) []byte {
 	b := make([]byte, 16)
+	if bit < 0 || bit >= 128 {
+		return b
+	}
 	if bits.UintSize == 64 {
-		binary.NativeEndian.PutUint64(b[serveLabel/64*8:], 1<<(serveLabel%64))
+		binary.NativeEndian.PutUint64(b[bit/64*8:], 1<<(bit%64))
 	} else {
-		binary.NativeEndian.PutUint32(b[serveLabel/32*4:], 1<<(serveLabel%32))
+		binary.NativeEndian.PutUint32(b[bit/32*4:], 1<<(bit%32))
 	}
 	return b
 }
@@ -452,6 +492,23 @@ func servedFlow() []expr.Any {
 func (m matcher) labelServedFlow(set *countedSet) []expr.Any {
 	return join(m.cgroup(), servedPort(set), []expr.Any{
 		&expr.Immediate{Register: reg1, Data: labelBits()},
+		&expr.Ct{Register: reg1, SourceRegister: true, Key: expr.CtKeyLABELS},
+	})
+}
+
+// labelOwnFlow: cgroup ∧ ct direction original → ct label set 27
+// (ownLabel), no verdict, no counter: the output chain's first rule, so
+// every packet the cgroup's sockets (netns scope: the namespace) send in a
+// flow's original direction labels it before any rule can drop or accept
+// it. A flow the table then accepts is confirmed labelled; a dropped
+// first packet never confirms its entry, so a denied attempt leaves no
+// labelled flow. The original direction only: the container's answers on
+// a flow a peer opened (served ports) do not make it one the container
+// opened.
+func (m matcher) labelOwnFlow() []expr.Any {
+	return join(m.cgroup(), []expr.Any{
+		&expr.Ct{Register: reg1, Key: expr.CtKeyDIRECTION}, cmpEq(reg1, []byte{ctDirOrig}),
+		&expr.Immediate{Register: reg1, Data: labelBitsOf(ownLabel)},
 		&expr.Ct{Register: reg1, SourceRegister: true, Key: expr.CtKeyLABELS},
 	})
 }

@@ -144,6 +144,7 @@ func nftScript(p *Plan, cgPath string) string {
 		}
 	}
 	cg := fmt.Sprintf("socket cgroupv2 level %d @cg ", p.Cgroup.Level)
+	fmt.Fprintf(&b, "\t\t%sct direction original ct label set %d comment \"gensee: label the flows the container opens\"\n", cg, ownLabel)
 	spoofed(cg, "allowed", "", p.LogPrefix, true)
 	accepts(cg, "allowed", "")
 	fmt.Fprintf(&b, "\t\t%smeta skuid >= 0 limit rate %d/second burst %d packets log prefix %q group %d comment \"gensee: log denied\"\n", cg, logRate, logBurst, p.LogPrefix, p.LogGroup)
@@ -237,6 +238,14 @@ func TestRootNftScriptMatchesPlan(t *testing.T) {
 		{"label set on sport", "meta l4proto . th dport @serve ct label set", "meta l4proto . th sport @serve ct label set"},
 		{"label as mark", "ct label set 26", "ct mark set 0x4000000"},
 		{"dport", "meta l4proto . th sport @serve counter", "meta l4proto . th dport @serve counter"},
+		// The own label: the cgroup's flows, the original direction,
+		// its bit, a label.
+		{"own label any direction", "ct direction original ct label set 27", "ct label set 27"},
+		{"own label on replies", "ct direction original ct label set 27", "ct direction reply ct label set 27"},
+		{"own label other bit", "ct direction original ct label set 27", "ct direction original ct label set 28"},
+		{"own label as serve label", "ct direction original ct label set 27", "ct direction original ct label set 26"},
+		{"own label as mark", "ct direction original ct label set 27", "ct direction original ct mark set 0x8000000"},
+		{"own label of every socket", fmt.Sprintf("socket cgroupv2 level %d @cg ct direction original", ref.Level), "ct direction original"},
 		// What the used sets count: the key added, the set added to,
 		// how, and that the set counts at all.
 		{"counts another key", "add @serve_used { meta l4proto . th sport counter }", "add @serve_used { meta l4proto . th dport counter }"},

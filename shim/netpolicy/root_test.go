@@ -229,16 +229,23 @@ func TestRootReadBackDetectsTamper(t *testing.T) {
 		{"inserted accept", func() { nft("insert", "rule", "inet", p.Table, "output", "meta", "l4proto", "tcp", "accept") }, "extra rule at position 0"},
 		{"deleted drop", func() {
 			nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`))
-		}, "rule 14 (gensee: deny) is missing"},
+		}, "rule 15 (gensee: deny) is missing"},
 		{"deleted non-local source drop", func() {
 			nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny non-local source"`))
-		}, "rule 1 (gensee: deny non-local source) is missing"},
+		}, "rule 2 (gensee: deny non-local source) is missing"},
+		{"deleted own label", func() {
+			nft("delete", "rule", "inet", p.Table, "output", "handle", handle(`ct label set 27 comment "gensee: label the flows the container opens"`))
+		}, "rule 0 (gensee: label the flows the container opens) is missing"},
+		{"own label on every socket", func() {
+			nft("replace", "rule", "inet", p.Table, "output", "handle", handle(`ct label set 27 comment "gensee: label the flows the container opens"`),
+				"ct", "direction", "original", "ct", "label", "set", "27", "comment", `"gensee: label the flows the container opens"`)
+		}, "rule 0 (gensee: label the flows the container opens) changed"},
 		{"deeper cgroup level", func() {
 			// google/nftables v0.3.0 cannot decode `socket`: only the raw
 			// dump sees this change.
 			nft("replace", "rule", "inet", p.Table, "output", "handle", handle(`drop comment "gensee: deny"`),
 				"socket", "cgroupv2", "level", "2", "@cg", "meta", "skuid", ">=", "0", "counter", "name", "denied", "drop", "comment", `"gensee: deny"`)
-		}, "rule 14 (gensee: deny) changed"},
+		}, "rule 15 (gensee: deny) changed"},
 		{"swapped element", func() {
 			// The set is sized to the plan: a plain add is refused...
 			if out, err := exec.Command("nsenter", "--net="+tp.client.Path, "nft", "add", "element", "inet", p.Table, "allow4", "{ 192.0.2.3 . tcp . 22 }").CombinedOutput(); err == nil {

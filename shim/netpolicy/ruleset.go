@@ -286,6 +286,14 @@ func build(p *Plan) *ruleset {
 	// duplicate address detection probe from :: is accepted ahead of
 	// them, where neighbor discovery is.
 	m := matcher{cg: cg, level: p.Cgroup.Level, allow: counterAllow}
+	// First of all, no verdict: label the flows the cgroup's sockets open
+	// (ownLabel), for the flow sensor, so that in a shared namespace a
+	// flow another tenant opened to a target the container was denied is
+	// never taken for the container's. The same rule in netns scope,
+	// where the sensor takes every flow for the container's and reads
+	// the label only to tell the container's own connections to its
+	// served ports from a peer's.
+	rule("gensee: label the flows the container opens", m.labelOwnFlow())
 	nd := sets.nd != nil
 	if nd {
 		rule("gensee: icmpv6 duplicate address detection (source ::)", m.dad())

@@ -141,6 +141,7 @@ func TestBuildDenyAll(t *testing.T) {
 	}
 	drop := &expr.Verdict{Kind: expr.VerdictDrop}
 	want := [][]string{
+		ownLabelExprs(cg),
 		canonAll(slices.Concat(cg, notLocal, owned, logDeny)...),
 		canonAll(slices.Concat(cg, notLocal, owned, []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied"}, drop})...),
 		canonAll(slices.Concat(cg, notLocal, []expr.Any{&expr.Objref{Type: 1, Name: "spoofed"}, &expr.Objref{Type: 1, Name: "denied_kernel"}, drop})...),
@@ -174,6 +175,7 @@ func TestBuildAllowExact(t *testing.T) {
 	p := exactPlan(t)
 	rs := build(p)
 	wantComments := []string{
+		ownComment,
 		"gensee: icmpv6 duplicate address detection (source ::)",
 		"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 		"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
@@ -232,8 +234,8 @@ func TestBuildAllowExact(t *testing.T) {
 		&expr.Objref{Type: 1, Name: "allowed"},
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	)
-	if !slices.Equal(rs.rules[0].canonExprs(), want) {
-		t.Errorf("duplicate address detection rule:\n got %q\nwant %q", rs.rules[0].canonExprs(), want)
+	if !slices.Equal(rs.rules[1].canonExprs(), want) {
+		t.Errorf("duplicate address detection rule:\n got %q\nwant %q", rs.rules[1].canonExprs(), want)
 	}
 	// IPv6: daddr at nh+24 into reg 1, l4proto into reg 2, dport into reg 13.
 	v6i := ruleAt(t, rs, "gensee: allowed ipv6 tuples")
@@ -301,8 +303,8 @@ func TestBuildAllowExact(t *testing.T) {
 	spoof := func(i int) bool { return strings.Contains(comments(rs)[i], "non-local source") }
 	for i, r := range rs.rules {
 		es := r.nft.Exprs
-		if spoof(i) != (i >= 1 && i <= 3) {
-			t.Errorf("rule %d (%s): the non-local source rules are 1..3, right after duplicate address detection and before every other accept", i, comments(rs)[i])
+		if spoof(i) != (i >= 2 && i <= 4) {
+			t.Errorf("rule %d (%s): the non-local source rules are 2..4, right after duplicate address detection and before every other accept", i, comments(rs)[i])
 		}
 		if s, ok := es[0].(*expr.Socket); !ok || s.Key != expr.SocketKeyCgroupv2 || s.Level != p.Cgroup.Level {
 			t.Errorf("rule %d does not start with the cgroup match: %q", i, r.canonExprs())
@@ -338,6 +340,10 @@ func TestBuildAllowExact(t *testing.T) {
 			continue
 		}
 		switch comments(rs)[i] {
+		case ownComment:
+			if i != 0 || !slices.Equal(r.canonExprs(), ownLabelExprs(es[:2])) {
+				t.Errorf("rule %d labels the flows the container opens: %q", i, r.canonExprs())
+			}
 		case "gensee: deny non-local source", "gensee: deny non-local source, no owning process":
 			want := []string{canon(&expr.Objref{Type: 1, Name: "spoofed"}), canon(&expr.Objref{Type: 1, Name: "denied"}), canon(&expr.Verdict{Kind: expr.VerdictDrop})}
 			if strings.HasSuffix(comments(rs)[i], "process") {
@@ -377,4 +383,22 @@ func TestBatchFitsAttributes(t *testing.T) {
 	if n := maxElemsPerMsg * (4 + 4 + 4 + 24); n > 65535-64 {
 		t.Fatalf("maxElemsPerMsg %d makes a %d-byte attribute", maxElemsPerMsg, n)
 	}
+}
+
+// ownComment is the output chain's first rule: the flows the container
+// opens get conntrack label 27.
+const ownComment = "gensee: label the flows the container opens"
+
+// label27 is conntrack label bit 27 as nft(8) 1.0.6 compiles `ct label
+// set 27` on a little-endian host (the kernel's bitmap of unsigned longs).
+var label27 = []byte{0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+// ownLabelExprs is what nft(8) 1.0.6 emits for `ct direction original ct
+// label set 27`, after prefix (the cgroup match).
+func ownLabelExprs(prefix []expr.Any) []string {
+	return canonAll(append(slices.Clone(prefix),
+		&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0}},
+		&expr.Immediate{Register: 1, Data: label27},
+		&expr.Ct{Register: 1, SourceRegister: true, Key: expr.CtKeyLABELS})...)
 }

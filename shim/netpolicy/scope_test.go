@@ -76,6 +76,7 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 		t.Fatalf("counters = %q", names)
 	}
 	wantComments := []string{
+		ownComment,
 		"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 		"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
 		"gensee: log denied", "gensee: deny", "gensee: deny, no owning process",
@@ -108,7 +109,7 @@ func TestBuildNetnsDenyAll(t *testing.T) {
 		canonAll(&expr.Objref{Type: 1, Name: "denied_outside"}, &expr.Verdict{Kind: expr.VerdictDrop}),
 	}...)
 	for i, w := range want {
-		if got := rs.rules[12+i].canonExprs(); !slices.Equal(got, w) {
+		if got := rs.rules[13+i].canonExprs(); !slices.Equal(got, w) {
 			t.Errorf("outside rule %d:\n got %q\nwant %q", i, got, w)
 		}
 	}
@@ -179,8 +180,8 @@ func TestBuildNetnsAllowExact(t *testing.T) {
 		// and with the other counter; each counting rule its twin minus
 		// the cgroup match. The cgroup's copy has one more non-local
 		// source rule and three more source-route rules (no owning
-		// process).
-		j := i
+		// process), and the label rule first.
+		j := i + 1
 		if i > 2 {
 			j += 4
 		}

@@ -196,7 +196,7 @@ func TestBuildServe(t *testing.T) {
 	}{
 		{ScopeCgroup, []string{
 			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback", labelComment,
-			"gensee: icmpv6 duplicate address detection (source ::)",
+			ownComment, "gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
 			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
@@ -216,7 +216,7 @@ func TestBuildServe(t *testing.T) {
 		}},
 		{ScopeNetns, []string{
 			"gensee: served ports, source not routed back through its interface (reverse path)", "gensee: served ports, non-local source over loopback", labelComment,
-			"gensee: icmpv6 duplicate address detection (source ::)",
+			ownComment, "gensee: icmpv6 duplicate address detection (source ::)",
 			"gensee: log non-local source", "gensee: deny non-local source", "gensee: deny non-local source, no owning process",
 			"gensee: deny ipv4 loose source route", "gensee: deny ipv4 loose source route, no owning process", "gensee: deny ipv4 strict source route", "gensee: deny ipv4 strict source route, no owning process", "gensee: deny ipv6 routing header", "gensee: deny ipv6 routing header, no owning process",
 			"gensee: count per element, served connections answered", "gensee: served connections answered", "gensee: count per element, replies on served ports", "gensee: replies on served ports",
@@ -296,6 +296,13 @@ func TestBuildServe(t *testing.T) {
 					}
 					continue
 				}
+				if comments(rs)[i] == ownComment {
+					// The output chain's first rule, the cgroup's in both scopes.
+					if !slices.Equal(r.canonExprs(), ownLabelExprs(cgPrefix)) || comments(rs)[i-1] != labelComment {
+						t.Errorf("rule %d labels the container's flows: %q", i, r.canonExprs())
+					}
+					continue
+				}
 				if strings.HasPrefix(comments(rs)[i], countPrefix) {
 					continue // checkCountedPairs
 				}
@@ -362,7 +369,7 @@ func TestDiffServeDrift(t *testing.T) {
 			rs.rules[reply].exprs = slices.Delete(slices.Clone(rs.rules[reply].exprs), 2, 4)
 		}, fmt.Sprintf("rule %d (gensee: replies on served ports) changed", reply)},
 		{"served before the non-local source check", func(rs *ruleset) {
-			rs.rules[5], rs.rules[reply] = rs.rules[reply], rs.rules[5]
+			rs.rules[6], rs.rules[reply] = rs.rules[reply], rs.rules[6]
 		}, "gensee: deny non-local source"},
 		{"reverse path loosened", func(rs *ruleset) {
 			i := ruleAt(t, rs, rpfComment)
@@ -387,6 +394,24 @@ func TestDiffServeDrift(t *testing.T) {
 			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
 			rs.rules[i].exprs[3] = canon(&expr.Immediate{Register: 1, Data: make([]byte, 16)})
 		}, "(gensee: served ports, label the flow its replies may use) changed"},
+		{"own label rule gone", func(rs *ruleset) {
+			rs.rules = slices.Delete(rs.rules, 3, 4)
+		}, "(gensee: label the flows the container opens) is missing"},
+		{"own label rule after the drops", func(rs *ruleset) {
+			i := ruleAt(t, rs, ownComment)
+			r := rs.rules[i]
+			rs.rules = append(slices.Delete(rs.rules, i, i+1), r)
+		}, "gensee: label the flows the container opens"},
+		{"own label rule on replies", func(rs *ruleset) {
+			i := ruleAt(t, rs, ownComment)
+			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
+			rs.rules[i].exprs[3] = canon(&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}})
+		}, "(gensee: label the flows the container opens) changed"},
+		{"own label rule sets the serve label", func(rs *ruleset) {
+			i := ruleAt(t, rs, ownComment)
+			rs.rules[i].exprs = slices.Clone(rs.rules[i].exprs)
+			rs.rules[i].exprs[4] = canon(&expr.Immediate{Register: 1, Data: label26})
+		}, "(gensee: label the flows the container opens) changed"},
 		{"input chain moved to prerouting", func(rs *ruleset) {
 			c := *rs.chains[0]
 			c.Hooknum = nftables.ChainHookPrerouting

@@ -25,9 +25,10 @@ type Reach struct {
 // watch. Dropped packets never become confirmed conntrack entries, so such
 // a flow means packets to that target got past the table.
 //
-// Conntrack tracks a namespace only while something there uses it (the
-// table's reply rule under allow_exact does; a deny_all table does not), so
-// an empty dump proves nothing: this is a sensor, not a guarantee.
+// Conntrack tracks a namespace only while something there uses it (every
+// gensee table does: its first rule labels the flows the container opens;
+// a namespace whose table was deleted may not be), so an empty dump proves
+// nothing: this is a sensor, not a guarantee.
 type FlowPoller struct {
 	Interval time.Duration   // DefaultInterval if 0
 	OnError  func(err error) // optional: dump failures, for the log
@@ -37,8 +38,21 @@ type FlowPoller struct {
 	// reaching a watched target is reported by pid, even where conntrack
 	// does not track the namespace.
 	Escapees func() []cgroup.Proc
-	dial     func() (flowSource, error)
-	now      func() time.Time
+	// Scope and Serve are the table's (netpolicy.Plan): which flows of
+	// the namespace are the container's, and the served ports. In
+	// ScopeCgroup (a shared namespace) a flow reached a target for the
+	// container only if it carries the own label (netpolicy.OwnLabel,
+	// set by the table on the flows the cgroup's sockets open); any
+	// other scope takes every flow of the namespace for the container's.
+	// In either, a flow a watched target opened counts as answered by
+	// the container only on a served port (Serve, the flow's original
+	// destination port), with the serve label (the inbound packet passed
+	// the reverse-path check) and without the own label (not the
+	// container connecting to its own served port).
+	Scope netpolicy.Scope
+	Serve []netpolicy.ServePort
+	dial  func() (flowSource, error)
+	now   func() time.Time
 }
 
 // flowSource is the poller's seam to conntrack.
@@ -115,15 +129,36 @@ func (p *FlowPoller) scan(flows []conntrack.Flow, watched []string, reported map
 		case !ok:
 		case reported[key]:
 			still[key] = true
-		case slices.Contains(watched, dst):
+		case slices.Contains(watched, dst) && p.opened(f):
 			still[key] = true
 			report(Reach{Target: dst, At: p.now(), Detail: describe(f)})
-		case slices.Contains(watched, src):
+		case slices.Contains(watched, src) && p.answered(f):
 			still[key] = true
 			report(Reach{Target: src, At: p.now(), Detail: describeAnswered(f)})
 		}
 	}
 	return still
+}
+
+// opened says whether flow f is one the container opened: in cgroup scope
+// only a flow the table labelled for the cgroup's sockets (a shared
+// namespace's other tenants, and entries older than the table, carry no
+// label); in netns scope every flow of the namespace.
+func (p *FlowPoller) opened(f conntrack.Flow) bool {
+	return p.Scope != netpolicy.ScopeCgroup || netpolicy.HasLabel(f.Labels, netpolicy.OwnLabel)
+}
+
+// answered says whether flow f is one a peer opened to a served port of
+// the container and the container may have answered: its original
+// destination port is served, its inbound packet passed the table's
+// reverse-path check (the serve label, which in cgroup scope also means a
+// socket of the cgroup received it), and the container did not open it
+// (the own label: the workload connecting to its own served port from a
+// port it chose, e.g. one it was denied as a target).
+func (p *FlowPoller) answered(f conntrack.Flow) bool {
+	o := f.TupleOrig
+	served := slices.Contains(p.Serve, netpolicy.ServePort{Proto: o.Proto.Protocol, Port: o.Proto.DestinationPort})
+	return served && netpolicy.HasLabel(f.Labels, netpolicy.ServeLabel) && !netpolicy.HasLabel(f.Labels, netpolicy.OwnLabel)
 }
 
 // scanEscapees reports each connected socket of an escaped process whose
@@ -144,9 +179,9 @@ func (p *FlowPoller) scanEscapees(escapees []cgroup.Proc, watched []string, repo
 }
 
 // replied returns, for a flow that saw a reply, its original destination
-// (the container reached it), its original source (the container answered
-// it: a peer that opened the flow, to a served port or any other that
-// answered), and a key naming the flow.
+// (the container reached it, if it opened the flow: opened), its original
+// source (the container answered it, if a peer opened the flow to a served
+// port: answered), and a key naming the flow.
 func replied(f conntrack.Flow) (dst, src, key string, ok bool) {
 	if !f.Status.SeenReply() {
 		return "", "", "", false
