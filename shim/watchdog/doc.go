@@ -1,7 +1,10 @@
 // Package watchdog folds an operation's boundary events and reach
 // observations into a trail (in memory, at most TrailCap events, timed on
-// the receive clock the caller passes in; a restart forgets it) and fires
-// control-defeat signatures on evidence that a boundary failed:
+// the receive clock the caller passes in; a restart forgets it; a watched
+// target's first unspent denial the trail evicts is pinned, up to
+// PinnedCap targets, so a flood of other events does not take it off the
+// watch) and fires control-defeat signatures on evidence that a boundary
+// failed:
 //
 //   - deny_then_reach: a target denied earlier (or watched because of a
 //     policy_unbound event) is later seen reached, or answered on a flow it

@@ -31,6 +31,16 @@ func (w *Watchdog) denyThenReach(seq uint64, recv time.Time) (*spec.Finding, str
 	}
 	var used []*Entry
 	denials, unbound := 0, 0
+	if e, ok := w.pinned[target]; ok && watches(*e) {
+		// Older than anything in the trail: first.
+		used = append(used, e)
+		if e.Event.Kind == spec.EventEgressDenied {
+			denials++
+		} else {
+			unbound++
+		}
+		delete(w.pinned, target)
+	}
 	for i := range w.trail {
 		e := &w.trail[i]
 		if e.Seq >= seq || !watches(*e) || e.Event.Target != target {

@@ -56,8 +56,13 @@ type Result struct {
 type Watchdog struct {
 	cfg Config
 
-	mu       sync.Mutex // guards everything below
-	trail    []Entry    // oldest first, len <= TrailCap
+	mu    sync.Mutex // guards everything below
+	trail []Entry    // oldest first, len <= TrailCap
+	// pinned keeps, per target, the first unspent watch entry (a denial, a
+	// policy_unbound) the trail evicted, at most PinnedCap targets: a
+	// workload that floods the trail with other denials does not take a
+	// target off the deny-then-reach watch.
+	pinned   map[string]*Entry
 	seq      uint64
 	loop     denialLoop
 	findings []spec.Finding // the attention; nil when clear
@@ -106,15 +111,37 @@ func (w *Watchdog) note(ev spec.Event, recv time.Time) Result {
 	return r
 }
 
-// push appends ev to the trail, evicting the oldest past TrailCap, and
-// returns its sequence number.
+// PinnedCap bounds the targets kept on the watch after the trail evicted
+// their evidence (pinned).
+const PinnedCap = 4096
+
+// push appends ev to the trail, evicting the oldest past TrailCap (an
+// unspent watch entry among them is pinned), and returns its sequence
+// number.
 func (w *Watchdog) push(ev spec.Event, recv time.Time) uint64 {
 	w.seq++
 	w.trail = append(w.trail, Entry{Seq: w.seq, Recv: recv, Event: ev})
 	if n := len(w.trail) - TrailCap; n > 0 {
+		for _, e := range w.trail[:n] {
+			w.pin(e)
+		}
 		w.trail = slices.Delete(w.trail, 0, n)
 	}
 	return w.seq
+}
+
+// pin keeps evicted entry e when it watches a target not pinned yet.
+func (w *Watchdog) pin(e Entry) {
+	if !watches(e) {
+		return
+	}
+	if w.pinned == nil {
+		w.pinned = map[string]*Entry{}
+	}
+	if _, ok := w.pinned[e.Event.Target]; ok || len(w.pinned) >= PinnedCap {
+		return
+	}
+	w.pinned[e.Event.Target] = &e
 }
 
 // seen reports whether the trail already holds ev itself (same kind,
@@ -132,8 +159,8 @@ func (w *Watchdog) Trail() []Entry {
 }
 
 // Watched lists the targets on the deny-then-reach watch: those of unspent
-// egress_denied and policy_unbound events still in the trail. A sensor
-// reports reaches for these.
+// egress_denied and policy_unbound events still in the trail or pinned. A
+// sensor reports reaches for these.
 func (w *Watchdog) Watched() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -141,6 +168,11 @@ func (w *Watchdog) Watched() []string {
 	for _, e := range w.trail {
 		if watches(e) && !slices.Contains(out, e.Event.Target) {
 			out = append(out, e.Event.Target)
+		}
+	}
+	for t, e := range w.pinned {
+		if watches(*e) && !slices.Contains(out, t) {
+			out = append(out, t)
 		}
 	}
 	slices.Sort(out)

@@ -2,6 +2,7 @@ package watchdog
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,16 +238,24 @@ func TestTrailCap(t *testing.T) {
 	}
 }
 
-// TestEvictedDenialForgotten: a denial pushed out of the trail no longer
-// watches its target (the trail is the watchdog's whole memory).
-func TestEvictedDenialForgotten(t *testing.T) {
+// TestEvictedDenialPinned: a denial the trail evicted (a workload flooding
+// it with other events) still watches its target, and fires once; the
+// spent pin is gone.
+func TestEvictedDenialPinned(t *testing.T) {
 	w := newT()
 	w.Denied(tA, t0, t0)
 	for range TrailCap {
 		w.Note(spec.Event{Kind: spec.EventGateRejected, Control: "gate", At: t0}, t0)
 	}
-	if r := w.Reached(tA, "conntrack", t0, t0); len(r.Findings) != 0 {
-		t.Fatalf("fired on evicted evidence: %+v", r.Findings)
+	if !slices.Contains(w.Watched(), tA) {
+		t.Fatalf("watched %q lacks the evicted denial's target", w.Watched())
+	}
+	r := w.Reached(tA, "conntrack", t0, t0)
+	if len(r.Findings) != 1 || r.Findings[0].Signature != SignatureDenyThenReach || len(r.Findings[0].Evidence) != 2 {
+		t.Fatalf("findings %+v, want one deny_then_reach on the pinned denial", r.Findings)
+	}
+	if r := w.Reached(tA, "conntrack again", t0, t0); len(r.Findings) != 0 {
+		t.Fatalf("the spent pin fired again: %+v", r.Findings)
 	}
 }
 
