@@ -8,13 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gensee/gensee/integration/testimage"
 	"github.com/gensee/gensee/internal/roottest"
-	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -146,27 +144,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 	e.crictlConfig = filepath.Join(e.dir, "crictl.yaml")
 	must(t, os.WriteFile(e.crictlConfig, []byte(fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 60\n", e.sock, e.sock)), 0o600))
 
-	logf, err := os.Create(filepath.Join(e.dir, "containerd.log"))
-	must(t, err)
-	cmd := exec.Command(filepath.Join(e.bin, "containerd"), "--config", cfgPath)
-	// The shims inherit the daemon's environment: the test's operator
-	// config directory is one a task may name.
-	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath), config.EnvConfig+"="+e.cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(t, cmd.Start())
-	e.daemon = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := e.ctrErr("default", "version"); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(e.dir, "containerd.log"))
-			t.Fatalf("containerd did not come up:\n%s", tail(log, 3000))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	e.launchDaemon(cfgPath, e.bin+":/usr/sbin:/usr/bin:/sbin:/bin")
 }
 
 // waitCRIReady waits until CRI reports its runtime ready and sees the

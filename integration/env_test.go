@@ -130,7 +130,11 @@ func (e *env) publish(cat spec.Catalog) {
 	must(e.t, os.WriteFile(filepath.Join(e.dir, "etc", "catalog.signed.json"), b, 0o600))
 }
 
-func (e *env) startDaemon() {
+func (e *env) startDaemon() { e.startDaemonPath(e.bin + ":/usr/sbin:/usr/bin:/sbin:/bin") }
+
+// startDaemonPath is startDaemon with the daemon's (and so every shim's)
+// PATH given.
+func (e *env) startDaemonPath(path string) {
 	e.t.Helper()
 	cfg := fmt.Sprintf(`version = 3
 root = %q
@@ -143,12 +147,19 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
 `, filepath.Join(e.dir, "root"), filepath.Join(e.dir, "state"), e.sock, e.sock+".ttrpc")
 	cfgPath := filepath.Join(e.dir, "containerd.toml")
 	must(e.t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	e.launchDaemon(cfgPath, path)
+}
+
+// launchDaemon starts containerd with config cfgPath and PATH path, its
+// log in containerd.log, and waits (30 s at most) until it answers. The
+// shims inherit the daemon's environment: the test's operator config
+// directory is one a task may name.
+func (e *env) launchDaemon(cfgPath, path string) {
+	e.t.Helper()
 	logf, err := os.Create(filepath.Join(e.dir, "containerd.log"))
 	must(e.t, err)
 	cmd := exec.Command(filepath.Join(e.bin, "containerd"), "--config", cfgPath)
-	// The shims inherit the daemon's environment: the test's operator
-	// config directory is one a task may name.
-	cmd.Env = append(os.Environ(), "PATH="+e.bin+":/usr/sbin:/usr/bin:/sbin:/bin", config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath), config.EnvConfig+"="+e.cfgPath)
+	cmd.Env = append(os.Environ(), "PATH="+path, config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath), config.EnvConfig+"="+e.cfgPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(e.t, cmd.Start())

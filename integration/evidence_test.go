@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -77,19 +76,7 @@ func TestEscapeeReachesDeniedTarget(t *testing.T) {
 	e := startEnv(t, eventsCatalog())
 	n := newTestNet(t)
 	accepted := holdTCP(t, n, serverIP+":8081")
-	h, err := cgroup.Find()
-	must(t, err)
-	outside := filepath.Join(h.Mountpoint, fmt.Sprintf("gensee-it-escapee-%d", os.Getpid()))
-	must(t, os.Mkdir(outside, 0o755))
-	t.Cleanup(func() {
-		if b, _ := os.ReadFile(filepath.Join(outside, "cgroup.procs")); len(b) > 0 {
-			os.WriteFile(filepath.Join(outside, "cgroup.kill"), []byte("1"), 0)
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err := os.Remove(outside); err != nil {
-			t.Errorf("remove %s: %v", outside, err)
-		}
-	})
+	outside := outsideCgroup(t, "escapee")
 	e.runDetached("it-ev", "escapee", n.ClientPath, "/bin/sh", "-c",
 		"/bin/probe connect tcp "+serverIP+":8081; while [ ! -e /go ]; do sleep 0.1; done; exec /bin/probe hold tcp "+serverIP+":8081 60")
 	waitFor(t, 10*time.Second, "the denial of :8081", func() bool {

@@ -3,36 +3,11 @@ package integration
 import (
 	"io"
 	"net"
-	"os"
-	"runtime"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gensee/gensee/spec"
 )
-
-// inClient runs fn on a thread in the container's (shared) network
-// namespace: a process of the host there, not of the container.
-func (n *testNet) inClient(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		f, err := os.Open(n.ClientPath)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
 
 // TestHostFlowIsNotTheContainers (F1): in a shared network namespace a
 // deny_all container is denied serverIP:8081, which puts the target on the

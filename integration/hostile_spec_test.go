@@ -287,19 +287,7 @@ func TestHostileSpecFields(t *testing.T) {
 func TestHostileCgroupEscape(t *testing.T) {
 	e := startEnv(t, hostileCatalog())
 	ns := e.ns("it-hostile")
-	h, err := cgroup.Find()
-	must(t, err)
-	outside := filepath.Join(h.Mountpoint, fmt.Sprintf("gensee-it-outside-%d", os.Getpid()))
-	must(t, os.Mkdir(outside, 0o755))
-	t.Cleanup(func() {
-		if b, _ := os.ReadFile(filepath.Join(outside, "cgroup.procs")); len(b) > 0 {
-			os.WriteFile(filepath.Join(outside, "cgroup.kill"), []byte("1"), 0)
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err := os.Remove(outside); err != nil {
-			t.Errorf("remove %s: %v", outside, err)
-		}
-	})
+	outside := outsideCgroup(t, "outside")
 	moveInit := func(id string) int {
 		pid := int(e.admissionRecord("it-hostile", id)["subject"].(map[string]any)["init_pid"].(float64))
 		must(t, os.WriteFile(filepath.Join(outside, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0))
@@ -345,6 +333,27 @@ func TestHostileCgroupEscape(t *testing.T) {
 	if m.Enforcement.Network.Status != spec.NetworkEscapeDetected || len(m.Observation.Escapes) == 0 || m.Observation.Escapes[0].PID != pid {
 		t.Fatalf("host netns escape: status %q escapes %+v", m.Enforcement.Network.Status, m.Observation.Escapes)
 	}
+}
+
+// outsideCgroup makes cgroup gensee-it-NAME-<pid> at the root of the
+// cgroup2 hierarchy, for the test to move a container's process out of its
+// own; cleanup kills what is still in it and removes it.
+func outsideCgroup(t *testing.T, name string) string {
+	t.Helper()
+	h, err := cgroup.Find()
+	must(t, err)
+	outside := filepath.Join(h.Mountpoint, fmt.Sprintf("gensee-it-%s-%d", name, os.Getpid()))
+	must(t, os.Mkdir(outside, 0o755))
+	t.Cleanup(func() {
+		if b, _ := os.ReadFile(filepath.Join(outside, "cgroup.procs")); len(b) > 0 {
+			os.WriteFile(filepath.Join(outside, "cgroup.kill"), []byte("1"), 0)
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := os.Remove(outside); err != nil {
+			t.Errorf("remove %s: %v", outside, err)
+		}
+	})
+	return outside
 }
 
 // TestHostileRestoredMtime: bytes rewritten with size and mtime restored

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/internal/roottest"
-	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -174,7 +173,7 @@ func TestMakeInstall(t *testing.T) {
 	e.key, e.anKey = newKey(t), newKey(t)
 	e.writeOperatorConfig("")
 	e.publish(catalogOf([]spec.Contract{denyAll("offline")}, selector("it-install", map[string]string{"build": "offline"}, "offline")))
-	startDaemonPath(e, filepath.Join(dest, "usr/bin")+":"+runcOnly+":/usr/sbin:/usr/bin:/sbin:/bin")
+	e.startDaemonPath(filepath.Join(dest, "usr/bin") + ":" + runcOnly + ":/usr/sbin:/usr/bin:/sbin:/bin")
 	e.importImage()
 
 	out, code := e.run("it-install", "installed-rm", nil, "/bin/sh", "-c", "echo ran")
@@ -237,41 +236,6 @@ func TestMakeInstall(t *testing.T) {
 	makeInstall(t, "uninstall", dest3)
 	if left := treeOf(t, dest3); !slices.Equal(left, []string{"etc/", "etc/gensee/", "etc/gensee/config.toml"}) {
 		t.Errorf("make uninstall left %v, want only the edited config", left)
-	}
-}
-
-// startDaemonPath is startDaemon with the daemon's (and so every shim's) PATH given.
-func startDaemonPath(e *env, path string) {
-	e.t.Helper()
-	cfg := fmt.Sprintf(`version = 3
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images", "io.containerd.podsandbox.controller.v1", "io.containerd.sandbox.controller.v1.shim"]
-[grpc]
-  address = %q
-[ttrpc]
-  address = %q
-`, filepath.Join(e.dir, "root"), filepath.Join(e.dir, "state"), e.sock, e.sock+".ttrpc")
-	cfgPath := filepath.Join(e.dir, "containerd.toml")
-	must(e.t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
-	logf, err := os.Create(filepath.Join(e.dir, "containerd.log"))
-	must(e.t, err)
-	cmd := exec.Command(filepath.Join(e.bin, "containerd"), "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "PATH="+path, config.EnvConfigDirs+"="+filepath.Dir(e.cfgPath), config.EnvConfig+"="+e.cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(e.t, cmd.Start())
-	e.daemon = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := e.ctrErr("default", "version"); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(e.dir, "containerd.log"))
-			e.t.Fatalf("containerd did not come up:\n%s", tail(log, 3000))
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -72,11 +72,18 @@ func (n *testNet) close() {
 
 // inServer runs fn on a thread switched into the server netns; sockets fn
 // opens stay in that netns.
-func (n *testNet) inServer(fn func() error) error {
+func (n *testNet) inServer(fn func() error) error { return inNetns("/var/run/netns/"+n.server, fn) }
+
+// inClient runs fn on a thread in the container's (shared) network
+// namespace: a process of the host there, not of the container.
+func (n *testNet) inClient(fn func() error) error { return inNetns(n.ClientPath, fn) }
+
+// inNetns runs fn on a thread switched into the network namespace at path.
+func inNetns(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		f, err := os.Open("/var/run/netns/" + n.server)
+		f, err := os.Open(path)
 		if err != nil {
 			errc <- err
 			return

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/cgroup"
-	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/retention"
 	"github.com/gensee/gensee/spec"
 )
@@ -239,8 +238,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	// Its re-verification may raise product_mismatch on another
 	// operation: the notify command hears of it as of any finding.
 	retention.Background(ctx, op.store, retention.FromConfig(op.cfg.Retention), func(opID string, f spec.Finding) {
-		notify.New(notify.Config{Argv: op.cfg.NotifyCommand, OperationID: opID, Runtime: RuntimeName,
-			Logger: op.logger(ctx), Start: reaped}).Finding(f)
+		notifierFor(op, opID, "").Finding(f)
 	})
 	return resp, nil
 }

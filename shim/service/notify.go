@@ -12,7 +12,13 @@ import (
 // notifier is the operation's notify command (notify_command), run as the
 // shim runs: root.
 func notifier(op *operation) *notify.Notifier {
-	return notify.New(notify.Config{Argv: op.cfg.NotifyCommand, OperationID: op.id, ContainerID: op.containerID,
+	return notifierFor(op, op.id, op.containerID)
+}
+
+// notifierFor is op's notify command for a finding on operation opID
+// (another operation's, when retention's re-verification raised it).
+func notifierFor(op *operation, opID, containerID string) *notify.Notifier {
+	return notify.New(notify.Config{Argv: op.cfg.NotifyCommand, OperationID: opID, ContainerID: containerID,
 		Runtime: RuntimeName, Logger: op.logger(context.Background()), Start: reaped})
 }
 
