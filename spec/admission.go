@@ -25,11 +25,11 @@ type Admission struct {
 	CapabilitiesRemoved []string            `json:"capabilities_removed"`
 	Seccomp             *SeccompEnforcement `json:"seccomp,omitempty"`
 	// Notes are recorded, not refused (e.g. an unconfined LSM profile).
-	Notes         []string `json:"notes,omitempty"`
-	Netns         string   `json:"netns"`
-	NetnsPath     string   `json:"netns_path,omitempty"`
-	UserNamespace bool     `json:"user_namespace,omitempty"`
-	Table         string   `json:"table,omitempty"`
+	Notes         []string  `json:"notes,omitempty"`
+	Netns         NetnsKind `json:"netns"`
+	NetnsPath     string    `json:"netns_path,omitempty"`
+	UserNamespace bool      `json:"user_namespace,omitempty"`
+	Table         string    `json:"table,omitempty"`
 	// Subject is set once the workload's first process exists (the
 	// boundary is bound to it).
 	Subject  *Subject         `json:"subject,omitempty"`

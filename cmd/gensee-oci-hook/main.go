@@ -1,4 +1,4 @@
-// Command gensee-oci-hook is the OCI hooks front door (hooks/): one binary
+// Command gensee-oci-hook is the OCI hooks front door (shim/hooks/): one binary
 // for the createRuntime and poststop stages (told apart by the state's
 // status), the per-operation monitor process it re-executes, and the
 // seccomp profile an operator hands the engine.
@@ -19,7 +19,7 @@ import (
 
 	"github.com/containerd/log"
 
-	"github.com/gensee/gensee/hooks"
+	"github.com/gensee/gensee/shim/hooks"
 	"github.com/gensee/gensee/shim/config"
 )
 

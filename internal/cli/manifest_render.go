@@ -199,9 +199,9 @@ func tableRemoved(n spec.NetworkEnforcement) string {
 	switch {
 	case n.Table == "":
 		return ""
-	case n.TableRemoved == "deleted":
+	case n.TableRemoved == spec.TableDeleted:
 		return ", deleted at exit"
-	case n.TableRemoved == "with_netns":
+	case n.TableRemoved == spec.TableWithNetns:
 		return ", gone with the container's private network namespace"
 	case n.TableRemoved != "":
 		return ", removed: " + safeText(n.TableRemoved)

@@ -126,7 +126,7 @@ func raised(fs []spec.Finding, sig string) bool {
 // scope: the subject's cgroup in netns (a shared one: host, pod, a path),
 // or, when private, the netns the subject has to itself, whose table drops
 // whatever it sends (denials of the cgroup counted apart).
-func Bound(m *spec.Manifest, s spec.Subject, netns string, private bool) {
+func Bound(m *spec.Manifest, s spec.Subject, netns spec.NetnsKind, private bool) {
 	m.Subject = s
 	m.Enforcement.Network.Scope = fmt.Sprintf("cgroupv2 %s (id %d), %s netns", s.CgroupPath, s.CgroupID, netns)
 	if private {

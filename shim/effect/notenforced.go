@@ -1,13 +1,15 @@
 package effect
 
+import "github.com/gensee/gensee/spec"
+
 // NotEnforcedAbstractUnix is the manifest's not_enforced line for a subject
 // ("container", "command") that shares network namespace netns ("host",
 // "pod", a path) with others: abstract AF_UNIX sockets (@name) belong to
 // the namespace, and no nftables hook sees them, so the table cannot stop
 // the subject from reaching a listener on one. A namespace of the subject's
 // own (netns scope) has no such listener but the subject's.
-func NotEnforcedAbstractUnix(subject, netns string) string {
-	return "abstract AF_UNIX sockets: the " + subject + " shares the " + netns +
+func NotEnforcedAbstractUnix(subject string, netns spec.NetnsKind) string {
+	return "abstract AF_UNIX sockets: the " + subject + " shares the " + string(netns) +
 		" network namespace, whose abstract socket names (@name) nftables cannot see; a process there listening on one is reachable from the " + subject
 }
 
@@ -15,8 +17,8 @@ func NotEnforcedAbstractUnix(subject, netns string) string {
 // shared netns (netns), whose table matches its cgroup only; confined says
 // why the subject itself cannot leave the cgroup ("" when that is not
 // claimed).
-func NotEnforcedOutsideCgroup(subject, netns, confined string) string {
-	s := "processes outside the bound cgroup: in the shared " + netns + " netns the table matches the " + subject + "'s cgroup; "
+func NotEnforcedOutsideCgroup(subject string, netns spec.NetnsKind, confined string) string {
+	s := "processes outside the bound cgroup: in the shared " + string(netns) + " netns the table matches the " + subject + "'s cgroup; "
 	if confined != "" {
 		s += "the " + subject + " cannot leave it (" + confined + "), but "
 	}

@@ -509,7 +509,7 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	x.Attempts = h.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)))
 	r.undo(ctx, h)
 	if h.plan == nil {
-		x.Removed = "deleted"
+		x.Removed = spec.TableDeleted
 	}
 	m := r.manifest(x)
 	if err := r.store.WriteJSON(r.id, record.ManifestFile, m); err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/gensee/gensee/internal/fsafe"
+	"github.com/gensee/gensee/spec"
 )
 
 // BundleMarker names the file written into a task's bundle once its
@@ -17,13 +18,13 @@ const BundleMarker = "gensee-operation.json"
 
 // BundleMark is the bundle marker's content.
 type BundleMark struct {
-	OperationID string `json:"operation_id"`
-	StateDir    string `json:"state_dir"`
-	Table       string `json:"table"`
-	Netns       string `json:"netns"`
-	NetnsPath   string `json:"netns_path,omitempty"`
-	InitPID     int    `json:"init_pid"`
-	StartTime   uint64 `json:"start_time"`
+	OperationID string         `json:"operation_id"`
+	StateDir    string         `json:"state_dir"`
+	Table       string         `json:"table"`
+	Netns       spec.NetnsKind `json:"netns"`
+	NetnsPath   string         `json:"netns_path,omitempty"`
+	InitPID     int            `json:"init_pid"`
+	StartTime   uint64         `json:"start_time"`
 }
 
 // ReadBundleMark reads bundle's marker; found is false when it has none.

@@ -38,8 +38,8 @@ type netBoundary struct {
 
 // Ways the table goes (spec.NetworkEnforcement.TableRemoved).
 const (
-	removedDeleted   = "deleted"
-	removedWithNetns = "with_netns"
+	removedDeleted   = spec.TableDeleted
+	removedWithNetns = spec.TableWithNetns
 )
 
 // install takes f (the init's netns), the plan and its monitor, opens the

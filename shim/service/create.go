@@ -309,7 +309,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		OperationID: id, Namespace: ns, ContainerID: r.ID, CreatedAt: s.now().UTC(),
 		Facts:               recordFacts(adm.facts),
 		AdmissionDecision:   admissionRecord(adm),
-		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: string(kind), NetnsPath: nsPath,
+		CapabilitiesRemoved: capsRemoved, Seccomp: seccomp, Notes: pol.Notes, Netns: kind, NetnsPath: nsPath,
 		Deadline: d.Contract.Deadline,
 	}
 	op := &operation{

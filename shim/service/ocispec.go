@@ -3,6 +3,7 @@ package service
 import (
 	"os"
 
+	"github.com/gensee/gensee/spec"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -11,12 +12,12 @@ import (
 const capNetRaw = "CAP_NET_RAW"
 
 // netnsKind says where a container's sockets live.
-type netnsKind string
+type netnsKind = spec.NetnsKind
 
 const (
-	netnsPrivate netnsKind = "private" // a new netns made by runc
-	netnsPath    netnsKind = "path"    // joins an existing netns (CRI pods, --with-ns)
-	netnsHost    netnsKind = "host"    // the host's netns (--net-host)
+	netnsPrivate = spec.NetnsPrivate
+	netnsPath    = spec.NetnsPath
+	netnsHost    = spec.NetnsHost
 )
 
 // specRefusal is a spec that can never be admitted; it names the rule.

@@ -24,9 +24,9 @@ import (
 
 // Where a container's sockets live (admissionRecord.Netns).
 const (
-	netnsPrivate = "private" // a netns runc made for this container alone (no path in config.json)
-	netnsPath    = "path"    // a netns joined by path (podman's CNI/netavark netns, a pod's)
-	netnsHost    = "host"    // the host's netns (--network=host)
+	netnsPrivate = spec.NetnsPrivate
+	netnsPath    = spec.NetnsPath
+	netnsHost    = spec.NetnsHost
 )
 
 // SeccompFix is the fix of a seccomp refusal: the profile the operator
@@ -90,7 +90,7 @@ func admitSpec(cfg config.Config, s State, oci *specs.Spec, self string, now tim
 // observed, a joined cgroup namespace lets processes leave the bound
 // cgroup, a joined pid/ipc one may be the host's), and a container without
 // its own cgroup namespace (a hook cannot add one).
-func namespaces(oci *specs.Spec) (kind, path string, rf *Refusal) {
+func namespaces(oci *specs.Spec) (kind spec.NetnsKind, path string, rf *Refusal) {
 	if oci.Process == nil {
 		return "", "", refuse("no_process", "", "the spec has no process; gensee only runs containers with a process")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // markersDir holds, per operation in progress, a marker written before its
@@ -16,11 +17,11 @@ import (
 const markersDir = "ocihooks"
 
 type marker struct {
-	OperationID string `json:"operation_id"`
-	ContainerID string `json:"container_id"`
-	Table       string `json:"table"`
-	Netns       string `json:"netns"`
-	NetnsPath   string `json:"netns_path,omitempty"`
+	OperationID string         `json:"operation_id"`
+	ContainerID string         `json:"container_id"`
+	Table       string         `json:"table"`
+	Netns       spec.NetnsKind `json:"netns"`
+	NetnsPath   string         `json:"netns_path,omitempty"`
 	// Cgroup and CgroupID are the container's cgroup v2 (path, and the id
 	// that tells this cgroup from a later one at the same path): what the
 	// orphan cleanup drains before it removes the table. Empty in markers

@@ -15,6 +15,7 @@ import (
 	"github.com/gensee/gensee/shim/effect"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // CleanOrphans ends what operations whose monitor died left, each in the
@@ -122,11 +123,11 @@ func removeOrphanTable(ctx context.Context, m marker) (string, error) {
 	case netnsPath:
 		path = m.NetnsPath
 	default:
-		return "with_netns", nil
+		return spec.TableWithNetns, nil
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) && m.Netns == netnsPath {
-		return "with_netns", nil
+		return spec.TableWithNetns, nil
 	}
 	if err != nil {
 		return "", err
@@ -135,5 +136,5 @@ func removeOrphanTable(ctx context.Context, m marker) (string, error) {
 	if err := netpolicy.RemoveIfPresent(ctx, int(f.Fd()), m.Table); err != nil {
 		return "", err
 	}
-	return "deleted", nil
+	return spec.TableDeleted, nil
 }

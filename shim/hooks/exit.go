@@ -108,13 +108,13 @@ func (op *operation) runGate(ctx context.Context) (res *gate.Result, ran bool, e
 // runc dies with its last reference, ours once the container is gone, and
 // its table with it; a joined or host netns outlives the container.
 func (op *operation) removeTable(ctx context.Context) string {
-	how := "with_netns"
+	how := spec.TableWithNetns
 	if op.adm.Netns != netnsPrivate {
 		if err := netpolicy.RemoveIfPresent(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
 			op.log.WithError(err).Error("remove network table")
 			return ""
 		}
-		how = "deleted"
+		how = spec.TableDeleted
 	}
 	op.netns.Close()
 	return how

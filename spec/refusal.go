@@ -1,0 +1,94 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Refusal is an admission refusal, the same through every front door:
+// a stable reason code (an admission reason, a spec policy rule or a front
+// door's own), the input that failed (a spec field's JSON path, a flag, a
+// fact), what failed, and the fix. Nothing of the workload ran when one is
+// returned. Its Error is the one sentence every door shows its caller:
+//
+//	gensee: admission refused: REASON: MESSAGE; FIX
+//
+// (docs/design.md §6).
+type Refusal struct {
+	Reason  string `json:"reason"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+// RefusalPrefix starts every refusal's Error.
+const RefusalPrefix = "gensee: admission refused: "
+
+func (r *Refusal) Error() string {
+	s := RefusalPrefix + r.Reason + ": " + r.Message
+	if r.Fix != "" {
+		s += "; " + r.Fix
+	}
+	return s
+}
+
+// Text is the refusal without the prefix: "REASON: MESSAGE; FIX", as the
+// refusals log records it.
+func (r *Refusal) Text() string {
+	s := r.Reason + ": " + r.Message
+	if r.Fix != "" {
+		s += "; " + r.Fix
+	}
+	return s
+}
+
+// Refuse makes a Refusal; format and args make its Message.
+func Refuse(reason, field, fix, format string, args ...any) *Refusal {
+	return &Refusal{Reason: reason, Field: field, Message: fmt.Sprintf(format, args...), Fix: fix}
+}
+
+// AsRefusal finds a Refusal in err's chain.
+func AsRefusal(err error) (*Refusal, bool) {
+	var rf *Refusal
+	ok := errors.As(err, &rf)
+	return rf, ok
+}
+
+// RefusalRecord is one line of refusals.jsonl: a refusal that never became
+// an operation, from any front door. A door fills the fields it has a
+// notion of; readers (gensee refusals, retention) decode this type.
+type RefusalRecord struct {
+	At          time.Time `json:"at"`
+	Namespace   string    `json:"namespace"`
+	ContainerID string    `json:"container_id,omitempty"`
+	Runtime     string    `json:"runtime,omitempty"`
+	// Engine names the container engine an OCI hook ran under.
+	Engine string `json:"engine,omitempty"`
+	// UID and User: the invoking user of a host run.
+	UID     *uint32 `json:"uid,omitempty"`
+	User    string  `json:"user,omitempty"`
+	Reason  string  `json:"reason"`
+	Field   string  `json:"field,omitempty"`
+	Message string  `json:"message"`
+	Fix     string  `json:"fix,omitempty"`
+}
+
+// NetnsKind says where a workload's sockets live (admission.json's netns).
+type NetnsKind string
+
+const (
+	NetnsPrivate NetnsKind = "private" // a netns runc made for this container alone
+	NetnsPath    NetnsKind = "path"    // a netns joined by path (a pod's, CNI's, --with-ns)
+	NetnsHost    NetnsKind = "host"    // the host's netns (--net-host, a host run)
+)
+
+// Shared reports whether the netns may hold other processes than the
+// workload's: the table's rules then match only the bound cgroup.
+func (k NetnsKind) Shared() bool { return k != NetnsPrivate }
+
+// How the network table went at the end (NetworkEnforcement.TableRemoved).
+const (
+	TableDeleted   = "deleted"    // deleted by the exit path
+	TableWithNetns = "with_netns" // it lived in a private netns that died with the workload
+)
