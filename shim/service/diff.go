@@ -1,18 +1,14 @@
 package service
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/gensee/gensee/shim/gate"
-	"github.com/gensee/gensee/shim/record"
 )
 
 // diffSource is where the gate reads what the task changed: the overlay
@@ -96,100 +92,4 @@ func bindDiffSource(source string, table []*mountinfo.Info) diffSource {
 		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is an overlay without lowerdirs", src)}
 	}
 	return diffSource{Upper: d.Upper, Lowers: d.Lowers, UserXattr: d.UserXattr, BindOf: src}
-}
-
-// gateOutcome is the gate's result or why it could not give one.
-type gateOutcome struct {
-	res *gate.Result
-	err error
-}
-
-// helperGate runs the product gate in a helper process (gaterun.go): the
-// operation's warm helper (warmGate), or one prepare starts beside the
-// drain, handed its input by run once nothing writes to the diff any more.
-type helperGate struct {
-	op      *operation
-	spawned chan preparedGate // prepare's helper and input; run takes them
-}
-
-// preparedGate is what prepare readies beside the drain: the helper (nil
-// if none could be started) and its input, encoded (nil if it could not
-// be: run then says why).
-type preparedGate struct {
-	h     *gateHelper
-	input []byte
-}
-
-func (g *helperGate) prepare(ctx context.Context, started time.Time) {
-	if g.op.diff.Problem != "" { // no diff to hand it
-		return
-	}
-	// The warm helper if it is still there (warmGate); else one started
-	// now, whose exec and start-up run beside the drain. The input is
-	// encoded there too: it names only what the operation fixed at Create
-	// and the start time.
-	g.spawned = make(chan preparedGate, 1)
-	go func() {
-		var p preparedGate
-		if p.h = g.op.warm.take(); p.h == nil {
-			var err error
-			if p.h, err = spawnGateHelper(false); err != nil {
-				g.op.logger(ctx).WithError(err).Warn("start gate helper beside the drain; the gate starts one after it")
-			}
-		}
-		if in, err := g.input(started); err == nil {
-			p.input, _ = json.Marshal(in)
-		}
-		g.spawned <- p
-	}()
-}
-
-// input is the gate's input for a task that started at started.
-func (g *helperGate) input(started time.Time) (gate.Input, error) {
-	op, src := g.op, g.op.diff
-	dir, err := op.store.OperationDir(op.id)
-	if err != nil {
-		return gate.Input{}, err
-	}
-	return gate.Input{
-		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr, RootDir: src.Root,
-		Workspace: op.contract.WorkspaceOrDefault(), Products: op.contract.Products,
-		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: started,
-		ExcludeMounts: op.mounts, FailUnclaimed: op.contract.FailUnclaimed(),
-	}, nil
-}
-
-func (g *helperGate) run(ctx context.Context, started time.Time) gateOutcome {
-	op := g.op
-	var p preparedGate
-	if g.spawned != nil {
-		p = <-g.spawned
-		g.spawned = nil
-	}
-	defer func() {
-		if p.h != nil { // not handed to runGate: let it exit
-			p.h.abandon()
-		}
-	}()
-	src := op.diff
-	if src.Problem != "" {
-		if len(op.contract.Products) == 0 && !op.contract.FailUnclaimed() {
-			return gateOutcome{}
-		}
-		return gateOutcome{err: fmt.Errorf("no diff to gate: %s", src.Problem)}
-	}
-	input := p.input
-	if input == nil {
-		in, err := g.input(started)
-		if err != nil {
-			return gateOutcome{err: err}
-		}
-		if input, err = json.Marshal(in); err != nil {
-			return gateOutcome{err: fmt.Errorf("encode gate input: %w", err)}
-		}
-	}
-	used := p.h
-	p.h = nil
-	res, err := runGate(used, input, op.cfg.GateTimeout.Duration)
-	return gateOutcome{res: res, err: err}
 }
