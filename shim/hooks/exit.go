@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
@@ -15,9 +15,9 @@ import (
 )
 
 // exitFacts is what the exit path learned, in the order it learned it:
-// effect.Exit's part as every front door learns it, and the hook's own.
+// engine.Exit's part as every front door learns it, and the hook's own.
 type exitFacts struct {
-	effect.Exit
+	engine.Exit
 	exitedAt time.Time
 	poststop bool // finished at poststop (false: Grace passed without one)
 	// cleanup, when set, is the not_enforced line of an operation whose
@@ -39,7 +39,7 @@ func (op *operation) finish(ctx context.Context, poststop bool) (*spec.Manifest,
 	x := &op.x
 	x.poststop = poststop
 	x.GateRes, x.GateRan, x.GateErr = op.runGate(ctx)
-	for _, ev := range effect.GateEvents(x.GateRes, x.GateErr) {
+	for _, ev := range engine.GateEvents(x.GateRes, x.GateErr) {
 		op.mon.Note(ev)
 	}
 	op.mon.StopSensors()

@@ -1,7 +1,7 @@
 package hooks
 
 import (
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/spec"
 )
@@ -35,14 +35,14 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		},
 	}
 	if s := a.Subject; s != nil {
-		effect.Bound(m, *s, a.Netns, a.Netns == netnsPrivate)
+		engine.Bound(m, *s, a.Netns, a.Netns == netnsPrivate)
 	}
 	if a.Netns == netnsPrivate {
 		m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNetns
 	} else {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
-			effect.NotEnforcedAbstractUnix("container", a.Netns),
-			effect.NotEnforcedOutsideCgroup("container", a.Netns, ""))
+			engine.NotEnforcedAbstractUnix("container", a.Netns),
+			engine.NotEnforcedOutsideCgroup("container", a.Netns, ""))
 	}
 	switch {
 	case x.cleanup != "":
@@ -51,8 +51,8 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
 			"poststop never came: the monitor finished the operation on its own after the container's init was gone")
 	}
-	effect.Admission(m, a.AdmissionDecision, op.ready)
+	engine.Admission(m, a.AdmissionDecision, op.ready)
 	x.Findings, x.FindingsErr = events.Findings(op.store, op.req.OperationID)
-	effect.Exited(m, x.Exit, a.Netns != netnsPrivate)
+	engine.Exited(m, x.Exit, a.Netns != netnsPrivate)
 	return m
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -38,7 +38,7 @@ func CleanOrphans(ctx context.Context, stateDir string) ([]string, error) {
 
 // orphanEnd is what the cleanup of one orphan did.
 type orphanEnd struct {
-	effect.Exit
+	engine.Exit
 	drainNote string // what was drained, or why nothing was
 	manifest  bool   // the cleanup wrote the manifest
 }

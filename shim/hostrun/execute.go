@@ -20,7 +20,7 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/shim/monitor"
@@ -303,7 +303,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 		return nil, r.abandon(ctx, h, wrapperRefusal(*failed, nil))
 	}
 	sb := sandboxOf(ready, applied, stdio)
-	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: effect.Exit{Deadline: hit}, sandbox: sb, stdio: stdio, lingering: lingering,
+	return r.exit(ctx, h, exitFacts{status: exitStatus(c.ProcessState), started: started, Exit: engine.Exit{Deadline: hit}, sandbox: sb, stdio: stdio, lingering: lingering,
 		writables: writables(r.cmd.Workspace, ready.Tmpfs)})
 }
 
@@ -499,12 +499,12 @@ func (r *run) exit(ctx context.Context, h *held, x exitFacts) (*Result, error) {
 	if err := releaseSpace(dir); err != nil {
 		r.log.WithError(err).Error("release the records' reserve")
 	}
-	for _, ev := range effect.GateEvents(x.GateRes, x.GateErr) {
+	for _, ev := range engine.GateEvents(x.GateRes, x.GateErr) {
 		h.mon.Note(ev)
 	}
 	h.mon.StopSensors()
 	// A drift the table watcher saw downgrades the network status, as in
-	// every front door (effect.NetworkStatus).
+	// every front door (engine.NetworkStatus).
 	x.Drift = h.mon.Drift()
 	x.Attempts = h.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(h.netns.Fd()), h.plan)))
 	r.undo(ctx, h)

@@ -4,16 +4,16 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/spec"
 )
 
 // exitFacts is what the exit path learned, in the order it learned it:
-// effect.Exit's part as every front door learns it, and the host run's own.
+// engine.Exit's part as every front door learns it, and the host run's own.
 type exitFacts struct {
-	effect.Exit
+	engine.Exit
 	status    uint32
 	started   time.Time
 	writables []string
@@ -57,10 +57,10 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 	if landlockScoped(x.sandbox, "abstract_unix_socket") {
 		abstract = spec.AbstractUnixLandlock
 	} else {
-		notEnforced = append(notEnforced, effect.NotEnforcedAbstractUnix("command", "host"))
+		notEnforced = append(notEnforced, engine.NotEnforcedAbstractUnix("command", "host"))
 	}
 	notEnforced = append(notEnforced,
-		effect.NotEnforcedOutsideCgroup("command", "host", "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
+		engine.NotEnforcedOutsideCgroup("command", "host", "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
 		"UDP and ICMP from the command: only the table governs them (Landlock has no UDP rules at this ABI); TCP connects too, so that every denied attempt reaches the table's log",
 		"TCP handshake replies (SYN-ACK) of a socket the command listens on: the kernel sends them without a socket the table attributes to the run's cgroup, so a peer that may reach the host reads a few bits from which ports the command listens on (a covert channel to the local network; IGMP and MLD reports are not sent: seccomp refuses the multicast joins)",
 		"the size of the staged workspace: the command's writes land in the overlay's upper dir in the operation record, bounded only by the state dir's file system (no quota); a command that fills it fails its own writes and the gate's staging, and the manifest is written from space reserved before the command started",
@@ -85,11 +85,11 @@ func (r *run) manifest(x exitFacts) *spec.Manifest {
 		ExitStatus: x.status,
 	}
 	if s := a.Subject; s != nil {
-		effect.Bound(m, *s, "host", false)
+		engine.Bound(m, *s, "host", false)
 	}
-	effect.Admission(m, a.AdmissionDecision, x.started)
+	engine.Admission(m, a.AdmissionDecision, x.started)
 	// The host netns is shared: the rules match the run's cgroup only.
 	x.Findings, x.FindingsErr = events.Findings(r.store, r.id)
-	effect.Exited(m, x.Exit, true)
+	engine.Exited(m, x.Exit, true)
 	return m
 }

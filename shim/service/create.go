@@ -20,7 +20,6 @@ import (
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/gate"
-	"github.com/gensee/gensee/shim/gcburst"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/specpolicy"
@@ -35,7 +34,7 @@ func loggerFor(ctx context.Context, id string) *log.Entry {
 // `runc init`), then installs and reads back its network table. Only then is
 // Create answered; any failure after the inner Create rolls the task back.
 func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *taskAPI.CreateTaskResponse, retErr error) {
-	gcburst.Hold(gcburst.Settle)
+	holdGC(gcBurstSettle)
 	tc := time.Now()
 	ns, err := namespaces.NamespaceRequired(ctx)
 	if err != nil {

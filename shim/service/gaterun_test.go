@@ -12,7 +12,7 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/sys/reaper"
 
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/spec"
 )
@@ -60,7 +60,7 @@ func TestRunHelperTimeout(t *testing.T) {
 		t.Fatalf("err %v after %s", err, time.Since(start))
 	}
 	op := &operation{id: "0123456789abcdef0123456789abcdef", admission: &spec.Admission{}, contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
-	m := op.manifest(exitFacts{Exit: effect.Exit{GateRan: true, GateErr: errors.New("gate helper: " + err.Error())}})
+	m := op.manifest(exitFacts{Exit: engine.Exit{GateRan: true, GateErr: errors.New("gate helper: " + err.Error())}})
 	if m.Gate.Verdict != spec.VerdictFail || len(m.Gate.Violations) != 1 || m.Gate.Violations[0].Rule != "gate_error" {
 		t.Fatalf("gate %+v, want a failed verdict naming gate_error", m.Gate)
 	}

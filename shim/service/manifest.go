@@ -3,21 +3,21 @@ package service
 import (
 	"time"
 
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
 // exitFacts is what the exit path learned: the init's status, when it
-// started, and the exit part every front door learns (effect.Exit).
+// started, and the exit part every front door learns (engine.Exit).
 type exitFacts struct {
 	status *uint32
 	// waitStatus, when set, waits for the inner service's answer for the
 	// init and gives status; the pipeline calls it before the manifest.
 	waitStatus func() *uint32
 	started    time.Time
-	effect.Exit
+	engine.Exit
 }
 
 // manifest assembles the effect manifest. It claims only what a control
@@ -38,7 +38,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		}},
 	}
 	if s := a.Subject; s != nil {
-		effect.Bound(m, *s, a.Netns, netnsKind(a.Netns) == netnsPrivate)
+		engine.Bound(m, *s, a.Netns, netnsKind(a.Netns) == netnsPrivate)
 	}
 	// Abstract AF_UNIX sockets live in the netns and no nftables hook
 	// sees them: isolated only when the netns is the container's own.
@@ -46,8 +46,8 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	if netnsKind(a.Netns) == netnsPrivate {
 		m.Enforcement.Network.AbstractUnix = spec.AbstractUnixNetns
 	} else {
-		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced, effect.NotEnforcedAbstractUnix("container", a.Netns),
-			effect.NotEnforcedOutsideCgroup("container", a.Netns, "its own cgroup namespace, no writable cgroupfs"))
+		m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced, engine.NotEnforcedAbstractUnix("container", a.Netns),
+			engine.NotEnforcedOutsideCgroup("container", a.Netns, "its own cgroup namespace, no writable cgroupfs"))
 	}
 	m.Enforcement.NotEnforced = append(m.Enforcement.NotEnforced,
 		"exec'd programs: each exec is admitted by the capability policy and bound by the table, but its program is not part of the observation the contract was chosen for",
@@ -56,7 +56,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 		m.Enforcement.Seccomp = a.Seccomp
 	}
 	m.Enforcement.ExecNoNewPrivileges = true
-	effect.Admission(m, a.AdmissionDecision, x.started)
+	engine.Admission(m, a.AdmissionDecision, x.started)
 	m.Enforcement.CapabilitiesRemovedExecs = int(op.capExecs.Load())
 	if len(a.CapabilitiesRemoved) > 0 || m.Enforcement.CapabilitiesRemovedExecs > 0 {
 		// admission.json names the sets; the manifest names the
@@ -70,7 +70,7 @@ func (op *operation) manifest(x exitFacts) *spec.Manifest {
 	// Complete only when every denied packet the table counted was heard
 	// and listed: an empty list never claims that nothing was tried.
 	x.Findings, x.FindingsErr = events.Findings(op.store, op.id)
-	effect.Exited(m, x.Exit, netnsKind(a.Netns) != netnsPrivate)
+	engine.Exited(m, x.Exit, netnsKind(a.Netns) != netnsPrivate)
 	if x.Counters == nil && x.CountErr == nil && a.Table != "" {
 		m.Observation.Counters.Error = "not read: the task never ran"
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/drain"
-	"github.com/gensee/gensee/shim/effect"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -104,7 +104,7 @@ func (p *exitPipeline) run(ctx context.Context, x exitFacts) *spec.Manifest {
 	// The gate's events come after the watchdog's end (finish): they are
 	// trail only, never findings. They are noted, and the events log
 	// fsynced and closed, beside the manifest's write.
-	m := p.writeManifest(x, effect.GateEvents(g.res, g.err))
+	m := p.writeManifest(x, engine.GateEvents(g.res, g.err))
 	p.log.WithField("drain_ms", ms(t1.Sub(t0))).WithField("gate_ms", ms(t2.Sub(t1))).
 		WithField("status_ms", ms(t3.Sub(t2))).WithField("manifest_ms", ms(time.Since(t3))).
 		WithField("verdict", m.Gate.Verdict).Info("exit path done")

@@ -4,4 +4,4 @@
 //
 // It claims only what the gate read; it must never run the gate, stage a
 // file, or mark anything verified or promoted.
-package effect
+package engine
