@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gensee/gensee/shim/cgroup"
@@ -298,28 +299,40 @@ func TestParseNSLink(t *testing.T) {
 
 // TestBindingPollerReportsChanges: once per change, not per poll.
 func TestBindingPollerReportsChanges(t *testing.T) {
-	var mu sync.Mutex
-	id := uint64(42)
-	p := newBindingPoller(netpolicy.CgroupRef{Path: "/c", ID: 42}, &fakeProc{})
-	p.Interval = 5 * time.Millisecond
-	p.idOf = func(string) (uint64, error) { mu.Lock(); defer mu.Unlock(); return id, nil }
-	p.pathOf = func(int) (string, error) { return "/c", nil }
-	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan Unbound, 8)
-	done := make(chan error)
-	go func() { done <- p.Run(ctx, func(u Unbound) { out <- u }) }()
-	time.Sleep(20 * time.Millisecond)
-	mu.Lock()
-	id = 7
-	mu.Unlock()
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 1 {
-		t.Fatalf("%d reports, want 1", len(out))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		id := uint64(42)
+		p := newBindingPoller(netpolicy.CgroupRef{Path: "/c", ID: 42}, &fakeProc{})
+		const interval = 5 * time.Millisecond
+		p.Interval = interval
+		p.idOf = func(string) (uint64, error) { mu.Lock(); defer mu.Unlock(); return id, nil }
+		p.pathOf = func(int) (string, error) { return "/c", nil }
+		ctx, cancel := context.WithCancel(t.Context()) // t.Context ends Run if the test fails first
+		out := make(chan Unbound, 8)
+		done := make(chan error)
+		go func() { done <- p.Run(ctx, func(u Unbound) { out <- u }) }()
+		time.Sleep(4 * interval)
+		synctest.Wait()
+		if len(out) != 0 {
+			t.Fatalf("%d reports while the cgroup is bound", len(out))
+		}
+		mu.Lock()
+		id = 7
+		mu.Unlock()
+		time.Sleep(interval)
+		synctest.Wait()
+		if len(out) != 1 {
+			t.Fatalf("%d reports at the poll after the cgroup changed, want 1", len(out))
+		}
+		time.Sleep(10 * interval)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 1 {
+			t.Fatalf("%d reports, want 1", len(out))
+		}
+	})
 }
 
 // TestBindingNSDuty: after a scan that took d, Run's polls skip the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ti-mo/conntrack"
@@ -68,76 +69,91 @@ func (f *fakeFlows) Dump() ([]conntrack.Flow, error) {
 func (f *fakeFlows) Close() error { return nil }
 
 // TestFlowPollerRun: nothing watched, no dump; a watched target's flow is
-// reported once.
+// reported once, at the next poll.
 func TestFlowPollerRun(t *testing.T) {
-	src := &fakeFlows{flows: []conntrack.Flow{flow(1, "198.51.100.7", 80, seen)}}
-	p := &FlowPoller{Interval: 5 * time.Millisecond, dial: func() (flowSource, error) { return src, nil }, now: time.Now}
-	var mu sync.Mutex
-	var watch []string
-	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan Reach, 8)
-	done := make(chan error)
-	go func() {
-		done <- p.Run(ctx, func() []string { mu.Lock(); defer mu.Unlock(); return watch }, func(r Reach) { out <- r })
-	}()
-	time.Sleep(30 * time.Millisecond)
-	src.mu.Lock()
-	if src.dumps != 0 {
-		t.Errorf("%d dumps with nothing watched", src.dumps)
-	}
-	src.mu.Unlock()
-	mu.Lock()
-	watch = []string{"198.51.100.7:80/tcp"}
-	mu.Unlock()
-	select {
-	case r := <-out:
-		if r.Target != "198.51.100.7:80/tcp" {
-			t.Errorf("reach %+v", r)
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeFlows{flows: []conntrack.Flow{flow(1, "198.51.100.7", 80, seen)}}
+		const interval = 5 * time.Millisecond
+		p := &FlowPoller{Interval: interval, dial: func() (flowSource, error) { return src, nil }, now: time.Now}
+		var mu sync.Mutex
+		var watch []string
+		ctx, cancel := context.WithCancel(t.Context()) // t.Context ends Run if the test fails first
+		out := make(chan Reach, 8)
+		done := make(chan error)
+		go func() {
+			done <- p.Run(ctx, func() []string { mu.Lock(); defer mu.Unlock(); return watch }, func(r Reach) { out <- r })
+		}()
+		time.Sleep(6 * interval)
+		synctest.Wait()
+		src.mu.Lock()
+		if src.dumps != 0 {
+			t.Errorf("%d dumps with nothing watched", src.dumps)
 		}
-	case <-time.After(time.Second):
-		t.Fatal("no reach")
-	}
-	time.Sleep(30 * time.Millisecond)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 0 {
-		t.Fatalf("flow reported again: %+v", <-out)
-	}
+		src.mu.Unlock()
+		mu.Lock()
+		watch = []string{"198.51.100.7:80/tcp"}
+		mu.Unlock()
+		time.Sleep(interval)
+		synctest.Wait()
+		select {
+		case r := <-out:
+			if r.Target != "198.51.100.7:80/tcp" {
+				t.Errorf("reach %+v", r)
+			}
+		default:
+			t.Fatal("no reach at the next poll")
+		}
+		time.Sleep(6 * interval) // several more polls see the same flow
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 0 {
+			t.Fatalf("flow reported again: %+v", <-out)
+		}
+		if src.dumps < 6 {
+			t.Fatalf("%d dumps in 6 polls with a target watched", src.dumps)
+		}
+	})
 }
 
 func TestCounterPoller(t *testing.T) {
-	var mu sync.Mutex
-	c := netpolicy.Counters{}
-	p := &CounterPoller{Interval: 5 * time.Millisecond, now: time.Now, read: func(context.Context) (netpolicy.Counters, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return c, nil
-	}}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan CounterMove, 8)
-	done := make(chan error)
-	go func() { done <- p.Run(ctx, func(m CounterMove) { out <- m }) }()
-	time.Sleep(20 * time.Millisecond)
-	if len(out) != 0 {
-		t.Fatal("report without movement")
-	}
-	mu.Lock()
-	c.Allowed = netpolicy.Count{Packets: 3, Bytes: 180}
-	mu.Unlock()
-	select {
-	case m := <-out:
-		if m.Allowed.Packets != 3 || m.Denied.Packets != 0 {
-			t.Errorf("move %+v", m)
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		c := netpolicy.Counters{}
+		const interval = 5 * time.Millisecond
+		p := &CounterPoller{Interval: interval, now: time.Now, read: func(context.Context) (netpolicy.Counters, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return c, nil
+		}}
+		ctx, cancel := context.WithCancel(t.Context()) // t.Context ends Run if the test fails first
+		out := make(chan CounterMove, 8)
+		done := make(chan error)
+		go func() { done <- p.Run(ctx, func(m CounterMove) { out <- m }) }()
+		time.Sleep(4 * interval)
+		synctest.Wait()
+		if len(out) != 0 {
+			t.Fatal("report without movement")
 		}
-	case <-time.After(time.Second):
-		t.Fatal("no move reported")
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+		mu.Lock()
+		c.Allowed = netpolicy.Count{Packets: 3, Bytes: 180}
+		mu.Unlock()
+		time.Sleep(interval)
+		synctest.Wait()
+		select {
+		case m := <-out:
+			if m.Allowed.Packets != 3 || m.Denied.Packets != 0 {
+				t.Errorf("move %+v", m)
+			}
+		default:
+			t.Fatal("no move reported at the next poll")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestFlowScanServed: a watched target that opened a flow the container

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ import (
 	"github.com/gensee/gensee/shim/watchdog"
 	"github.com/gensee/gensee/spec"
 )
+
+// The root tests run on the real clock, not in a synctest bubble: their
+// sensors read the kernel (netlink, conntrack, cgroupfs, /proc), and a
+// goroutine in a system call is not durably blocked, so a bubble's fake
+// time would not stand for what the kernel did meanwhile. They wait for
+// what happened (a report, a count of polls) with a bounded deadline.
 
 // goRun runs fn until cleanup, failing the test if it returns an error.
 func goRun(t *testing.T, fn func(ctx context.Context) error) {
@@ -134,8 +141,10 @@ func TestRootDenyThenReach(t *testing.T) {
 	})
 	fp := NewFlowPoller(e.NS.FD)
 	fp.Interval = 100 * time.Millisecond
+	var polls atomic.Int64
+	watched := func() []string { polls.Add(1); return wd.Watched() }
 	goRun(t, func(ctx context.Context) error {
-		return fp.Run(ctx, wd.Watched, func(rc Reach) { fold(wd.Reached(rc.Target, rc.Detail, rc.At, time.Now())) })
+		return fp.Run(ctx, watched, func(rc Reach) { fold(wd.Reached(rc.Target, rc.Detail, rc.At, time.Now())) })
 	})
 
 	connect := fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && echo ping >&3 && read -t 3 line <&3 && echo "got $line"`, port)
@@ -157,7 +166,10 @@ func TestRootDenyThenReach(t *testing.T) {
 		t.Fatalf("connect after the rule was removed failed: %s", out)
 	}
 	waitFor(t, 3*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(findings) > 0 }, "deny_then_reach")
-	time.Sleep(500 * time.Millisecond) // several more polls see the same flow
+	// Several more polls see the same flow: wait for the polls, not for a
+	// time a loaded machine may not give them.
+	after := polls.Load()
+	waitFor(t, 5*time.Second, func() bool { return polls.Load() >= after+5 }, "five more polls")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(findings) != 1 || findings[0].Signature != watchdog.SignatureDenyThenReach {

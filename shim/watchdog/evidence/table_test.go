@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gensee/gensee/shim/netpolicy"
@@ -76,7 +77,10 @@ func (f *fakeTable) monitor() chan generation {
 
 func drift(d ...string) error { return &netpolicy.DriftError{Table: "gensee_t", Diffs: d} }
 
-// runWatcher runs w until cleanup and returns the reports channel.
+// runWatcher runs w until cleanup and returns the reports channel. The
+// tests run it in a synctest bubble: the watcher's ticker and the waits
+// of next and none are on the bubble's fake clock, so a loaded machine
+// cannot stretch a 5 ms poll past a test's deadline.
 func runWatcher(t *testing.T, w *TableWatcher) <-chan Drift {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -116,87 +120,92 @@ func none(t *testing.T, out <-chan Drift, wait time.Duration) {
 // messages lost), reports it once while it stays, again when it changes,
 // and again after the table was back in line and drifted anew.
 func TestTableWatcherPolls(t *testing.T) {
-	src := &fakeTable{}
-	w := &TableWatcher{Interval: 10 * time.Millisecond, src: src, now: time.Now}
-	out := runWatcher(t, w)
-	none(t, out, 50*time.Millisecond)
-	src.set(drift("table inet gensee_t is missing"))
-	if d := next(t, out, time.Second); !strings.Contains(d.Detail, "is missing") {
-		t.Fatalf("drift %+v", d)
-	}
-	none(t, out, 50*time.Millisecond)
-	src.set(drift("extra rule at position 0"))
-	next(t, out, time.Second)
-	src.set(nil)
-	none(t, out, 50*time.Millisecond)
-	src.set(drift("extra rule at position 0"))
-	next(t, out, time.Second)
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{}
+		w := &TableWatcher{Interval: 10 * time.Millisecond, src: src, now: time.Now}
+		out := runWatcher(t, w)
+		none(t, out, 50*time.Millisecond)
+		src.set(drift("table inet gensee_t is missing"))
+		if d := next(t, out, time.Second); !strings.Contains(d.Detail, "is missing") {
+			t.Fatalf("drift %+v", d)
+		}
+		none(t, out, 50*time.Millisecond)
+		src.set(drift("extra rule at position 0"))
+		next(t, out, time.Second)
+		src.set(nil)
+		none(t, out, 50*time.Millisecond)
+		src.set(drift("extra rule at position 0"))
+		next(t, out, time.Second)
+	})
 }
 
 // TestTableWatcherMonitor: a monitor generation touching our table checks
 // at once (long poll interval), naming who changed it; a change reverted
 // before the read-back is still reported.
 func TestTableWatcherMonitor(t *testing.T) {
-	src := &fakeTable{}
-	w := &TableWatcher{Interval: time.Hour, src: src, now: time.Now}
-	out := runWatcher(t, w)
-	for src.monitor() == nil {
-		time.Sleep(time.Millisecond)
-	}
-	src.set(drift("rule 3 (gensee: deny) is missing"))
-	src.monitor() <- generation{PID: 4242, Comm: "nft", Ours: []string{"rule deleted"}}
-	d := next(t, out, time.Second)
-	if !strings.Contains(d.Detail, "is missing") || !strings.Contains(d.Detail, `pid 4242 "nft"`) {
-		t.Fatalf("drift %+v", d)
-	}
-	src.set(nil)
-	src.monitor() <- generation{PID: 4243, Comm: "nft", Ours: []string{"new rule"}}
-	if d := next(t, out, time.Second); !strings.Contains(d.Detail, "matches its plan again") {
-		t.Fatalf("restore not reported: %+v", d)
-	}
-	// Changes to other tables trigger nothing.
-	src.monitor() <- generation{PID: 1, Comm: "nft"}
-	none(t, out, 30*time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{}
+		out := subscribed(t, src, time.Hour)
+		src.set(drift("rule 3 (gensee: deny) is missing"))
+		src.monitor() <- generation{PID: 4242, Comm: "nft", Ours: []string{"rule deleted"}}
+		d := next(t, out, time.Second)
+		if !strings.Contains(d.Detail, "is missing") || !strings.Contains(d.Detail, `pid 4242 "nft"`) {
+			t.Fatalf("drift %+v", d)
+		}
+		src.set(nil)
+		src.monitor() <- generation{PID: 4243, Comm: "nft", Ours: []string{"new rule"}}
+		if d := next(t, out, time.Second); !strings.Contains(d.Detail, "matches its plan again") {
+			t.Fatalf("restore not reported: %+v", d)
+		}
+		// Changes to other tables trigger nothing.
+		src.monitor() <- generation{PID: 1, Comm: "nft"}
+		none(t, out, 30*time.Millisecond)
+	})
 }
 
 // TestTableWatcherResubscribes: a closed subscription (lost messages) is
-// followed by a read-back and a new subscription.
+// followed by a read-back at once and a new subscription at the next poll.
 func TestTableWatcherResubscribes(t *testing.T) {
-	src := &fakeTable{}
-	subscribed(t, src, 10*time.Millisecond)
-	close(src.monitor())
-	deadline := time.Now().Add(time.Second)
-	for {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{}
+		const interval = 10 * time.Millisecond
+		subscribed(t, src, interval)
+		reads := src.readBacks()
+		close(src.monitor())
+		synctest.Wait()
+		if src.readBacks() != reads+1 {
+			t.Fatalf("%d read-backs after the subscription closed, want 1", src.readBacks()-reads)
+		}
+		time.Sleep(interval)
+		synctest.Wait()
 		src.mu.Lock()
 		n := src.subs
 		src.mu.Unlock()
-		if n >= 2 {
-			break
+		if n != 2 {
+			t.Fatalf("%d subscriptions one poll after the first closed, want 2", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("did not resubscribe")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	})
 }
 
 func TestTableWatcherErrors(t *testing.T) {
-	src := &fakeTable{monErr: errors.New("no monitor")}
-	var mu sync.Mutex
-	var errs []error
-	w := &TableWatcher{Interval: 10 * time.Millisecond, src: src, now: time.Now, OnError: func(err error) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{monErr: errors.New("no monitor")}
+		var mu sync.Mutex
+		var errs []error
+		w := &TableWatcher{Interval: 10 * time.Millisecond, src: src, now: time.Now, OnError: func(err error) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}}
+		src.set(errors.New("netlink: boom"))
+		out := runWatcher(t, w)
+		none(t, out, 50*time.Millisecond) // a failing read-back is not a drift
 		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}}
-	src.set(errors.New("netlink: boom"))
-	out := runWatcher(t, w)
-	none(t, out, 50*time.Millisecond) // a failing read-back is not a drift
-	mu.Lock()
-	defer mu.Unlock()
-	if len(errs) == 0 {
-		t.Fatal("errors not passed to OnError")
-	}
+		defer mu.Unlock()
+		if len(errs) == 0 {
+			t.Fatal("errors not passed to OnError")
+		}
+	})
 }
 
 // TestTableWatcherReadsBackWhenMoved: while the generation stays, polls
@@ -205,67 +214,78 @@ func TestTableWatcherErrors(t *testing.T) {
 // poll; a drift is read back every poll while it stays; without a live
 // subscription every poll reads back.
 func TestTableWatcherReadsBackWhenMoved(t *testing.T) {
-	src := &fakeTable{}
-	w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
-	out := runWatcher(t, w)
-	none(t, out, 100*time.Millisecond)
-	reads, polls := src.readBacks(), src.genReads()
-	if reads < 2 || polls < 1 || polls > (fullEvery-1)*reads {
-		t.Fatalf("unmoved for 100 ms of 5 ms polls: %d read-backs, %d generation reads; want full read-backs every %d polls and the others skipped", reads, polls, fullEvery)
-	}
-	src.set(nil) // a commit that left the table as planned
-	deadline := time.Now().Add(time.Second)
-	for src.readBacks() == reads && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if src.readBacks() == reads {
-		t.Fatal("no read-back after the generation moved")
-	}
-	src.set(drift("extra rule at position 0"))
-	next(t, out, time.Second)
-	reads, polls = src.readBacks(), src.genReads()
-	none(t, out, 60*time.Millisecond)
-	if n := src.readBacks() - reads; n < 3 || src.genReads() != polls {
-		t.Fatalf("a drift that stays: %d read-backs and %d skipped polls in 60 ms of 5 ms polls, want every poll read back", n, src.genReads()-polls)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{}
+		const interval = 5 * time.Millisecond
+		w := &TableWatcher{Interval: interval, src: src, now: time.Now}
+		out := runWatcher(t, w)
+		none(t, out, 100*time.Millisecond)
+		synctest.Wait()
+		reads, polls := src.readBacks(), src.genReads()
+		if reads < 2 || polls < 1 || polls > (fullEvery-1)*reads {
+			t.Fatalf("unmoved for 100 ms of 5 ms polls: %d read-backs, %d generation reads; want full read-backs every %d polls and the others skipped", reads, polls, fullEvery)
+		}
+		src.set(nil) // a commit that left the table as planned
+		time.Sleep(interval)
+		synctest.Wait()
+		if src.readBacks() == reads {
+			t.Fatal("no read-back at the poll after the generation moved")
+		}
+		src.set(drift("extra rule at position 0"))
+		next(t, out, time.Second)
+		synctest.Wait()
+		reads, polls = src.readBacks(), src.genReads()
+		none(t, out, 60*time.Millisecond)
+		synctest.Wait()
+		if n := src.readBacks() - reads; n != 12 || src.genReads() != polls {
+			t.Fatalf("a drift that stays: %d read-backs and %d skipped polls in 60 ms of 5 ms polls, want every poll (12) read back", n, src.genReads()-polls)
+		}
+	})
 }
 
 // TestTableWatcherMonitorDownReadsBack: with no subscription (it fails),
 // no poll is skipped.
 func TestTableWatcherMonitorDownReadsBack(t *testing.T) {
-	src := &fakeTable{monErr: errors.New("no monitor")}
-	w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
-	runWatcher(t, w)
-	time.Sleep(60 * time.Millisecond)
-	if src.genReads() != 0 || src.readBacks() < 4 {
-		t.Fatalf("monitor down: %d read-backs, %d skipped polls; want every poll read back", src.readBacks(), src.genReads())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{monErr: errors.New("no monitor")}
+		w := &TableWatcher{Interval: 5 * time.Millisecond, src: src, now: time.Now}
+		runWatcher(t, w)
+		time.Sleep(60 * time.Millisecond)
+		synctest.Wait()
+		if src.genReads() != 0 || src.readBacks() != 1+12 {
+			t.Fatalf("monitor down: %d read-backs, %d skipped polls in 60 ms of 5 ms polls; want the first and every poll (13) read back", src.readBacks(), src.genReads())
+		}
+	})
 }
 
 // TestTableWatcherEventsDoNotPutOffPolls: read-backs that monitor events
 // bring (at times a committer chooses) do not postpone the polls' own
 // full read-backs.
 func TestTableWatcherEventsDoNotPutOffPolls(t *testing.T) {
-	src := &fakeTable{}
-	subscribed(t, src, 5*time.Millisecond)
-	start := src.readBacks()
-	events := 0
-	for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); events++ {
-		src.monitor() <- generation{PID: 1, Comm: "nft", Unknown: 1} // a set element changed somewhere
-		time.Sleep(4 * time.Millisecond)
-	}
-	if got := src.readBacks() - start; got < events+3 {
-		t.Fatalf("%d read-backs for %d events in 150 ms of 5 ms polls: the polls' full read-backs were put off", got, events)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{}
+		subscribed(t, src, 5*time.Millisecond)
+		start := src.readBacks()
+		events := 0
+		for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); events++ {
+			src.monitor() <- generation{PID: 1, Comm: "nft", Unknown: 1} // a set element changed somewhere
+			time.Sleep(4 * time.Millisecond)
+		}
+		synctest.Wait()
+		if got := src.readBacks() - start; got < events+3 {
+			t.Fatalf("%d read-backs for %d events in 150 ms of 5 ms polls: the polls' full read-backs were put off", got, events)
+		}
+	})
 }
 
 // subscribed runs a watcher on src polling every interval until cleanup,
-// and returns once it has subscribed.
+// and returns once it has subscribed and read back. Call it in a bubble.
 func subscribed(t *testing.T, src *fakeTable, interval time.Duration) <-chan Drift {
 	t.Helper()
 	out := runWatcher(t, &TableWatcher{Interval: interval, src: src, now: time.Now})
-	for src.monitor() == nil {
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if src.monitor() == nil {
+		t.Fatal("the watcher did not subscribe")
 	}
 	return out
 }
