@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gensee/gensee/internal/cli"
+	"github.com/gensee/gensee/cmd/gensee/cli"
 	"github.com/gensee/gensee/shim/config"
 )
 

@@ -1,6 +1,6 @@
 // Command gensee is the operator CLI of the gensee runtime: contracts,
 // catalogs, inferences, observations and host audits (docs/design.md §9). The
-// commands live in internal/cli; this is wiring.
+// commands live in cmd/gensee/cli; this is wiring.
 package main
 
 import (
@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/gensee/gensee/internal/cli"
+	"github.com/gensee/gensee/cmd/gensee/cli"
 	"github.com/gensee/gensee/shim/hostrun/inner"
 )
 

@@ -11,7 +11,7 @@ import (
 
 // TestBinary builds gensee and checks the wiring end to end: exit codes
 // reach the process and messages land on the right stream. The commands
-// themselves are tested in-process in internal/cli.
+// themselves are tested in-process in cmd/gensee/cli.
 func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")

@@ -1,6 +1,6 @@
 // Command genman writes gensee's man pages (gensee(1) and one page per
 // subcommand) from the CLI's command tree: genman -out DIR [-version V] [-date D].
-// make install and make release run it; see internal/cli/man.go.
+// make install and make release run it; see cmd/gensee/cli/man.go.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gensee/gensee/internal/cli"
+	"github.com/gensee/gensee/cmd/gensee/cli"
 )
 
 func main() {

@@ -6,7 +6,7 @@
 //	    release's binaries under /opt/gensee/bin, one layer; ctr images import F.
 //	release provenance -out F.json -builder ID -commit C -version V -goarch A
 //	    -go-version GOV -target T -gosum go.sum -started TIME ARTIFACT...
-//	    an in-toto Statement v1 (the shape internal/cli/manifest_intoto.go writes)
+//	    an in-toto Statement v1 (the shape cmd/gensee/cli/manifest_intoto.go writes)
 //	    whose subjects are the artifacts with their sha256 and whose predicate is
 //	    SLSA provenance v1.
 //
@@ -237,7 +237,7 @@ func tarOf(files []entry) ([]byte, error) {
 
 // ---- provenance ----
 
-// The in-toto Statement v1 as internal/cli/manifest_intoto.go writes it.
+// The in-toto Statement v1 as cmd/gensee/cli/manifest_intoto.go writes it.
 const (
 	inTotoStatementType = "https://in-toto.io/Statement/v1"
 	slsaProvenanceType  = "https://slsa.dev/provenance/v1"

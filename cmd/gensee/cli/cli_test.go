@@ -75,7 +75,7 @@ func (r result) want(t *testing.T, code int, stdout, stderr []string) {
 func contrib(t *testing.T, name string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "contrib", "boundary", name)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "contrib", "boundary", name)
 }
 
 func writeFile(t *testing.T, dir, name, data string) string {

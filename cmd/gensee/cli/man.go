@@ -47,7 +47,7 @@ func WriteManPages(dir, date, version string) ([]string, error) {
 func manName(path []string) string { return "gensee-" + strings.Join(path, "-") }
 
 func manTH(w io.Writer, name, date, version string) {
-	fmt.Fprintf(w, ".\\\" Generated from the command tree (internal/cli, hack/genman); do not edit.\n")
+	fmt.Fprintf(w, ".\\\" Generated from the command tree (cmd/gensee/cli, hack/genman); do not edit.\n")
 	fmt.Fprintf(w, ".TH %s 1 %q %q \"gensee manual\"\n", strings.ToUpper(roffEsc(name)), date, "gensee "+version)
 }
 

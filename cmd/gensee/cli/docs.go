@@ -13,8 +13,8 @@ import (
 // TestDocsCurrent keeps the file in step with the tree.
 func writeMarkdown(w io.Writer, root *Command) {
 	fmt.Fprintf(w, "# gensee command reference\n\n")
-	fmt.Fprintf(w, "<!-- Generated from the command tree (internal/cli); do not edit.\n")
-	fmt.Fprintf(w, "     Regenerate: go test ./internal/cli -run TestDocsCurrent -update-docs -->\n\n")
+	fmt.Fprintf(w, "<!-- Generated from the command tree (cmd/gensee/cli); do not edit.\n")
+	fmt.Fprintf(w, "     Regenerate: go test ./cmd/gensee/cli -run TestDocsCurrent -update-docs -->\n\n")
 	fmt.Fprintf(w, "%s\n\n", strings.Join(strings.Fields(rootIntro), " "))
 	fmt.Fprintf(w, "```\ngensee [global flags] <command> [<subcommand>] [flags] [ID]\n```\n\n")
 	fmt.Fprintf(w, "## Global flags\n\nGiven before the command; all but `--config` and `--version` also after it.\n\n")

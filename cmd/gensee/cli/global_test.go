@@ -111,7 +111,7 @@ func TestCompletionBash(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gensee")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/gensee")
+	build := exec.Command("go", "build", "-o", bin, "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -14,7 +14,7 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite docs/cli.md from the c
 // TestDocsCurrent keeps docs/cli.md what the command tree generates.
 func TestDocsCurrent(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(file), "..", "..", "docs", "cli.md")
+	path := filepath.Join(filepath.Dir(file), "..", "..", "..", "docs", "cli.md")
 	var b bytes.Buffer
 	writeMarkdown(&b, root())
 	if *updateDocs {
@@ -25,9 +25,9 @@ func TestDocsCurrent(t *testing.T) {
 	}
 	have, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v; generate it: go test ./internal/cli -run TestDocsCurrent -update-docs", err)
+		t.Fatalf("%v; generate it: go test ./cmd/gensee/cli -run TestDocsCurrent -update-docs", err)
 	}
 	if !bytes.Equal(have, b.Bytes()) {
-		t.Fatal("docs/cli.md is not what the command tree generates; regenerate it: go test ./internal/cli -run TestDocsCurrent -update-docs")
+		t.Fatal("docs/cli.md is not what the command tree generates; regenerate it: go test ./cmd/gensee/cli -run TestDocsCurrent -update-docs")
 	}
 }
