@@ -1,16 +1,18 @@
-// Package runcinfo reads what a runc binary says about itself (`runc
-// features`, the OCI features document). It parses only; running the
-// binary is the caller's (the shim runs children through its reaper, the
-// CLI directly).
-package runcinfo
+package specpolicy
+
+// What a runc binary says about itself (`runc features`, the OCI features
+// document), read for the seccomp rule: a runc that does not apply seccomp
+// would silently drop the profile seccomp.go adds. Parsing only; running
+// the binary is the caller's (the shim runs children through its reaper,
+// the CLI directly).
 
 import (
 	"encoding/json"
 	"fmt"
 )
 
-// features is the part of the OCI features document read here.
-type features struct {
+// runcFeatures is the part of the OCI features document read here.
+type runcFeatures struct {
 	Linux struct {
 		Seccomp struct {
 			Enabled *bool `json:"enabled"`
@@ -22,7 +24,7 @@ type features struct {
 // applies seccomp profiles. Absent means no: a runc that does not say so
 // would silently ignore linux.seccomp.
 func SeccompEnabled(b []byte) (bool, error) {
-	var f features
+	var f runcFeatures
 	if err := json.Unmarshal(b, &f); err != nil {
 		return false, fmt.Errorf("read runc features: %w", err)
 	}

@@ -1,4 +1,4 @@
-package runcinfo
+package specpolicy
 
 import "testing"
 
