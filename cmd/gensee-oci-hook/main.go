@@ -19,8 +19,8 @@ import (
 
 	"github.com/containerd/log"
 
-	"github.com/gensee/gensee/shim/hooks"
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/hooks"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
