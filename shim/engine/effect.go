@@ -8,10 +8,10 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// Gate fills m's products, verdict, violations, unclaimed and excluded
+// fillGate fills m's products, verdict, violations, unclaimed and excluded
 // from one gate run: ran false when the gate never ran, else its result or
 // gateErr; a drain failure fails the verdict (a process may still write).
-func Gate(m *spec.Manifest, ran bool, r *gate.Result, gateErr, drainErr error) {
+func fillGate(m *spec.Manifest, ran bool, r *gate.Result, gateErr, drainErr error) {
 	switch {
 	case !ran:
 		m.Gate = spec.GateResult{Verdict: spec.VerdictNotRun}

@@ -54,7 +54,7 @@ func (x *Exit) Counted(c netpolicy.Counters, err error) (denied uint64, read boo
 
 // Exited fills m with what x learned: processes drained, how the table
 // went, whether the deadline passed, the counters (or why they were not
-// read), the denied attempts, the escapes and the gate's part (Gate). Call
+// read), the denied attempts, the escapes and the gate's part (fillGate). Call
 // it after Admission, which leaves Deadlines.Exceeded to this. sharedNetns
 // says the table's rules match only the bound cgroup (a host or pod
 // namespace): a process found outside it was not confined, so an escape
@@ -78,7 +78,7 @@ func Exited(m *spec.Manifest, x Exit, sharedNetns bool) {
 		m.FindingsError = x.FindingsErr.Error()
 	}
 	NetworkStatus(m, x, sharedNetns)
-	Gate(m, x.GateRan, x.GateRes, x.GateErr, x.DrainErr)
+	fillGate(m, x.GateRan, x.GateRes, x.GateErr, x.DrainErr)
 }
 
 // NetworkStatus downgrades m's network status, the same in every front

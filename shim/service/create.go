@@ -19,6 +19,7 @@ import (
 
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
@@ -50,9 +51,9 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	// Before anything is mounted or loaded: the runc shim opens these as
 	// root on the host.
-	held, err := holdStdio("task", &r.Stdin, &r.Stdout, &r.Stderr, cfg.LoggerAllowlist)
-	if err != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	held, rf := holdStdio("task", &r.Stdin, &r.Stdout, &r.Stderr, cfg.LoggerAllowlist)
+	if rf != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 	}
 	defer func() { s.keepStdio(r.ID, "", held, retErr) }()
 	// The catalog loads, and the snapshot mounts, beside the spec's read
@@ -63,9 +64,8 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	// The rootfs mounts are the client's (WithRootFS): admitted before
 	// anything mounts them as root on the host.
 	if err := checkRootfs(r, cfg); err != nil {
-		var re *refusedError
-		if errors.As(err, &re) {
-			return nil, s.refused(ctx, cfg, ns, r.ID, re)
+		if rf, ok := spec.AsRefusal(err); ok {
+			return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}
@@ -87,19 +87,17 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		// runc would restore processes from a CRIU image with whatever
 		// capabilities, seccomp state and sockets were dumped: nothing of
 		// it would have been admitted.
-		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("checkpoint_restore", "the task is to be restored from checkpoint %q, whose processes were never admitted; start it from its image instead", r.Checkpoint+r.ParentCheckpoint).(*refusedError))
+		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("checkpoint_restore", "the task is to be restored from checkpoint %q, whose processes were never admitted; start it from its image instead", r.Checkpoint+r.ParentCheckpoint))
 	}
-	kind, nsPath, uns, err := namespacesOf(oci)
-	if err != nil {
-		var sr *specRefusal
-		errors.As(err, &sr)
-		return nil, s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: sr.Rule, Message: sr.Error()})
+	kind, nsPath, uns, rf := namespacesOf(oci)
+	if rf != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 	}
 	runc, err := rt.RuncOptions(cfg)
 	if err != nil {
 		var or *config.OptionRefusal
 		if errors.As(err, &or) {
-			return nil, s.refused(ctx, cfg, ns, r.ID, refuse("runtime_options", "%v", or).(*refusedError))
+			return nil, s.refused(ctx, cfg, ns, r.ID, spec.Refuse("runtime_options", "options."+or.Field, "", "%v", or))
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}
@@ -108,41 +106,37 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		if ns != CRINamespace {
 			// Only a pod's user namespace (CRI pins it) may be joined;
 			// elsewhere runc makes the container its own.
-			return nil, s.refused(ctx, cfg, ns, r.ID, refuse("userns_path", "linux.namespaces user path %q: only CRI's pods join a user namespace by path; let runc make the container its own (drop the path)", uns.path).(*refusedError))
+			return nil, s.refused(ctx, cfg, ns, r.ID, refuse("userns_path", "linux.namespaces user path %q: only CRI's pods join a user namespace by path; let runc make the container its own (drop the path)", uns.path))
 		}
-		if wantUserns, err = checkJoinedUserns(uns.path, oci.Linux.UIDMappings); err != nil {
-			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+		if wantUserns, rf = checkJoinedUserns(uns.path, oci.Linux.UIDMappings); rf != nil {
+			return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 		}
 	}
 	var wantNetns nsID
 	if kind == netnsPath {
-		if wantNetns, err = checkJoinedNetns(nsPath, uns); err != nil {
-			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+		if wantNetns, rf = checkJoinedNetns(nsPath, uns); rf != nil {
+			return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 		}
 	}
 	if oci.Linux != nil {
 		if err := refuseBusyCgroup(oci.Linux.CgroupsPath); err != nil {
-			return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+			return nil, s.refusedOr(ctx, cfg, ns, r.ID, err)
 		}
 	}
-	if err := refuseJoinedNamespaces(oci); err != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	if rf := refuseJoinedNamespaces(oci); rf != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 	}
-	netnsAlone, err := checkJoinPaths(oci, scopeOf(ns, r.ID, r.Bundle, oci.Annotations), kernelNS{})
-	if err != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	netnsAlone, rf := checkJoinPaths(oci, scopeOf(ns, r.ID, r.Bundle, oci.Annotations), kernelNS{})
+	if rf != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 	}
 	if err := s.seccomp.check(runc.BinaryName, cfg.StateDir); err != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err).(*refusedError))
+		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err))
 	}
 	t0 := time.Now()
 	adm, err := s.admit(ctx, catalog, ns, r, oci, mounting)
 	if err != nil {
-		var re *refusedError
-		if errors.As(err, &re) {
-			return nil, s.refused(ctx, cfg, ns, r.ID, re)
-		}
-		return nil, errgrpc.ToGRPC(err)
+		return nil, s.refusedOr(ctx, cfg, ns, r.ID, err)
 	}
 	// The snapshot is mounted at the bundle's rootfs (admit) and stays so
 	// until Delete; until the inner Create has a task, it is ours to undo.
@@ -158,16 +152,16 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		}
 	}()
 	notes := []string{}
-	binds, err := resolveBindSources(oci)
-	if err != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	binds, rf := resolveBindSources(oci)
+	if rf != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 	}
 	// The host facts (the mount table among them) are read once for both
 	// the root and the spec checks.
 	host := hostPolicy(cfg)
 	host.StateDirs = runtimeStateDirs(cfg, r.Bundle, ns, r.ID)
-	if err := checkRoot(r, oci, host); err != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, err.(*refusedError))
+	if rf := checkRoot(r, oci, host); rf != nil {
+		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
 	}
 	if n := privateCgroupns(oci); n != "" {
 		notes = append(notes, n)
@@ -183,11 +177,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, host)
 	if err != nil {
-		var rf *specpolicy.Refusal
-		if !errors.As(err, &rf) {
-			return nil, errgrpc.ToGRPC(err)
-		}
-		return nil, s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: rf.Rule, Message: rf.Error()})
+		return nil, s.refusedOr(ctx, cfg, ns, r.ID, err)
 	}
 	pol.Notes = append(notes, pol.Notes...)
 
@@ -226,11 +216,10 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	var bindTook time.Duration
 	bindInit := func(pid int) error {
 		if recErr := recorded(); recErr != nil {
-			var re *refusedError
-			if errors.As(recErr, &re) {
+			if rf, ok := spec.AsRefusal(recErr); ok {
 				// The hash taken while runc created the task refused it;
 				// the init never left runc init.
-				return s.refused(ctx, cfg, ns, r.ID, &refusedError{Reason: re.Reason, Message: re.Message + "; task rolled back"})
+				return s.refused(ctx, cfg, ns, r.ID, rolledBack(rf))
 			}
 			op.logger(ctx).WithError(recErr).Error("record operation")
 			return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: record operation: %v; task rolled back", recErr)
@@ -315,7 +304,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 		id: id, namespace: ns, containerID: r.ID, bundle: r.Bundle, cfg: cfg, store: st,
 		contract: *d.Contract, admission: rec, done: make(chan struct{}), innerExited: make(chan struct{}), ctx: s.ctx, pub: s.pub,
 	}
-	op.net = &netBoundary{private: kind == netnsPrivate, log: op.logger(s.ctx)}
+	op.net = engine.NewBoundary(kind, op.logger(s.ctx))
 	op.exit = exitPipelineFor(op)
 	return op, nil
 }
@@ -375,9 +364,9 @@ func (s *service) unbind(ctx context.Context, op *operation) {
 		if err := op.waitRecorded(); err != nil {
 			op.logger(ctx).WithError(err).Warn("bound admission record")
 		}
-		op.exit.neverStarted(ctx)
+		op.exit.NeverStarted(ctx)
 	}
-	op.net.close(ctx)
+	op.net.Close(ctx)
 }
 
 // rollback undoes an inner Create whose boundary could not be installed:
@@ -394,7 +383,7 @@ func (s *service) rollback(ctx context.Context, op *operation) {
 	if _, err := s.TTRPCTaskService.Delete(ctx, &taskAPI.DeleteRequest{ID: op.containerID}); err != nil {
 		op.logger(ctx).WithError(err).Warn("rollback: delete")
 	}
-	op.net.close(ctx)
+	op.net.Close(ctx)
 	s.drop(op.containerID)
 }
 

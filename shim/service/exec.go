@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/errdefs"
@@ -37,6 +36,17 @@ func (s *service) decodeForOperation(id, verb, what string, a *anypb.Any, v any)
 	return op, nil
 }
 
+// execRefused answers an exec refused before runc ran it: an
+// admission_denied event in the operation's log (an exec never becomes an
+// operation of its own, so it has no refusals line) and PermissionDenied
+// with the refusal's sentence.
+func execRefused(ctx context.Context, op *operation, execID string, rf *spec.Refusal) error {
+	op.net.Note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Reason,
+		Detail: "exec " + execID + ": " + rf.Message, Target: execID})
+	op.logger(ctx).WithField("exec_id", execID).WithField("reason", rf.Reason).Warn(rf.Text())
+	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rf.Error())
+}
+
 // Exec admits an exec'd process under the same capability policy as the
 // init before runc runs it: ctr, CRI Exec, kubectl exec and exec probes
 // build the process from the stored container spec, which is the caller's,
@@ -56,13 +66,9 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 	if err != nil {
 		return nil, err
 	}
-	held, err := holdStdio("exec", &r.Stdin, &r.Stdout, &r.Stderr, op.cfg.LoggerAllowlist)
-	if err != nil {
-		re := err.(*refusedError)
-		op.net.note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: re.Reason,
-			Detail: "exec " + r.ExecID + ": " + re.Message, Target: r.ExecID})
-		op.logger(ctx).WithField("exec_id", r.ExecID).WithField("reason", re.Reason).Warn(re.Message)
-		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
+	held, rf := holdStdio("exec", &r.Stdin, &r.Stdout, &r.Stderr, op.cfg.LoggerAllowlist)
+	if rf != nil {
+		return nil, execRefused(ctx, op, r.ExecID, rf)
 	}
 	defer func() { s.keepStdio(r.ID, r.ExecID, held, retErr) }()
 	if st := op.life.current(); st != opRunning {
@@ -80,15 +86,11 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 		bound, err = specpolicy.CheckExecBound(&p, op.execPolicy.Init)
 	}
 	if err != nil {
-		var rf *specpolicy.Refusal
-		if !errors.As(err, &rf) {
+		rf, ok := spec.AsRefusal(err)
+		if !ok {
 			return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: exec refused: %v", err)
 		}
-		re := &refusedError{Reason: rf.Rule, Message: rf.Error()}
-		op.net.note(spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Rule,
-			Detail: "exec " + r.ExecID + ": " + rf.Msg, Target: r.ExecID})
-		op.logger(ctx).WithField("exec_id", r.ExecID).WithField("reason", rf.Rule).Warn(re.Message)
-		return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
+		return nil, execRefused(ctx, op, r.ExecID, rf)
 	}
 	// What runc runs is what was checked: the spec is re-encoded from the
 	// decoded value, so duplicate keys or unknown fields cannot differ

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/retention"
 	"github.com/gensee/gensee/spec"
 )
@@ -60,9 +61,10 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	// milliseconds: a trivial init is gone by then, and the gate helper's
 	// start-up overlaps theirs. The pipeline drains and stops the sensors
 	// only once they have started.
-	op.net.sensorsDue()
+	started := op.net.SensorsDue()
 	go s.watchExit(op, watch)
-	op.net.startSensors(op.admission.Subject)
+	op.net.StartSensors(op.admission.Subject)
+	started()
 	return resp, nil
 }
 
@@ -72,10 +74,10 @@ func (s *service) startDeadline(op *operation) {
 	if err != nil || d <= 0 {
 		return // no deadline (a malformed one never passes catalog validation)
 	}
-	op.deadline.arm(d, func() {
+	op.deadline.Arm(d, func() {
 		ctx := s.ctx
 		op.logger(ctx).WithField("deadline", op.contract.Deadline).Warn("contract deadline exceeded; killing the task")
-		op.net.note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.contract.Deadline,
+		op.net.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.contract.Deadline,
 			Detail: "the contract deadline " + op.contract.Deadline + " passed; the task was killed"})
 		if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true}); err != nil {
 			op.logger(ctx).WithError(err).Error("kill at deadline")
@@ -97,7 +99,7 @@ func (s *service) startDeadline(op *operation) {
 func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 	ctx := s.ctx
 	// Whatever happens in the pipeline, Wait and Delete are released.
-	defer op.exit.release.release(nil)
+	defer op.release(nil)
 	var exited <-chan struct{} // nil: never
 	if watch != nil {
 		defer watch.Close()
@@ -123,9 +125,9 @@ func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 	case a := <-answered:
 		got = &a
 	}
-	x := exitFacts{started: op.startedAt}
-	x.Deadline = op.deadline.stop()
-	x.waitStatus = func() *uint32 {
+	x := engine.Facts{Started: op.startedAt}
+	x.Deadline = op.deadline.Stop()
+	x.WaitStatus = func() *uint32 {
 		defer op.life.move("exit", opExited)
 		if got == nil && status != nil {
 			return status
@@ -141,7 +143,7 @@ func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 		st := got.resp.ExitStatus
 		return &st
 	}
-	op.exit.run(ctx, x)
+	op.exit.Run(ctx, x)
 }
 
 // Wait answers for the init only once its exit path is done. The
@@ -222,13 +224,13 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	}
 	if was == opCreated {
 		// Never started: nothing ran, nothing to gate; say so.
-		op.exit.neverStarted(ctx)
+		op.exit.NeverStarted(ctx)
 	}
-	op.deadline.stop()
+	op.deadline.Stop()
 	op.warm.release()
 	s.pub.disarm(r.ID)
 	op.life.move("delete", opDeleted)
-	if op.net.remove(ctx) != "" {
+	if op.net.Remove(ctx) != "" {
 		s.markCleaned(ctx, op)
 	} else {
 		op.logger(ctx).Error("network table left after delete; the shim's cleanup path retries it")

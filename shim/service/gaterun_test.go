@@ -59,8 +59,10 @@ func TestRunHelperTimeout(t *testing.T) {
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("err %v after %s", err, time.Since(start))
 	}
-	op := &operation{id: "0123456789abcdef0123456789abcdef", admission: &spec.Admission{}, contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
-	m := op.manifest(exitFacts{Exit: engine.Exit{GateRan: true, GateErr: errors.New("gate helper: " + err.Error())}})
+	c := spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}
+	op := &operation{id: "0123456789abcdef0123456789abcdef", contract: c,
+		admission: &spec.Admission{OperationID: "0123456789abcdef0123456789abcdef", AdmissionDecision: spec.AdmissionDecision{Contract: c}}}
+	m := op.manifest(engine.Facts{Exit: engine.Exit{GateRan: true, GateErr: errors.New("gate helper: " + err.Error())}})
 	if m.Gate.Verdict != spec.VerdictFail || len(m.Gate.Violations) != 1 || m.Gate.Violations[0].Rule != "gate_error" {
 		t.Fatalf("gate %+v, want a failed verdict naming gate_error", m.Gate)
 	}
@@ -72,8 +74,9 @@ func TestRunHelperTimeout(t *testing.T) {
 // The manifest of a never-started task says the gate did not run and never
 // claims counters it did not read.
 func TestManifestNotRun(t *testing.T) {
-	op := &operation{admission: &spec.Admission{Table: "gensee_0123456789ab"}, contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
-	m := op.manifest(exitFacts{})
+	c := spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}
+	op := &operation{contract: c, admission: &spec.Admission{Table: "gensee_0123456789ab", AdmissionDecision: spec.AdmissionDecision{Contract: c}}}
+	m := op.manifest(engine.Facts{})
 	if m.Gate.Verdict != spec.VerdictNotRun || m.Observation.Counters.Error == "" || m.Observation.DeniedAttempts.Complete {
 		t.Fatalf("manifest of a never-started task: gate %+v counters %+v attempts %+v", m.Gate, m.Observation.Counters, m.Observation.DeniedAttempts)
 	}

@@ -7,15 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
 )
-
-// gateOutcome is the gate's result or why it could not give one.
-type gateOutcome struct {
-	res *gate.Result
-	err error
-}
 
 // helperGate runs the product gate in a helper process (gaterun.go): the
 // operation's warm helper (warmGate), or one prepare starts beside the
@@ -33,7 +28,7 @@ type preparedGate struct {
 	input []byte
 }
 
-func (g *helperGate) prepare(ctx context.Context, started time.Time) {
+func (g *helperGate) Prepare(ctx context.Context, started time.Time) {
 	if g.op.diff.Problem != "" { // no diff to hand it
 		return
 	}
@@ -72,7 +67,7 @@ func (g *helperGate) input(started time.Time) (gate.Input, error) {
 	}, nil
 }
 
-func (g *helperGate) run(ctx context.Context, started time.Time) gateOutcome {
+func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutcome {
 	op := g.op
 	var p preparedGate
 	if g.spawned != nil {
@@ -86,23 +81,20 @@ func (g *helperGate) run(ctx context.Context, started time.Time) gateOutcome {
 	}()
 	src := op.diff
 	if src.Problem != "" {
-		if len(op.contract.Products) == 0 && !op.contract.FailUnclaimed() {
-			return gateOutcome{}
-		}
-		return gateOutcome{err: fmt.Errorf("no diff to gate: %s", src.Problem)}
+		return engine.NoDiff(src.Problem, op.contract)
 	}
 	input := p.input
 	if input == nil {
 		in, err := g.input(started)
 		if err != nil {
-			return gateOutcome{err: err}
+			return engine.GateOutcome{Ran: true, Err: err}
 		}
 		if input, err = json.Marshal(in); err != nil {
-			return gateOutcome{err: fmt.Errorf("encode gate input: %w", err)}
+			return engine.GateOutcome{Ran: true, Err: fmt.Errorf("encode gate input: %w", err)}
 		}
 	}
 	used := p.h
 	p.h = nil
 	res, err := runGate(used, input, op.cfg.GateTimeout.Duration)
-	return gateOutcome{res: res, err: err}
+	return engine.GateOutcome{Ran: true, Res: res, Err: err}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
@@ -42,55 +43,33 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		f.Close()
 		return err
 	}
-	// In a netns runc made for this container alone, the table fails
-	// closed: whatever leaves the cgroup is still in the netns and still
-	// denied. A shared netns (host, pod) keeps the cgroup scope, where an
-	// escape is detected (policy_unbound), never reported as enforced.
-	scope := netpolicy.ScopeCgroup
-	if netnsKind(op.admission.Netns) == netnsPrivate {
-		scope = netpolicy.ScopeNetns
-	}
-	plan, err := netpolicy.NewPlanScoped(op.id, op.contract.Network, netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath}, scope)
+	op.admission.Subject = sub
+	_, err = op.net.Bind(ctx, engine.BindSpec{
+		OperationID: op.id, Network: op.contract.Network, Netns: f, LogGroup: op.cfg.LogGroup,
+		Cgroup: netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath},
+		Monitor: monitor.Config{OperationID: op.id, Store: op.store, Ctx: op.ctx, Pub: op.pub,
+			Logger: op.logger(op.ctx), Notify: notifier(op).Finding},
+		// The bundle marker names the table before it exists: a shim that
+		// dies between the two (SIGKILL, OOM) leaves a marker whose table
+		// may not exist, which `shim delete`'s cleanup removes if present,
+		// never a table in a shared (host, pod) netns no marker names.
+		Mark: op.markTable,
+	})
 	if err != nil {
-		f.Close()
-		return fmt.Errorf("plan network table: %w", err)
-	}
-	if op.cfg.LogGroup != 0 {
-		plan.LogGroup = op.cfg.LogGroup
-	}
-	mon, err := monitor.Open(monitor.Config{OperationID: op.id, Store: op.store, DenyRule: op.contract.Network.Mode,
-		Ctx: op.ctx, Pub: op.pub, Logger: op.logger(op.ctx), Notify: notifier(op).Finding}, plan)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if err := op.markThenInstall(ctx, f, plan, mon, sub); err != nil {
 		return err
 	}
 	op.recorded = op.recordBound()
 	return nil
 }
 
-// installTable installs the table through the boundary (netBoundary.install);
-// the marker-ordering test replaces it.
-var installTable = (*netBoundary).install
-
-// markThenInstall writes the bundle marker naming the table, then installs
-// it. In that order: a shim that dies between the two (SIGKILL, OOM) leaves
-// a marker whose table may not exist, which `shim delete`'s cleanup
-// removes if present (netpolicy.Remove ignores ENOENT), never a table in a
-// shared (host, pod) netns that no marker names and nothing removes. The
-// boundary holds f and mon from the install on; before it, they are
-// released here.
-func (op *operation) markThenInstall(ctx context.Context, f *os.File, plan *netpolicy.Plan, mon *monitor.Monitor, sub *spec.Subject) error {
-	op.admission.Subject = sub
-	op.admission.Table = plan.Table
+// markTable writes the bundle marker naming the table, the operation's
+// netns and its init (cleanupBundle reads it), before the table exists.
+func (op *operation) markTable(table string) error {
+	op.admission.Table = table
 	if err := op.writeMarker(); err != nil {
-		mon.Close()
-		f.Close()
 		return fmt.Errorf("write bundle marker: %w", err)
 	}
-	return installTable(op.net, ctx, f, plan, mon)
+	return nil
 }
 
 // recordBound makes admission.json (now naming the subject and the table)

@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/specpolicy"
@@ -180,15 +181,15 @@ type operation struct {
 	recorded func() error
 
 	life lifecycle
-	net  *netBoundary // never nil; empty until bind
-	exit *exitPipeline
+	net  *engine.Boundary // never nil; empty until bind
+	exit *engine.Finish
 	// warm is the gate helper started when Create succeeded (nil: none,
 	// the task has no diff to gate); set before the operation is put.
 	warm *warmGate
 	// startedAt is written by Start before the exit path can run and read
 	// by it only.
 	startedAt time.Time
-	deadline  deadline
+	deadline  engine.Deadline
 	held      *hold         // the armed TaskExit; set by Start before the exit path runs
 	done      chan struct{} // closed by the exit pipeline's release
 	// innerExited is closed once the inner Wait answered for the init
@@ -209,33 +210,4 @@ func (op *operation) waitRecorded() error {
 
 func (op *operation) logger(ctx context.Context) *log.Entry {
 	return log.G(ctx).WithField("container_id", op.containerID).WithField("operation_id", op.id)
-}
-
-// deadline is the contract deadline's timer and whether it fired.
-type deadline struct {
-	mu    sync.Mutex
-	timer *time.Timer // guarded by mu
-	hit   bool        // guarded by mu
-}
-
-// arm calls fire after d (d > 0) unless stopped first.
-func (d *deadline) arm(after time.Duration, fire func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.timer = time.AfterFunc(after, func() {
-		d.mu.Lock()
-		d.hit = true
-		d.mu.Unlock()
-		fire()
-	})
-}
-
-// stop stops the timer and reports whether it had fired.
-func (d *deadline) stop() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil {
-		d.timer.Stop()
-	}
-	return d.hit
 }

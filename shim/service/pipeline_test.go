@@ -23,6 +23,7 @@ import (
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/drain"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -101,18 +102,18 @@ func (c *calls) before(t *testing.T, a, b string) {
 // The fake steps.
 type fakeGate struct {
 	c   *calls
-	out gateOutcome
+	out engine.GateOutcome
 }
 
-func (g *fakeGate) prepare(context.Context, time.Time) { g.c.add("gate.prepare") }
-func (g *fakeGate) run(context.Context, time.Time) gateOutcome {
+func (g *fakeGate) Prepare(context.Context, time.Time) { g.c.add("gate.prepare") }
+func (g *fakeGate) Run(context.Context, time.Time) engine.GateOutcome {
 	g.c.add("gate.run")
 	return g.out
 }
 
 type fakeDrain struct{ c *calls }
 
-func (d fakeDrain) drain(context.Context) drain.Result {
+func (d fakeDrain) Drain(context.Context) drain.Result {
 	d.c.add("drain")
 	return drain.Result{Drained: 1}
 }
@@ -122,28 +123,31 @@ type fakeNetwork struct {
 	drift []string // what the table watcher saw
 }
 
-func (n fakeNetwork) noteDeferred(ev spec.Event) { n.c.add("noteDeferred " + ev.Kind) }
-func (n fakeNetwork) stopSensors() []string {
+func (n fakeNetwork) NoteDeferred(ev spec.Event) { n.c.add("noteDeferred " + ev.Kind) }
+func (n fakeNetwork) StopSensors() []string {
 	n.c.add("net.stopSensors")
 	return n.drift
 }
-func (n fakeNetwork) counters(context.Context) (netpolicy.Counters, bool, error) {
+func (n fakeNetwork) Counters(context.Context) (netpolicy.Counters, bool, error) {
 	n.c.add("net.counters")
 	return netpolicy.Counters{Denied: netpolicy.Count{Packets: 2}}, true, nil
 }
-func (n fakeNetwork) finish(denied uint64, counted bool) spec.DeniedAttempts {
+func (n fakeNetwork) Finish(denied uint64, counted bool) spec.DeniedAttempts {
 	n.c.add(fmt.Sprintf("net.finish %d %v", denied, counted))
 	return spec.DeniedAttempts{}
 }
-func (n fakeNetwork) remove(context.Context) string { n.c.add("net.remove"); return removedWithNetns }
-func (n fakeNetwork) closeMonitor()                 { n.c.add("net.closeMonitor") }
+func (n fakeNetwork) Remove(context.Context) string {
+	n.c.add("net.remove")
+	return spec.TableWithNetns
+}
+func (n fakeNetwork) CloseMonitor() { n.c.add("net.closeMonitor") }
 
 type fakeStore struct {
 	c *calls
 	m *spec.Manifest
 }
 
-func (s *fakeStore) writeManifest(m *spec.Manifest) error {
+func (s *fakeStore) WriteManifest(m *spec.Manifest) error {
 	s.c.add("store.manifest " + m.Gate.Verdict)
 	s.m = m
 	return nil
@@ -248,85 +252,12 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 	op := &operation{id: "0123456789abcdef0123456789abcdef", namespace: "test", containerID: "c1", bundle: dir,
 		store: record.Store{Dir: dir}, admission: &spec.Admission{}, done: make(chan struct{}), innerExited: make(chan struct{}), ctx: ctx,
 		contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
-	op.net = &netBoundary{log: log.L}
-	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &fakeGate{c: c}, store: &fakeStore{c: c}}
-	op.exit = &exitPipeline{gate: f.gate, drain: fakeDrain{c}, network: fakeNetwork{c: c}, store: f.store,
-		release: &opRelease{op: op}, manifest: op.manifest, gateFailedStatus: gateFailedStatus, log: log.L}
+	op.net = engine.NewBoundary(spec.NetnsPrivate, log.L)
+	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &fakeGate{c: c, out: engine.GateOutcome{Ran: true}}, store: &fakeStore{c: c}}
+	op.exit = &engine.Finish{Gate: f.gate, Drain: fakeDrain{c}, Network: fakeNetwork{c: c}, Store: f.store,
+		Release: &opRelease{op: op}, Manifest: op.manifest, GateFailedStatus: gateFailedStatus, Log: log.L}
 	s.put(op)
 	return f
-}
-
-// The exit pipeline runs its steps in their order, and releases last:
-// the gate beside the network's end, the manifest beside the monitor's
-// close; everything else in sequence.
-func TestExitPipelineOrder(t *testing.T) {
-	f := newFixture(t, 0)
-	f.gate.out = gateOutcome{err: errors.New("boom")}
-	st := uint32(3)
-	f.op.exit.run(context.Background(), exitFacts{status: &st})
-	got := f.c.get()
-	// Each group runs after the one before it; within a group, in any
-	// order unless listed in sequence below.
-	groups := [][]string{
-		{"gate.prepare"},
-		{"drain"},
-		{"gate.run", "net.stopSensors", "net.counters", "net.finish 2 true", "net.remove"},
-		{"noteDeferred " + spec.EventGateRejected, "net.closeMonitor", "store.manifest " + spec.VerdictFail},
-	}
-	var flat []string
-	for _, g := range groups {
-		flat = append(flat, g...)
-	}
-	if len(got) != len(flat) {
-		t.Fatalf("steps\n got %v\nwant %v (in groups)", got, groups)
-	}
-	at := 0
-	for _, g := range groups {
-		if !sameSet(got[at:at+len(g)], g) {
-			t.Fatalf("steps\n got %v\nwant %v (in groups)", got, groups)
-		}
-		at += len(g)
-	}
-	f.c.before(t, "net.stopSensors", "net.counters")
-	f.c.before(t, "net.counters", "net.finish 2 true")
-	f.c.before(t, "net.finish 2 true", "net.remove")
-	f.c.before(t, "noteDeferred "+spec.EventGateRejected, "net.closeMonitor")
-	select {
-	case <-f.op.done:
-	default:
-		t.Fatal("not released after the manifest")
-	}
-	m := f.store.m
-	if m.ExitStatus != 3 || m.Drained != 1 || m.Enforcement.Network.TableRemoved != removedWithNetns || m.Observation.Counters.DeniedPackets != 2 {
-		t.Fatalf("manifest does not carry what the steps said: %+v", m)
-	}
-	if f.op.override != nil {
-		t.Fatal("override without gate_failed_exit_status")
-	}
-	if m.Enforcement.Network.Status != spec.NetworkEnforced {
-		t.Fatalf("network status %q without drift", m.Enforcement.Network.Status)
-	}
-}
-
-// TestExitPipelineDrift: a drift the table watcher saw downgrades the
-// manifest's network status, whatever the netns, and is listed.
-func TestExitPipelineDrift(t *testing.T) {
-	f := newFixture(t, 0)
-	f.op.exit.network = fakeNetwork{c: f.c, drift: []string{"table gensee_x is missing"}}
-	st := uint32(0)
-	f.op.exit.run(context.Background(), exitFacts{status: &st})
-	m := f.store.m
-	if m.Enforcement.Network.Status != spec.NetworkDriftDetected || len(m.Observation.TableDrift) != 1 {
-		t.Fatalf("network status %q, drift %v", m.Enforcement.Network.Status, m.Observation.TableDrift)
-	}
-}
-
-// sameSet reports whether a and b hold the same strings, in any order.
-func sameSet(a, b []string) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }
 
 // Start arms the hold before the inner Start: an init that exits at once
@@ -336,7 +267,7 @@ func sameSet(a, b []string) bool {
 // failed gate everywhere.
 func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 	f := newFixture(t, 86)
-	f.gate.out = gateOutcome{err: errors.New("gate failed")}
+	f.gate.out = engine.GateOutcome{Ran: true, Err: errors.New("gate failed")}
 	ctx := context.Background()
 	release := make(chan struct{})
 	f.inner.onStart = func() {
@@ -565,7 +496,7 @@ func TestDeleteWhileFinalizing(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	hang := make(chan struct{})
-	f.op.exit.gate = blockingGate{c: f.c, until: hang}
+	f.op.exit.Gate = blockingGate{c: f.c, until: hang}
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -592,11 +523,11 @@ type blockingGate struct {
 	until chan struct{}
 }
 
-func (g blockingGate) prepare(context.Context, time.Time) {}
-func (g blockingGate) run(context.Context, time.Time) gateOutcome {
+func (g blockingGate) Prepare(context.Context, time.Time) {}
+func (g blockingGate) Run(context.Context, time.Time) engine.GateOutcome {
 	g.c.add("gate.run")
 	<-g.until
-	return gateOutcome{}
+	return engine.GateOutcome{Ran: true}
 }
 
 // A hung gate helper costs the gate's time limit and a failed verdict: the
@@ -610,7 +541,7 @@ func TestGateHelperTimeoutReleases(t *testing.T) {
 	f.op.diff = diffSource{Upper: t.TempDir()}
 	f.op.contract.Products = []spec.Product{{Slot: "out/result.json", Class: spec.ClassStructuredResult}}
 	f.op.cfg.GateTimeout = config.Duration{Duration: 300 * time.Millisecond}
-	f.op.exit.gate = &helperGate{op: f.op}
+	f.op.exit.Gate = &helperGate{op: f.op}
 	ctx := context.Background()
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
@@ -703,10 +634,10 @@ func TestStartWaitsForAdmissionRecord(t *testing.T) {
 // the exit pipeline, never deleting under it or writing a second manifest.
 func TestDeleteClaimWaitsForPipeline(t *testing.T) {
 	f := newFixture(t, 86)
-	f.gate.out = gateOutcome{err: errors.New("gate failed")}
+	f.gate.out = engine.GateOutcome{Ran: true, Err: errors.New("gate failed")}
 	ctx := context.Background()
 	hang := make(chan struct{})
-	f.op.exit.gate = blockingGate{c: f.c, until: hang}
+	f.op.exit.Gate = blockingGate{c: f.c, until: hang}
 	f.inner.onStart = func() {
 		close(f.inner.exit)
 		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
@@ -816,33 +747,10 @@ func TestExitPipelineStartsOnPidfd(t *testing.T) {
 	}
 }
 
-// TestSensorsBeforeDrain: the exit path is armed before the sensors
-// start (Start); its drain, its stop of the sensors and a monitor close (a
-// shutdown racing Start) wait until they have, and a boundary whose
-// sensors were never due waits for nothing.
-func TestSensorsBeforeDrain(t *testing.T) {
-	var never netBoundary
-	never.stopSensors()
-	never.drainSteps()
-	never.closeMonitor()
-
-	var b netBoundary
-	b.sensorsDue()
-	var started atomic.Bool
-	done := make(chan string, 3)
-	go func() { b.drainSteps(); done <- fmt.Sprint("drain after start: ", started.Load()) }()
-	go func() { b.stopSensors(); done <- fmt.Sprint("stop after start: ", started.Load()) }()
-	go func() { b.closeMonitor(); done <- fmt.Sprint("close after start: ", started.Load()) }()
-	select {
-	case got := <-done:
-		t.Fatalf("%s: returned before the sensors started", got)
-	case <-time.After(50 * time.Millisecond):
-	}
-	started.Store(true)
-	b.startSensors(nil)
-	for range 3 {
-		if got := <-done; !strings.HasSuffix(got, "true") {
-			t.Fatal(got)
-		}
-	}
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }

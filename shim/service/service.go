@@ -143,7 +143,7 @@ func (s *service) shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, op := range ops {
-		op.net.close(ctx)
+		op.net.Close(ctx)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package service
+package engine
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// The real boundary through the exit pipeline's network steps, in a netns
+// The real boundary, bound through Bind and ended through the exit path's network steps, in a netns
 // of the test's: installed and read back, counters read while installed,
 // removed explicitly (a shared netns outlives the container), and nothing
 // left to read or remove after.
@@ -33,45 +33,39 @@ func TestRootNetBoundaryFinalize(t *testing.T) {
 		t.Fatal(err)
 	}
 	opID := kerneltest.RandHex(16)
-	plan, err := netpolicy.NewPlanScoped(opID, spec.Network{Mode: spec.NetworkDenyAll},
-		netpolicy.CgroupRef{ID: id, Level: cgroup.Level(cg.Path), Path: cg.Path}, netpolicy.ScopeCgroup)
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := record.Store{Dir: t.TempDir()}
 	if _, err := st.CreateOperation(opID, "test", "c1"); err != nil {
-		t.Fatal(err)
-	}
-	mon, err := monitor.Open(monitor.Config{OperationID: opID, Store: st, DenyRule: spec.NetworkDenyAll, Ctx: ctx, Logger: log.L}, plan)
-	if err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(ns.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &netBoundary{private: false, log: log.L}
-	t.Cleanup(func() { b.close(context.Background()) })
-	if err := b.install(ctx, f, plan, mon); err != nil {
-		t.Fatalf("install: %v", err)
+	b := NewBoundary(spec.NetnsPath, log.L)
+	t.Cleanup(func() { b.Close(context.Background()) })
+	plan, err := b.Bind(ctx, BindSpec{OperationID: opID, Network: spec.Network{Mode: spec.NetworkDenyAll}, Netns: f,
+		Cgroup:  netpolicy.CgroupRef{ID: id, Level: cgroup.Level(cg.Path), Path: cg.Path},
+		Monitor: monitor.Config{OperationID: opID, Store: st, Ctx: ctx, Logger: log.L}})
+	if err != nil {
+		t.Fatalf("bind: %v", err)
 	}
 	if tables, _ := netpolicy.List(ctx, ns.FD); !slices.Contains(tables, plan.Table) {
 		t.Fatalf("table %s not installed: %v", plan.Table, tables)
 	}
-	p := &exitPipeline{network: b, log: log.L}
-	var x exitFacts
-	p.finalizeNetwork(ctx, &x)
-	b.closeMonitor()
-	if x.Counters == nil || x.CountErr != nil || x.Removed != removedDeleted {
+	p := &Finish{Network: b, Log: log.L}
+	var x Facts
+	p.finishNetwork(ctx, &x)
+	b.CloseMonitor()
+	if x.Counters == nil || x.CountErr != nil || x.Removed != spec.TableDeleted {
 		t.Fatalf("finalize: counters %v (%v), removed %q", x.Counters, x.CountErr, x.Removed)
 	}
 	if tables, _ := netpolicy.List(ctx, ns.FD); slices.Contains(tables, plan.Table) {
 		t.Fatalf("table %s left after removal: %v", plan.Table, tables)
 	}
-	if _, ok, err := b.counters(ctx); ok || err != nil {
+	if _, ok, err := b.Counters(ctx); ok || err != nil {
 		t.Fatalf("counters after removal: ok %v err %v", ok, err)
 	}
-	if how := b.remove(ctx); how != removedDeleted {
+	if how := b.Remove(ctx); how != spec.TableDeleted {
 		t.Fatalf("second remove: %q, want the first one's answer", how)
 	}
 }
