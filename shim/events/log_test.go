@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gensee/gensee/spec"
@@ -192,36 +193,53 @@ func TestReadSkipsLongLine(t *testing.T) {
 }
 
 // TestFollow: existing events, then appended ones, in order; a log created
-// after Follow started is picked up; cancel ends it with nil.
+// after Follow started is picked up at the next poll; cancel ends it with
+// nil. Follow's ticker is on the bubble's clock; its reads are of a regular
+// file, which return at once.
 func TestFollow(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.jsonl")
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan spec.Event, 10)
-	done := make(chan error, 1)
-	go func() {
-		done <- Follow(ctx, path, 10*time.Millisecond, func(e spec.Event) error { got <- e; return nil })
-	}()
-	time.Sleep(30 * time.Millisecond) // the log does not exist yet
-	l := openT(t, path, 0)
-	for i := range 3 {
-		if err := l.Append(denied(i)); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "events.jsonl")
+		ctx, cancel := context.WithCancel(t.Context()) // t.Context ends Follow if the test fails first
+		got := make(chan spec.Event, 10)
+		done := make(chan error, 1)
+		const interval = 10 * time.Millisecond
+		go func() {
+			done <- Follow(ctx, path, interval, func(e spec.Event) error { got <- e; return nil })
+		}()
+		time.Sleep(3 * interval) // polls find no log yet
+		synctest.Wait()
+		l := openT(t, path, 0)
+		for i := range 3 {
+			if err := l.Append(denied(i)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for i := range 3 {
-		select {
-		case e := <-got:
-			if !e.At.Equal(denied(i).At) {
+		time.Sleep(interval)
+		synctest.Wait()
+		if len(got) != 3 {
+			t.Fatalf("%d events followed at the poll after the log appeared, want 3", len(got))
+		}
+		for i := range 3 {
+			if e := <-got; !e.At.Equal(denied(i).At) {
 				t.Fatalf("event %d at %v, want %v", i, e.At, denied(i).At)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("event %d not followed", i)
 		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Follow = %v", err)
-	}
+		if err := l.Append(denied(3)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(interval)
+		synctest.Wait()
+		if len(got) != 1 {
+			t.Fatalf("%d events followed at the poll after an append, want 1", len(got))
+		}
+		if e := <-got; !e.At.Equal(denied(3).At) {
+			t.Fatalf("appended event at %v, want %v", e.At, denied(3).At)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Follow = %v", err)
+		}
+	})
 }
 
 func TestFollowStopsOnCallbackError(t *testing.T) {
