@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -64,6 +65,10 @@ type BindSpec struct {
 	Mark func(table string) error
 }
 
+// ErrPlan is Bind's error for a contract's network section no table can be
+// planned from (the contract is at fault, not the host).
+var ErrPlan = errors.New("plan network table")
+
 // The kernel-facing steps of Bind; the ordering tests replace them.
 var (
 	openMonitor = monitor.Open
@@ -89,7 +94,7 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	}
 	plan, err := netpolicy.NewPlanScoped(s.OperationID, s.Network, s.Cgroup, scope)
 	if err != nil {
-		return nil, fmt.Errorf("plan network table: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrPlan, err)
 	}
 	if s.LogGroup != 0 {
 		plan.LogGroup = s.LogGroup

@@ -12,6 +12,7 @@ import (
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -252,3 +253,14 @@ func (p *Finish) writeManifest(x Facts, last []spec.Event) (*spec.Manifest, erro
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// RecordStore writes the manifest into the operation's records, fsynced
+// (record.Store.WriteJSON).
+type RecordStore struct {
+	Store record.Store
+	ID    string
+}
+
+func (s RecordStore) WriteManifest(m *spec.Manifest) error {
+	return s.Store.WriteJSON(s.ID, record.ManifestFile, m)
+}

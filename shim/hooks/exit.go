@@ -4,118 +4,96 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
+	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
-	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
-// exitFacts is what the exit path learned, in the order it learned it:
-// engine.Exit's part as every front door learns it, and the hook's own.
-type exitFacts struct {
-	engine.Exit
-	exitedAt time.Time
-	poststop bool // finished at poststop (false: Grace passed without one)
-	// cleanup, when set, is the not_enforced line of an operation whose
-	// monitor died, finished by a later hook (writeOrphanManifest).
-	cleanup string
-}
-
-// finish is the exit path: drain (if the init's exit was not seen yet),
-// gate on the upperdir into staging, counters, table removal, manifest.
-// Idempotent; the second call returns nil, nil.
+// finish is the exit path (engine.Finish): drain (if the init's exit was
+// not seen yet), gate on the upperdir into staging, counters, table
+// removal, manifest, then the records marked cleaned and the marker
+// removed. poststop says it runs at poststop (false: Grace passed without
+// one). Idempotent; the second call returns nil, nil.
 func (op *operation) finish(ctx context.Context, poststop bool) (*spec.Manifest, error) {
-	op.drain(ctx)
 	op.mu.Lock()
-	defer op.mu.Unlock()
 	if op.finished {
+		op.mu.Unlock()
 		return nil, nil
 	}
 	op.finished = true
-	x := &op.x
-	x.poststop = poststop
-	x.GateRes, x.GateRan, x.GateErr = op.runGate(ctx)
-	for _, ev := range engine.GateEvents(x.GateRes, x.GateErr) {
-		op.mon.Note(ev)
+	op.mu.Unlock()
+	end := ""
+	if !poststop {
+		end = "poststop never came: the monitor finished the operation on its own after the container's init was gone"
 	}
-	op.mon.StopSensors()
-	x.Drift = op.mon.Drift()
-	x.Attempts = op.mon.Finish(x.Counted(netpolicy.ReadCounters(ctx, int(op.netns.Fd()), op.plan)))
-	x.Removed = op.removeTable(ctx)
-	op.mon.Close()
-	m := op.manifest(*x)
-	werr := op.store.WriteJSON(op.req.OperationID, record.ManifestFile, m)
-	if x.Removed != "" && record.ValidOperationID(op.req.OperationID) {
+	p := &engine.Finish{
+		Gate:     op.gate(),
+		Drain:    hookDrain{op},
+		Network:  op.net,
+		Store:    engine.RecordStore{Store: op.store, ID: op.req.OperationID},
+		Release:  hookRelease{op},
+		Manifest: func(x engine.Facts) *spec.Manifest { return op.manifest(x, end) },
+		// One operation per monitor process: the gate runs here, and a
+		// failure costs this operation's manifest only.
+		GateLimit: op.req.gateTimeout(),
+		Log:       op.log,
+	}
+	m, err := p.Run(ctx, engine.Facts{Started: op.ready, Exit: engine.Exit{Deadline: op.deadline.Stop()}})
+	op.log.WithField("verdict", m.Gate.Verdict).WithField("poststop", poststop).Info("hook operation finished")
+	return m, err
+}
+
+// hookDrain is the exit path's drain: the one the init's exit ran, or
+// runs now.
+type hookDrain struct{ op *operation }
+
+func (d hookDrain) Drain(ctx context.Context) drain.Result { return d.op.drain(ctx) }
+
+// gate is the operation's gate, run in this process: on the upperdir,
+// or, without one, the answer engine.NoDiff gives.
+func (op *operation) gate() engine.InProcess {
+	return engine.InProcess{Input: op.gateInput, Skip: func() (engine.GateOutcome, bool) {
+		if pr := op.adm.Diff.Problem; pr != "" {
+			return engine.NoDiff(pr, op.adm.Contract), true
+		}
+		return engine.GateOutcome{}, false
+	}}
+}
+
+// gateInput is the gate's input: the container's upperdir, read from
+// when the table was installed.
+func (op *operation) gateInput(started time.Time) (gate.Input, error) {
+	src, c := op.adm.Diff, op.adm.Contract
+	dir, err := op.store.OperationDir(op.req.OperationID)
+	if err != nil {
+		return gate.Input{}, err
+	}
+	return gate.Input{
+		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr,
+		Workspace: c.WorkspaceOrDefault(), Products: c.Products,
+		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: started,
+		ExcludeMounts: op.adm.Mounts, FailUnclaimed: c.FailUnclaimed(),
+	}, nil
+}
+
+// hookRelease ends the operation once its manifest is durable: with the
+// table gone, the records are marked cleaned and the marker removed; a
+// table still installed keeps the marker, and the next hook retries it.
+type hookRelease struct{ op *operation }
+
+func (r hookRelease) Release(m *spec.Manifest, _ *uint32) error {
+	op := r.op
+	defer closeFD(op.pidfd)
+	if m.Enforcement.Network.TableRemoved == "" {
+		return fmt.Errorf("the network table %s could not be removed; the next hook retries", op.adm.Table)
+	}
+	if record.ValidOperationID(op.req.OperationID) {
 		_ = op.store.MarkCleaned(op.req.OperationID, "") // losing it only keeps the record longer
 		removeMarker(op.store.Dir, op.req.OperationID)
 	}
-	closeFD(op.pidfd)
-	op.log.WithField("verdict", m.Gate.Verdict).WithField("poststop", poststop).Info("exit path done")
-	if werr != nil {
-		return m, fmt.Errorf("write manifest: %w", werr)
-	}
-	if x.Removed == "" {
-		return m, fmt.Errorf("the network table %s could not be removed; the next hook retries", op.plan.Table)
-	}
-	return m, nil
-}
-
-// runGate gates the diff, bounded by the operator's gate timeout. The gate
-// runs in this monitor process (one per operation, so a failure costs this
-// operation's manifest only); a panic is a failed verdict.
-func (op *operation) runGate(ctx context.Context) (res *gate.Result, ran bool, err error) {
-	src := op.adm.Diff
-	c := op.adm.Contract
-	if src.Problem != "" {
-		if len(c.Products) == 0 && !c.FailUnclaimed() {
-			return nil, false, nil
-		}
-		return nil, true, fmt.Errorf("no diff to gate: %s", src.Problem)
-	}
-	dir, err := op.store.OperationDir(op.req.OperationID)
-	if err != nil {
-		return nil, true, err
-	}
-	gctx, cancel := context.WithTimeout(ctx, op.req.gateTimeout())
-	defer cancel()
-	defer func() {
-		if r := recover(); r != nil {
-			op.log.WithField("stack", string(debug.Stack())).Error("product gate panicked")
-			res, ran, err = nil, true, fmt.Errorf("the product gate failed: %v", r)
-		}
-	}()
-	in := gate.Input{
-		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr,
-		Workspace: c.WorkspaceOrDefault(), Products: c.Products,
-		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: op.ready,
-		ExcludeMounts: op.adm.Mounts, FailUnclaimed: c.FailUnclaimed(),
-	}
-	if res, err = gate.Run(gctx, in); err == nil {
-		// Durable before finish writes the manifest that names them.
-		if err = gate.SyncStaged(in.StagingDir, res); err != nil {
-			res = nil
-		}
-	}
-	return res, true, err
-}
-
-// removeTable removes the table and releases the netns; it returns how the
-// table went, or "" when it is still installed. A private netns made by
-// runc dies with its last reference, ours once the container is gone, and
-// its table with it; a joined or host netns outlives the container.
-func (op *operation) removeTable(ctx context.Context) string {
-	how := spec.TableWithNetns
-	if op.adm.Netns != netnsPrivate {
-		if err := netpolicy.RemoveIfPresent(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
-			op.log.WithError(err).Error("remove network table")
-			return ""
-		}
-		how = spec.TableDeleted
-	}
-	op.netns.Close()
-	return how
+	return nil
 }

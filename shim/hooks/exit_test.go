@@ -30,9 +30,10 @@ func TestRunGateFailUnclaimed(t *testing.T) {
 	adm := &admissionRecord{Diff: diffSource{Upper: upper, Lowers: []string{lower}}}
 	adm.Contract = spec.Contract{ID: "c", Unclaimed: spec.UnclaimedFail}
 	op := &operation{req: MonitorRequest{OperationID: id}, store: st, adm: adm, log: log.L, ready: time.Now().Add(-time.Minute)}
-	res, ran, err := op.runGate(context.Background())
-	if err != nil || !ran || res == nil || res.Verdict != gate.Fail {
-		t.Fatalf("gate: ran %v err %v result %+v", ran, err, res)
+	o := op.gate().Run(context.Background(), op.ready)
+	res := o.Res
+	if o.Err != nil || !o.Ran || res == nil || res.Verdict != gate.Fail {
+		t.Fatalf("gate: %+v", o)
 	}
 	found := false
 	for _, a := range res.Anomalies {
@@ -42,7 +43,7 @@ func TestRunGateFailUnclaimed(t *testing.T) {
 		t.Fatalf("no %s anomaly: %+v", gate.RuleUnclaimedChange, res.Anomalies)
 	}
 	adm.Diff = diffSource{Problem: "no overlay"}
-	if _, ran, err := op.runGate(context.Background()); !ran || err == nil {
-		t.Fatalf("no diff under unclaimed fail: ran %v err %v, want a failed gate", ran, err)
+	if o := op.gate().Run(context.Background(), op.ready); !o.Ran || o.Err == nil {
+		t.Fatalf("no diff under unclaimed fail: %+v, want a failed gate", o)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/monitor"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/notify"
@@ -47,17 +48,16 @@ type operation struct {
 	store record.Store
 	adm   *admissionRecord
 	log   *log.Entry
-	netns *os.File
-	plan  *netpolicy.Plan
-	mon   *monitor.Monitor
+	net   *engine.Boundary // nil until bind opened the netns
 	pidfd int
 	ready time.Time // the table was installed: the container may start from here
 
+	deadline engine.Deadline
+
 	mu       sync.Mutex
-	exited   bool // the init is gone and the cgroup was drained
+	exited   bool         // the init is gone and the cgroup was drained
+	drained  drain.Result // what the drain killed; guarded by mu
 	finished bool
-	x        exitFacts
-	deadline *time.Timer
 }
 
 // RunMonitor binds the boundary, reports to createRuntime, and then waits
@@ -81,8 +81,7 @@ func RunMonitor(ctx context.Context, req MonitorRequest) error {
 		return err
 	}
 	defer ln.Close()
-	sub := op.adm.Subject
-	op.mon.Start(int(op.netns.Fd()), op.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
+	op.net.StartSensors(op.adm.Subject)
 	op.startDeadline()
 	op.ready = time.Now()
 	op.report(monitorStatus{Ready: true})
@@ -163,57 +162,48 @@ func (op *operation) bind(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open the netns of the init %d: %w", pid, err)
 	}
-	op.netns = f
+	op.net = engine.NewBoundary(adm.Netns, op.log)
 	// The pid is still our init now that the pidfd and the netns are held.
 	if again, err := cgroup.ReadStat(pid); err != nil || again.Start != st.Start {
+		f.Close()
 		return fmt.Errorf("the init %d changed while binding the boundary", pid)
 	}
-	if err := op.checkNetns(); err != nil {
+	if err := op.checkNetns(f); err != nil {
+		f.Close()
 		return err
 	}
 	op.adm.Subject = &spec.Subject{InitPID: pid, StartTime: st.Start, CgroupPath: path, CgroupID: id}
-	// Only a netns runc made for this container alone fails closed; a
-	// joined one (podman's CNI netns may be a pod's) or the host's keeps
-	// the cgroup scope, where an escape is detected, never reported as
-	// enforced.
-	scope := netpolicy.ScopeCgroup
-	if adm.Netns == netnsPrivate {
-		scope = netpolicy.ScopeNetns
-	}
-	plan, err := netpolicy.NewPlanScoped(adm.OperationID, adm.Contract.Network, netpolicy.CgroupRef{ID: id, Level: cgroup.Level(path), Path: path}, scope)
-	if err != nil {
-		return fmt.Errorf("plan network table: %w", err)
-	}
-	if op.req.Config.LogGroup != 0 {
-		plan.LogGroup = op.req.Config.LogGroup
-	}
 	me, err := selfOwner()
 	if err != nil {
+		f.Close()
 		return err
 	}
 	op.adm.Monitor = &me
-	if err := writeMarker(op.store.Dir, marker{OperationID: adm.OperationID, ContainerID: adm.ContainerID, Table: plan.Table,
-		Netns: adm.Netns, NetnsPath: adm.NetnsPath, Cgroup: path, CgroupID: id, Monitor: me}); err != nil {
+	// Only a netns runc made for this container alone fails closed; a
+	// joined one (podman's CNI netns may be a pod's) or the host's keeps
+	// the cgroup scope, where an escape is detected, never reported as
+	// enforced (engine.Boundary.Bind).
+	if _, err := op.net.Bind(ctx, engine.BindSpec{
+		OperationID: adm.OperationID, Network: adm.Contract.Network, Netns: f, LogGroup: op.req.Config.LogGroup,
+		Cgroup: netpolicy.CgroupRef{ID: id, Level: cgroup.Level(path), Path: path},
+		Monitor: monitor.Config{OperationID: adm.OperationID, Store: op.store, Ctx: ctx, Pub: noPublisher{},
+			Logger: op.log, Notify: op.notifier().Finding},
+		Mark: func(table string) error {
+			op.adm.Table = table
+			return writeMarker(op.store.Dir, marker{OperationID: adm.OperationID, ContainerID: adm.ContainerID, Table: table,
+				Netns: adm.Netns, NetnsPath: adm.NetnsPath, Cgroup: path, CgroupID: id, Monitor: me})
+		},
+	}); err != nil {
 		return err
 	}
-	if op.mon, err = monitor.Open(monitor.Config{OperationID: adm.OperationID, Store: op.store, DenyRule: adm.Contract.Network.Mode,
-		Ctx: ctx, Pub: noPublisher{}, Logger: op.log, Notify: op.notifier().Finding}, plan); err != nil {
-		return err
-	}
-	op.mon.OpenReader(int(f.Fd()), plan, adm.Netns != netnsPrivate)
-	op.plan = plan
-	if err := netpolicy.Apply(ctx, int(f.Fd()), plan); err != nil {
-		return fmt.Errorf("install and read back table %s: %w", plan.Table, err)
-	}
-	op.adm.Table = plan.Table
 	return op.store.WriteJSON(adm.OperationID, record.AdmissionFile, op.adm)
 }
 
 // checkNetns: the init is in the netns admission checked (a joined path
 // re-checked by identity, the host's by identity), owned by the host's
 // user namespace, whose root alone can change the table.
-func (op *operation) checkNetns() error {
-	got, err := nsfile.IDOf(op.netns)
+func (op *operation) checkNetns(f *os.File) error {
+	got, err := nsfile.IDOf(f)
 	if err != nil {
 		return err
 	}
@@ -227,7 +217,7 @@ func (op *operation) checkNetns() error {
 			return fmt.Errorf("the spec has no network namespace, but the init is not in the host's")
 		}
 	}
-	ok, err := nsfile.OwnedByInitialUserns(op.netns)
+	ok, err := nsfile.OwnedByInitialUserns(f)
 	if err != nil {
 		return err
 	}
@@ -237,20 +227,12 @@ func (op *operation) checkNetns() error {
 	return nil
 }
 
-// undo removes what a failed bind took: the table, the monitor, the marker.
+// undo removes what a failed bind took: the table, the monitor, the
+// netns, the marker.
 func (op *operation) undo(ctx context.Context) {
-	if op.mon != nil {
-		op.mon.Close()
-	}
 	removed := true
-	if op.plan != nil && op.netns != nil {
-		if err := netpolicy.RemoveIfPresent(ctx, int(op.netns.Fd()), op.plan.Table); err != nil {
-			op.log.WithError(err).Error("remove network table")
-			removed = false
-		}
-	}
-	if op.netns != nil {
-		op.netns.Close()
+	if op.net != nil {
+		removed = op.net.Close(ctx) != ""
 	}
 	closeFD(op.pidfd)
 	if removed {
@@ -272,45 +254,39 @@ func (op *operation) waitInit() {
 	}
 }
 
-// drain is the kill step at the init's exit, as the shim's (drain.All):
-// the cgroup's remaining processes (podman exec'd ones included) and every
-// escaped process the binding sensor knows.
-func (op *operation) drain(ctx context.Context) {
+// drain is the kill step at the init's exit, as every door's
+// (drain.All): the cgroup's remaining processes (podman exec'd ones
+// included) and every escaped process the binding sensor knows. It runs
+// once, when the init exits (or at finish, if that comes first); the exit
+// path's Drain step reads what it did.
+func (op *operation) drain(ctx context.Context) drain.Result {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	if op.exited {
-		return
+		return op.drained
 	}
 	op.exited = true
-	op.x.exitedAt = time.Now()
-	if op.deadline != nil {
-		op.deadline.Stop()
-	}
-	k := drain.All(ctx, op.adm.Subject.CgroupPath, drain.StepsFor(op.mon))
-	op.x.Drained, op.x.Escapes = k.Drained, k.Escapes
-	if k.Err != nil && !errors.Is(k.Err, fs.ErrNotExist) {
+	op.deadline.Stop()
+	k := drain.All(ctx, op.adm.Subject.CgroupPath, op.net.DrainSteps())
+	if k.Err != nil && errors.Is(k.Err, fs.ErrNotExist) {
 		// The engine's runtime removes the cgroup once it is empty; a
 		// missing one has nothing left to drain.
-		op.x.DrainErr = k.Err
-		op.log.WithError(k.Err).Error("drain cgroup")
+		k.Err = nil
 	}
+	op.drained = k
+	return k
 }
 
 // startDeadline kills the container's cgroup when the contract's deadline
 // passes.
 func (op *operation) startDeadline() {
 	d, err := op.adm.Contract.DeadlineDuration()
-	if err != nil || d <= 0 {
+	if err != nil {
 		return
 	}
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	op.deadline = time.AfterFunc(d, func() {
-		op.mu.Lock()
-		op.x.Deadline = true
-		op.mu.Unlock()
+	op.deadline.Arm(d, func() {
 		op.log.WithField("deadline", op.adm.Contract.Deadline).Warn("contract deadline exceeded; killing the container's cgroup")
-		op.mon.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.adm.Contract.Deadline,
+		op.net.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.adm.Contract.Deadline,
 			Detail: "the contract deadline " + op.adm.Contract.Deadline + " passed; the container was killed"})
 		if _, err := cgroup.Drain(context.Background(), op.adm.Subject.CgroupPath); err != nil {
 			op.log.WithError(err).Error("kill at deadline")

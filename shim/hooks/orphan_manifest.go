@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/watchdog/evidence"
@@ -46,8 +47,8 @@ func writeOrphanManifest(st record.Store, m marker, o *orphanEnd) error {
 	o.Drift, o.Escapes = monitorEvidence(filepath.Join(dir, record.EventsFile))
 	o.Unwatched = fmt.Sprintf("the monitor process (pid %d) died while the container ran", m.Monitor.PID)
 	o.CountErr = errors.New("not read: the operation's monitor process died, and what the table counted after that was not watched")
-	op := &operation{adm: &adm, ready: adm.CreatedAt}
-	mf := op.manifest(exitFacts{Exit: o.Exit, cleanup: orphanSentence(m, o)})
+	op := &operation{adm: &adm, store: st}
+	mf := op.manifest(engine.Facts{Exit: o.Exit, Started: adm.CreatedAt}, orphanSentence(m, o))
 	if err := st.WriteJSON(m.OperationID, record.ManifestFile, mf); err != nil {
 		return err
 	}

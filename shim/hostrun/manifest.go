@@ -2,25 +2,11 @@ package hostrun
 
 import (
 	"slices"
-	"time"
 
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/spec"
 )
-
-// exitFacts is what the exit path learned, in the order it learned it:
-// engine.Exit's part as every front door learns it, and the host run's own.
-type exitFacts struct {
-	engine.Exit
-	status    uint32
-	started   time.Time
-	writables []string
-	sandbox   *spec.HostSandbox
-	stdio     *stdio
-	lingering int // processes the wrapper killed after the command exited
-}
 
 // sandboxOf is the manifest's account of the layers: the wrapper's view
 // (ready) and what the stage applied, nothing only asked for.
@@ -45,51 +31,29 @@ func landlockScoped(sb *spec.HostSandbox, what string) bool {
 	return sb != nil && sb.Landlock != nil && slices.Contains(sb.Landlock.Scoped, what)
 }
 
-// manifest assembles a host run's effect manifest. Like the shim's, it
-// claims only what a control enforced (the read-back table scoped to the
-// run's cgroup, the dropped privileges, the read-only mounts) or what was
-// observed (counters, attempts, the gate's reading of the upper dir).
-func (r *run) manifest(x exitFacts) *spec.Manifest {
-	a := r.adm
-	c := r.contract
-	abstract := spec.AbstractUnixNotEnforced
-	notEnforced := []string{}
-	if landlockScoped(x.sandbox, "abstract_unix_socket") {
-		abstract = spec.AbstractUnixLandlock
-	} else {
-		notEnforced = append(notEnforced, engine.NotEnforcedAbstractUnix("command", "host"))
-	}
-	notEnforced = append(notEnforced,
-		engine.NotEnforcedOutsideCgroup("command", "host", "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's"),
-		"UDP and ICMP from the command: only the table governs them (Landlock has no UDP rules at this ABI); TCP connects too, so that every denied attempt reaches the table's log",
-		"TCP handshake replies (SYN-ACK) of a socket the command listens on: the kernel sends them without a socket the table attributes to the run's cgroup, so a peer that may reach the host reads a few bits from which ports the command listens on (a covert channel to the local network; IGMP and MLD reports are not sent: seccomp refuses the multicast joins)",
-		"the size of the staged workspace: the command's writes land in the overlay's upper dir in the operation record, bounded only by the state dir's file system (no quota); a command that fills it fails its own writes and the gate's staging, and the manifest is written from space reserved before the command started",
-		"flock(2) and fcntl(2) locks on host files the command can read: host processes see them (a one-bit channel to a host process that polls the lock, or a stall of one that waits on it for the run's length)",
-		"pathname unix sockets outside /run, /var/run, /tmp, /var/tmp and /dev that were renamed or hard-linked after their bind (masked by the path they were bound at, which /proc/net/unix lists), bound relative to a cwd their holders have since left (resolved against a holder's cwd now), bound in another mount namespace at a path the host's view does not share, or bound after the run started: connect(2) is not a file open, so Landlock (ABI 7) does not see it; every other socket bound in any network namespace of this host when the run started is masked (the manifest's masked list names each path covered), and a FIFO outside the run's writable trees cannot be opened for writing (Landlock)")
-	m := &spec.Manifest{
-		Schema:      spec.SchemaManifest,
-		OperationID: r.id,
-		Namespace:   Namespace,
-		ContainerID: r.id,
+// notEnforcedHost are what a host run leaves open, beside what the engine
+// says of the shared host netns.
+var notEnforcedHost = []string{
+	"UDP and ICMP from the command: only the table governs them (Landlock has no UDP rules at this ABI); TCP connects too, so that every denied attempt reaches the table's log",
+	"TCP handshake replies (SYN-ACK) of a socket the command listens on: the kernel sends them without a socket the table attributes to the run's cgroup, so a peer that may reach the host reads a few bits from which ports the command listens on (a covert channel to the local network; IGMP and MLD reports are not sent: seccomp refuses the multicast joins)",
+	"the size of the staged workspace: the command's writes land in the overlay's upper dir in the operation record, bounded only by the state dir's file system (no quota); a command that fills it fails its own writes and the gate's staging, and the manifest is written from space reserved before the command started",
+	"flock(2) and fcntl(2) locks on host files the command can read: host processes see them (a one-bit channel to a host process that polls the lock, or a stall of one that waits on it for the run's length)",
+	"pathname unix sockets outside /run, /var/run, /tmp, /var/tmp and /dev that were renamed or hard-linked after their bind (masked by the path they were bound at, which /proc/net/unix lists), bound relative to a cwd their holders have since left (resolved against a holder's cwd now), bound in another mount namespace at a path the host's view does not share, or bound after the run started: connect(2) is not a file open, so Landlock (ABI 7) does not see it; every other socket bound in any network namespace of this host when the run started is masked (the manifest's masked list names each path covered), and a FIFO outside the run's writable trees cannot be opened for writing (Landlock)",
+}
+
+// manifest is a host run's effect manifest (engine.Manifest) with what
+// only a host run enforces: the dropped privileges, the sandbox's layers
+// (hx.sandbox), the read-only workspace and its writable places.
+func (r *run) manifest(x engine.Facts, hx hostExit) *spec.Manifest {
+	d := engine.Door{Namespace: Namespace, ContainerID: r.id, Subject: "command", Admission: r.adm,
+		Confined:    "it holds no capability in the host's user namespace, seccomp makes clone3 (CLONE_INTO_CGROUP) ENOSYS, and moving a process takes write access to a common ancestor's cgroup.procs, which is root's",
+		NotEnforced: notEnforcedHost, ExecNoNewPrivileges: true,
+		// The command runs as the invoking user with every set emptied.
+		CapabilitiesRemoved: []string{"ALL (bounding, permitted, effective, inheritable, ambient)"},
 		Host: &spec.HostRun{Runtime: Runtime, User: r.cmd.User.Name, UID: r.cmd.User.UID, GID: r.cmd.User.GID,
-			Workspace: r.cmd.Workspace, Writable: x.writables, NoNewPrivileges: true, Capabilities: []string{}, Sandbox: x.sandbox},
-		Enforcement: spec.Enforcement{
-			Network: spec.NetworkEnforcement{Mechanism: "nftables", Mode: c.Network.Mode, Loopback: c.Network.Loopback,
-				Table: a.Table, Allow: c.Network.Allow, Status: spec.NetworkEnforced,
-				AbstractUnix: abstract},
-			ExecNoNewPrivileges: true,
-			// The command runs as the invoking user with every set emptied.
-			CapabilitiesRemoved: []string{"ALL (bounding, permitted, effective, inheritable, ambient)"},
-			NotEnforced:         notEnforced,
-		},
-		ExitStatus: x.status,
+			Workspace: r.cmd.Workspace, Writable: hx.writables, NoNewPrivileges: true, Capabilities: []string{}, Sandbox: hx.sandbox}}
+	if landlockScoped(hx.sandbox, "abstract_unix_socket") {
+		d.AbstractUnix = spec.AbstractUnixLandlock
 	}
-	if s := a.Subject; s != nil {
-		engine.Bound(m, *s, "host", false)
-	}
-	engine.Admission(m, a.AdmissionDecision, x.started)
-	// The host netns is shared: the rules match the run's cgroup only.
-	x.Findings, x.FindingsErr = events.Findings(r.store, r.id)
-	engine.Exited(m, x.Exit, true)
-	return m
+	return engine.Manifest(r.store, d, x)
 }

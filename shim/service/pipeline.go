@@ -6,7 +6,6 @@ import (
 
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -19,7 +18,7 @@ func exitPipelineFor(op *operation) *engine.Finish {
 		Gate:    &helperGate{op: op},
 		Drain:   cgroupDrain{op: op},
 		Network: op.net,
-		Store:   recordStore{store: op.store, id: op.id},
+		Store:   engine.RecordStore{Store: op.store, ID: op.id},
 		Release: &opRelease{op: op},
 		Manifest: func(x engine.Facts) *spec.Manifest {
 			return op.manifest(x)
@@ -40,16 +39,6 @@ func (d cgroupDrain) Drain(ctx context.Context) drain.Result {
 		return drain.Result{}
 	}
 	return drain.All(ctx, sub.CgroupPath, d.op.net.DrainSteps())
-}
-
-// recordStore writes the manifest into the operation's records (fsynced).
-type recordStore struct {
-	store record.Store
-	id    string
-}
-
-func (s recordStore) WriteManifest(m *spec.Manifest) error {
-	return s.store.WriteJSON(s.id, record.ManifestFile, m)
 }
 
 // opRelease closes the operation's done once, after setting the status

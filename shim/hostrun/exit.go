@@ -1,0 +1,191 @@
+package hostrun
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/drain"
+	"github.com/gensee/gensee/shim/engine"
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/hostrun/inner"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+// hostExit is what a host run learned that only a host run learns.
+type hostExit struct {
+	status    uint32
+	started   time.Time
+	deadline  bool
+	writables []string
+	sandbox   *spec.HostSandbox
+	stdio     *stdio
+	lingering int // processes the wrapper killed after the command exited
+}
+
+// exit is the exit path (engine.Finish): drain, gate on the upper dir,
+// the network's end, manifest; then the cgroup removed and the records
+// marked cleaned.
+func (r *run) exit(ctx context.Context, h *held, hx hostExit) (*Result, error) {
+	dir, err := r.store.OperationDir(r.id)
+	if err != nil {
+		return nil, err
+	}
+	p := &engine.Finish{
+		Gate:      runGate{r: r, dir: dir},
+		Drain:     runDrain{h: h, hx: hx},
+		Network:   h.net,
+		Store:     engine.RecordStore{Store: r.store, ID: r.id},
+		Release:   runRelease{r: r, h: h},
+		Manifest:  func(x engine.Facts) *spec.Manifest { return r.manifest(x, hx) },
+		GateLimit: r.req.Config.GateTimeout.Duration,
+		Log:       r.log,
+	}
+	st := hx.status
+	m, err := p.Run(ctx, engine.Facts{Status: &st, Started: hx.started, Exit: engine.Exit{Deadline: hx.deadline}})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, record.ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	return &Result{OperationID: r.id, Manifest: m, ManifestRaw: raw, Status: int(hx.status)}, nil
+}
+
+// runDrain drains the run's cgroup and every escaped process, then waits
+// for the relayed pipes: every writer is gone with the cgroup, so what the
+// command wrote reaches the caller before the verdict line.
+type runDrain struct {
+	h  *held
+	hx hostExit
+}
+
+func (d runDrain) Drain(ctx context.Context) drain.Result {
+	k := drain.All(ctx, d.h.cg.Path, d.h.net.DrainSteps())
+	// Processes the command left were killed when it exited (pid 1's
+	// kill); the drain kills whatever else is in the cgroup.
+	k.Drained += d.hx.lingering
+	d.hx.stdio.wait(2 * time.Second)
+	return k
+}
+
+// runGate gates the overlay's upper dir against the workspace, in this
+// process (engine.InProcess), then gives the records' reserve back: the
+// command may have filled the state dir's file system through the upper
+// dir (the gate's staging then failed, and says so), and the reserve's
+// blocks are what the events and the manifest are written into.
+type runGate struct {
+	r   *run
+	dir string
+}
+
+func (g runGate) Prepare(context.Context, time.Time) {}
+
+func (g runGate) Run(ctx context.Context, started time.Time) engine.GateOutcome {
+	defer func() {
+		if err := releaseSpace(g.dir); err != nil {
+			g.r.log.WithError(err).Error("release the records' reserve")
+		}
+	}()
+	return engine.InProcess{Input: func(started time.Time) (gate.Input, error) {
+		c := g.r.contract
+		return gate.Input{
+			// The lower layer is the directory checked and mounted,
+			// through its fd: never whatever the workspace path names at
+			// exit.
+			UpperDir: filepath.Join(g.dir, upperDir), LowerDirs: []string{g.r.ws.FDPath()}, Workspace: "/",
+			Products: c.Products, StagingDir: filepath.Join(g.dir, record.StagedDir), StartTime: started,
+			FailUnclaimed: c.FailUnclaimed(),
+		}, nil
+	}}.Run(ctx, started)
+}
+
+// runRelease removes what the run still holds once its manifest is
+// durable (the cgroup; the table went in the network's end) and marks the
+// records cleaned; anything left stays marked for the next run.
+type runRelease struct {
+	r *run
+	h *held
+}
+
+func (rl runRelease) Release(*spec.Manifest, *uint32) error {
+	if rl.r.undo(context.Background(), rl.h) {
+		return errors.New("the run's cgroup or table could not be removed; a later gensee boundary run retries")
+	}
+	_ = rl.r.store.MarkCleaned(rl.r.id, "") // losing it only keeps the record longer
+	return nil
+}
+
+// armDeadline kills the run's cgroup when the contract's deadline passes.
+func (r *run) armDeadline(dl *engine.Deadline, h *held) {
+	d, err := r.contract.DeadlineDuration()
+	if err != nil {
+		return
+	}
+	cg, net := h.cg, h.net
+	dl.Arm(d, func() {
+		// Kill first: nothing (a blocked log write, a stopped terminal)
+		// may hold up the kill.
+		kerr := cg.kill()
+		net.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: r.contract.Deadline,
+			Detail: "the contract deadline " + r.contract.Deadline + " passed; the command was killed"})
+		if kerr != nil {
+			r.log.WithError(kerr).Error("kill at deadline")
+		}
+		r.log.WithField("deadline", r.contract.Deadline).Warn("contract deadline exceeded; the command was killed")
+	})
+}
+
+// forwardSignals forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the
+// wrapper (which hands them to the command); Grace after the first, the
+// cgroup is killed. SIGTSTP, SIGTTIN and SIGTTOU are ignored: nothing the
+// command does to a terminal can stop the runner, so the deadline, the
+// drain and the manifest always happen. The returned func stops
+// forwarding.
+func (r *run) forwardSignals(p *os.Process, h *held) func() {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, inner.Forwarded...)
+	signal.Ignore(unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	done := make(chan struct{})
+	grace := r.req.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	cg := h.cg
+	go func() {
+		var kill <-chan time.Time
+		for {
+			select {
+			case s := <-ch:
+				p.Signal(s)
+				r.log.WithField("signal", s.String()).Info("forwarded the signal to the command")
+				if kill == nil {
+					kill = time.After(grace)
+				}
+			case <-kill:
+				cg.kill()
+				r.log.Warn("the command outlived the grace after a forwarded signal; its cgroup was killed")
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
+}
+
+// writables lists every place the command could write: the staged
+// workspace and the private tmpfs the wrapper reported it mounted.
+func writables(ws string, tmpfs []string) []string {
+	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer)"}
+	for _, d := range tmpfs {
+		out = append(out, d+" (private tmpfs, discarded at exit)")
+	}
+	return out
+}

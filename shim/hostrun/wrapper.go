@@ -1,0 +1,243 @@
+package hostrun
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/engine"
+	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/hostrun/inner"
+	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
+)
+
+// wrapper is the started wrapper process, its control pipe (the spec,
+// then the go), its status pipe (its reports and the stage's) and the
+// relayed stdio.
+type wrapper struct {
+	c      *exec.Cmd
+	ctl    *os.File
+	stR    *os.File
+	status *bufio.Reader
+	stdio  *stdio
+}
+
+// close releases the parent's ends once the wrapper is gone.
+func (w *wrapper) close() {
+	w.ctl.Close()
+	w.stR.Close()
+	w.stdio.Close()
+}
+
+// kill ends a wrapper that will not run the command.
+func (w *wrapper) kill() {
+	w.c.Process.Kill()
+	w.c.Wait()
+}
+
+// runWrapper starts the wrapper, lets it exec, waits for the command and
+// runs the exit path.
+func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper, work string) (*Result, error) {
+	w, rf, err := r.startWrapper(h, exe)
+	if rf != nil {
+		return nil, r.abandon(ctx, h, rf)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	ready, rf := r.readyWrapper(w, h, exe, upper, work)
+	if rf != nil {
+		w.kill()
+		return nil, r.abandon(ctx, h, rf)
+	}
+	h.net.StartSensors(r.adm.Subject)
+	started := time.Now()
+	var dl engine.Deadline
+	r.armDeadline(&dl, h)
+	stopSignals := r.forwardSignals(w.c.Process, h)
+	if _, err := w.ctl.Write([]byte{'g'}); err != nil {
+		r.log.WithError(err).Warn("send go to the wrapper")
+	}
+	w.ctl.Close()
+	// The stage's applied line: the command runs. A failure line, or EOF
+	// without the applied line: nothing of the command ran.
+	applied, lingering, failed := readExec(w.status)
+	if err := w.c.Wait(); err != nil && w.c.ProcessState == nil {
+		r.log.WithError(err).Error("wait for the command")
+	}
+	stopSignals()
+	hit := dl.Stop()
+	if failed != nil {
+		h.net.StopSensors()
+		return nil, r.abandon(ctx, h, wrapperRefusal(*failed, nil))
+	}
+	return r.exit(ctx, h, hostExit{status: exitStatus(w.c.ProcessState), started: started, deadline: hit,
+		sandbox: sandboxOf(ready, applied, w.stdio), stdio: w.stdio, lingering: lingering,
+		writables: writables(r.cmd.Workspace, ready.Tmpfs)})
+}
+
+// startWrapper starts the wrapper in the run's cgroup: a new mount, pid,
+// ipc and uts namespace and a new session (no controlling terminal), born
+// in the cgroup after the table is in place; the wrapper adds the cgroup
+// namespace, the stage the user namespace.
+func (r *run) startWrapper(h *held, exe *sealedCommand) (*wrapper, *Refusal, error) {
+	self := r.req.Self
+	if self == "" {
+		bin, err := openSandbox()
+		if err != nil {
+			return nil, refuse(ReasonWrapper, SandboxBinary, "", "%v", err), nil
+		}
+		defer bin.Close()
+		self = "/proc/self/fd/" + strconv.Itoa(int(bin.Fd()))
+	}
+	stdio, err := newStdio(r.req.Stdin, r.req.Stdout, r.req.Stderr)
+	if err != nil {
+		return nil, refuse(ReasonWrapper, "stdio", "", "%v", err), nil
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		stdio.Close()
+		return nil, nil, err
+	}
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		stdio.Close()
+		ctlR.Close()
+		ctlW.Close()
+		return nil, nil, err
+	}
+	extra := []*os.File{ctlR, stW, exe.Exe.File}
+	if exe.Interp != nil {
+		extra = append(extra, exe.Interp.File)
+	}
+	w := &wrapper{ctl: ctlW, stR: stR, status: bufio.NewReader(stR), stdio: stdio,
+		c: &exec.Cmd{Path: self, Args: []string{"gensee", inner.WrapperArg}, Env: []string{},
+			Stdin: stdio.in, Stdout: stdio.out, Stderr: stdio.err, ExtraFiles: extra,
+			SysProcAttr: &syscall.SysProcAttr{
+				Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+				Setsid:     true, UseCgroupFD: true, CgroupFD: int(h.cgFD.Fd()),
+			}}}
+	err = w.c.Start()
+	ctlR.Close()
+	stW.Close()
+	stdio.started()
+	if err != nil {
+		w.close()
+		return nil, refuse(ReasonWrapper, "wrapper", "", "start the wrapper in cgroup %s: %v", h.cg.Path, err), nil
+	}
+	return w, nil, nil
+}
+
+// readyWrapper hands the wrapper its spec, reads that it is ready, and
+// records it as the run's subject.
+func (r *run) readyWrapper(w *wrapper, h *held, exe *sealedCommand, upper, work string) (inner.Status, *Refusal) {
+	ws := inner.Spec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
+		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
+		RuntimeFiles: r.req.Config.AllowedRuntimeFiles, OverlayOptions: gate.HardenOverlayOptions(nil)}
+	if mnt, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
+		ws.HostMountNS = mnt
+	}
+	ready, err := handshake(w.ctl, w.status, ws)
+	if err != nil || !ready.Ready {
+		return ready, wrapperRefusal(ready, err)
+	}
+	pid := w.c.Process.Pid
+	pst, err := cgroup.ReadStat(pid)
+	if err != nil {
+		return ready, refuse(ReasonWrapper, "wrapper", "", "read the wrapper's start time: %v", err)
+	}
+	r.adm.Subject = &spec.Subject{InitPID: pid, StartTime: pst.Start, CgroupPath: h.cg.Path, CgroupID: h.cg.ID}
+	if err := r.store.WriteJSON(r.id, record.AdmissionFile, r.adm); err != nil {
+		r.log.WithError(err).Warn("record subject")
+	}
+	return ready, nil
+}
+
+// readExec reads the status fd after the go until the wrapper exits: the
+// stage's applied line, then (unless the cgroup was killed) the wrapper's
+// lingering count; or a failure line, when nothing of the command ran.
+func readExec(status *bufio.Reader) (*inner.Applied, int, *inner.Status) {
+	var applied *inner.Applied
+	lingering := 0
+	for {
+		line, err := status.ReadBytes('\n')
+		if len(line) > 0 {
+			var st inner.Status
+			if jerr := json.Unmarshal(line, &st); jerr != nil {
+				return nil, 0, &inner.Status{Step: "exec", Error: "decode the stage's report: " + jerr.Error()}
+			}
+			switch {
+			case st.Error != "":
+				return nil, 0, &st
+			case st.Applied != nil:
+				applied = st.Applied
+			case st.Lingering != nil:
+				lingering = *st.Lingering
+			}
+		}
+		if err != nil {
+			if applied == nil {
+				return nil, 0, &inner.Status{Step: "exec", Error: "the wrapper exited before the command's exec"}
+			}
+			return applied, lingering, nil
+		}
+	}
+}
+
+// handshake hands the wrapper its spec and reads its first report.
+func handshake(ctl *os.File, status *bufio.Reader, ws inner.Spec) (inner.Status, error) {
+	if err := json.NewEncoder(ctl).Encode(ws); err != nil {
+		return inner.Status{}, fmt.Errorf("hand the wrapper its spec: %w", err)
+	}
+	line, err := status.ReadBytes('\n')
+	if err != nil {
+		return inner.Status{}, fmt.Errorf("the wrapper exited before it was ready: %w", err)
+	}
+	var st inner.Status
+	if err := json.Unmarshal(line, &st); err != nil {
+		return inner.Status{}, fmt.Errorf("decode the wrapper's report: %w", err)
+	}
+	return st, nil
+}
+
+func wrapperRefusal(st inner.Status, err error) *Refusal {
+	if err != nil {
+		return refuse(ReasonWrapper, "wrapper", "", "%v", err)
+	}
+	reason, field := st.Reason, "wrapper ("+st.Step+")"
+	if reason == "" {
+		reason = ReasonWrapper
+	}
+	switch reason {
+	case ReasonWorkspace:
+		field = "--workspace"
+	case ReasonCommand:
+		field = "argv[0]"
+	}
+	return refuse(reason, field, "", "%s", st.Error)
+}
+
+// exitStatus is the command's status: its exit code, or 128+n for signal n.
+func exitStatus(ps *os.ProcessState) uint32 {
+	if ps == nil {
+		return 255
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + uint32(ws.Signal())
+	}
+	if c := ps.ExitCode(); c >= 0 {
+		return uint32(c)
+	}
+	return 255
+}
