@@ -84,31 +84,9 @@ func stageMounts(s Spec) (_ *view, retErr error) {
 		}
 	}()
 	v := &view{tree: tree, self: "/proc/self/fd/" + strconv.Itoa(int(self.Fd()))}
-	if err := makeDev(); err != nil {
+	if err := v.maskHost(rt); err != nil {
 		return nil, err
 	}
-	v.masked = append(v.masked, "/dev (only null, zero, full, random, urandom, tty; /dev/shm private; no /dev/mqueue, /dev/pts)")
-	n, err := makeRun(rt)
-	if err != nil {
-		return nil, err
-	}
-	v.masked = append(v.masked, fmt.Sprintf("/run and /var/run (empty tmpfs; %d allowed runtime file(s) put back)", n))
-	cg, err := cgroupView()
-	if err != nil {
-		return nil, err
-	}
-	if cg != "" {
-		v.masked = append(v.masked, cg)
-	}
-	ms, err := mountinfo.GetMounts(nil)
-	if err != nil {
-		return nil, fmt.Errorf("read the mount table: %w", err)
-	}
-	km, err := maskKernelMounts(kernelMounts(ms, covered))
-	if err != nil {
-		return nil, err
-	}
-	v.masked = append(v.masked, km...)
 	outside, inside := splitUnder(socks, s.Workspace)
 	masked, err := maskSockets(outside)
 	if err != nil {
@@ -118,22 +96,9 @@ func stageMounts(s Spec) (_ *view, retErr error) {
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro); err != nil {
 		return nil, fmt.Errorf("make every mount read-only: %w", err)
 	}
-	for _, d := range append(append([]string{}, PrivateTmp...), "/dev/shm") {
-		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
-			continue
-		}
-		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=25%"); err != nil {
-			return nil, fmt.Errorf("mount a private tmpfs at %s: %w", d, err)
-		}
-		v.tmpfs = append(v.tmpfs, d)
-		v.masked = append(v.masked, d+" (private tmpfs, discarded at exit)")
+	if err := v.privateMounts(); err != nil {
+		return nil, err
 	}
-	// The run's procfs stays writable until the stage's id maps are
-	// written (procRO, before the stage gets its spec).
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("mount the run's procfs: %w", err)
-	}
-	v.masked = append(v.masked, "/proc (the run's own pid namespace: no host process is visible)")
 	if err := attachTree(tree, ws, s.Workspace); err != nil {
 		return nil, err
 	}
@@ -148,6 +113,61 @@ func stageMounts(s Spec) (_ *view, retErr error) {
 	}
 	v.writable = append([]string{"/proc/self/fd/" + strconv.Itoa(fdTree)}, v.tmpfs...)
 	return v, nil
+}
+
+// maskHost masks what of the host the view must not show (step 4):
+// /dev down to its harmless nodes, /run and /var/run emptied (the allowed
+// runtime files rt put back), the cgroup tree, and the kernel's own file
+// systems.
+func (v *view) maskHost(rt []runtimeFile) error {
+	if err := makeDev(); err != nil {
+		return err
+	}
+	v.masked = append(v.masked, "/dev (only null, zero, full, random, urandom, tty; /dev/shm private; no /dev/mqueue, /dev/pts)")
+	n, err := makeRun(rt)
+	if err != nil {
+		return err
+	}
+	v.masked = append(v.masked, fmt.Sprintf("/run and /var/run (empty tmpfs; %d allowed runtime file(s) put back)", n))
+	cg, err := cgroupView()
+	if err != nil {
+		return err
+	}
+	if cg != "" {
+		v.masked = append(v.masked, cg)
+	}
+	ms, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return fmt.Errorf("read the mount table: %w", err)
+	}
+	km, err := maskKernelMounts(kernelMounts(ms, covered))
+	if err != nil {
+		return err
+	}
+	v.masked = append(v.masked, km...)
+	return nil
+}
+
+// privateMounts mounts the run's own (step 6): private tmpfs at /tmp,
+// /var/tmp and /dev/shm, discarded with the namespace, and a procfs of
+// the run's pid namespace at /proc, writable until the stage's id maps
+// are written (procRO, before the stage gets its spec).
+func (v *view) privateMounts() error {
+	for _, d := range append(append([]string{}, PrivateTmp...), "/dev/shm") {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=25%"); err != nil {
+			return fmt.Errorf("mount a private tmpfs at %s: %w", d, err)
+		}
+		v.tmpfs = append(v.tmpfs, d)
+		v.masked = append(v.masked, d+" (private tmpfs, discarded at exit)")
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the run's procfs: %w", err)
+	}
+	v.masked = append(v.masked, "/proc (the run's own pid namespace: no host process is visible)")
+	return nil
 }
 
 // procRO makes the run's procfs read-only, once the stage's id maps are
