@@ -134,6 +134,9 @@ func FindingToProto(opID string, f spec.Finding) proto.Message {
 
 // Publish sanitizes e and publishes it on TopicBoundary.
 func Publish(ctx context.Context, p Publisher, e spec.Event) error {
+	if p == nil {
+		return nil
+	}
 	if err := p.Publish(ctx, TopicBoundary, ToProto(Sanitize(e))); err != nil {
 		return fmt.Errorf("publish %s event: %w", e.Kind, err)
 	}
@@ -142,6 +145,9 @@ func Publish(ctx context.Context, p Publisher, e spec.Event) error {
 
 // PublishFinding publishes a finding of operation opID on TopicAttention.
 func PublishFinding(ctx context.Context, p Publisher, opID string, f spec.Finding) error {
+	if p == nil {
+		return nil
+	}
 	if err := p.Publish(ctx, TopicAttention, FindingToProto(opID, f)); err != nil {
 		return fmt.Errorf("publish %s finding: %w", f.Signature, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	cdevents "github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
@@ -186,7 +185,7 @@ func (op *operation) bind(ctx context.Context) error {
 	if _, err := op.net.Bind(ctx, engine.BindSpec{
 		OperationID: adm.OperationID, Network: adm.Contract.Network, Netns: f, LogGroup: op.req.Config.LogGroup,
 		Cgroup: netpolicy.CgroupRef{ID: id, Level: cgroup.Level(path), Path: path},
-		Monitor: monitor.Config{OperationID: adm.OperationID, Store: op.store, Ctx: ctx, Pub: noPublisher{},
+		Monitor: monitor.Config{OperationID: adm.OperationID, Store: op.store, Ctx: ctx,
 			Logger: op.log, Notify: op.notifier().Finding},
 		Mark: func(table string) error {
 			op.adm.Table = table
@@ -317,13 +316,6 @@ func (op *operation) serve(ctx context.Context, c net.Conn) {
 	b, _ := json.Marshal(r)
 	c.Write(append(b, '\n'))
 }
-
-// noPublisher: without containerd there is nobody to publish to; events
-// are in events.jsonl (gensee events --operation) and findings in the
-// attention file.
-type noPublisher struct{}
-
-func (noPublisher) Publish(context.Context, string, cdevents.Event) error { return nil }
 
 func closeFD(fd int) {
 	if fd >= 0 {

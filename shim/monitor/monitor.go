@@ -39,7 +39,10 @@ type Config struct {
 	// contract's network mode).
 	DenyRule string
 	// Ctx and Pub are where events and findings are published besides
-	// events.jsonl (the shim: its namespaced context and publisher).
+	// events.jsonl (the shim: its namespaced context and publisher). A nil
+	// Pub publishes nowhere else: host runs and OCI hooks have no
+	// containerd to publish to, and their findings are in the attention
+	// file.
 	Ctx context.Context
 	Pub events.Publisher
 	// Logger carries the front door's fields (container_id, operation_id).
