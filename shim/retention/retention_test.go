@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gensee/gensee/shim/events"
@@ -276,21 +277,45 @@ func TestRunFinishesACrashedRemoval(t *testing.T) {
 	}
 }
 
+// TestRunBusy: without Wait a held lock is ErrBusy at once; with it, Run
+// retries until its context's deadline, and takes a lock released before
+// then. The retries' timer and the deadline are on the bubble's clock; the
+// lock is a non-blocking flock.
 func TestRunBusy(t *testing.T) {
-	f := newFixture(t)
-	unlock, err := lock(context.Background(), f.st, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	if _, err := Run(context.Background(), f.st, Policy{MaxCount: 1}, now, Options{}); !errors.Is(err, ErrBusy) {
-		t.Fatalf("err = %v, want ErrBusy", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
-	defer cancel()
-	if _, err := Run(ctx, f.st, Policy{MaxCount: 1}, now, Options{Wait: true}); !errors.Is(err, ErrBusy) {
-		t.Fatalf("waiting: err = %v, want ErrBusy after the deadline", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		unlock, err := lock(context.Background(), f.st, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), f.st, Policy{MaxCount: 1}, now, Options{}); !errors.Is(err, ErrBusy) {
+			t.Fatalf("err = %v, want ErrBusy", err)
+		}
+		const deadline = 250 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		start := time.Now()
+		if _, err := Run(ctx, f.st, Policy{MaxCount: 1}, now, Options{Wait: true}); !errors.Is(err, ErrBusy) {
+			t.Fatalf("waiting: err = %v, want ErrBusy after the deadline", err)
+		}
+		if d := time.Since(start); d != deadline {
+			t.Fatalf("waiting: gave up after %v, want at the %v deadline", d, deadline)
+		}
+		const release = 150 * time.Millisecond
+		go func() {
+			time.Sleep(release)
+			unlock()
+		}()
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start = time.Now()
+		if _, err := Run(ctx, f.st, Policy{MaxCount: 1}, now, Options{Wait: true}); err != nil {
+			t.Fatalf("waiting for a lock released after %v: %v", release, err)
+		}
+		if d := time.Since(start); d < release || d > release+time.Second {
+			t.Fatalf("waiting: took the lock after %v, want soon after its release at %v", d, release)
+		}
+	})
 }
 
 func TestBackgroundRuns(t *testing.T) {
