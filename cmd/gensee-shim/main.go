@@ -1,7 +1,7 @@
 // Command gensee-shim is the full gensee runtime (io.containerd.gensee.v2):
 // containerd's runc shim plus a kernel-enforced boundary around each
 // container. containerd runs it through containerd-shim-gensee-v2, the
-// front installed beside it (shim/front), which starts it as the
+// front installed beside it (shim/launcher), which starts it as the
 // long-lived shim and hands it every call but `start` and the `delete` of
 // a task it cleaned up.
 package main

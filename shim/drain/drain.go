@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/shim/cgroup"
-	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/watchdog/evidence"
 	"github.com/gensee/gensee/spec"
 )
@@ -26,7 +26,7 @@ type Steps struct {
 
 // StepsFor wires the kill step to an operation's monitor (nil: none) and
 // the kernel.
-func StepsFor(m *monitor.Monitor) Steps {
+func StepsFor(m *telemetry.Monitor) Steps {
 	k := Steps{drain: cgroup.Drain, kill: cgroup.KillTrees, now: time.Now}
 	if m != nil && m.Binding() != nil {
 		b := m.Binding()

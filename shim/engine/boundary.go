@@ -11,7 +11,7 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
-	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/spec"
 )
@@ -33,7 +33,7 @@ type Boundary struct {
 	mu      sync.Mutex
 	netns   *os.File         // guarded by mu; nil once removed
 	plan    *netpolicy.Plan  // guarded by mu
-	mon     *monitor.Monitor // guarded by mu
+	mon     *telemetry.Monitor // guarded by mu
 	removed string           // how the table went, once it did; guarded by mu
 }
 
@@ -56,7 +56,7 @@ type BindSpec struct {
 	LogGroup uint16
 	// Monitor is where the boundary's events and findings go; Bind fills
 	// in what the plan decides.
-	Monitor monitor.Config
+	Monitor telemetry.Config
 	// Mark, when set, writes the door's marker naming the table before the
 	// table exists: a door that dies between the two leaves a marker whose
 	// table may not exist, which its cleanup removes if present, never a
@@ -71,8 +71,8 @@ var ErrPlan = errors.New("plan network table")
 
 // The kernel-facing steps of Bind; the ordering tests replace them.
 var (
-	openMonitor = monitor.Open
-	openReader  = (*monitor.Monitor).OpenReader
+	openMonitor = telemetry.Open
+	openReader  = (*telemetry.Monitor).OpenReader
 	applyTable  = netpolicy.Apply
 )
 
@@ -123,7 +123,7 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 }
 
 // Monitor is the boundary's monitor (nil before Bind opened it).
-func (b *Boundary) Monitor() *monitor.Monitor {
+func (b *Boundary) Monitor() *telemetry.Monitor {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.mon
@@ -171,7 +171,7 @@ func (b *Boundary) DrainSteps() drain.Steps {
 }
 
 // StopSensors stops the sensors and returns what the table watcher saw
-// differ from the table's plan meanwhile (monitor.Monitor.Drift).
+// differ from the table's plan meanwhile (telemetry.Monitor.Drift).
 func (b *Boundary) StopSensors() (drift []string) {
 	b.starting.Wait()
 	if m := b.Monitor(); m != nil {

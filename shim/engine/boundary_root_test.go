@@ -12,7 +12,7 @@ import (
 	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/shim/cgroup"
-	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -45,7 +45,7 @@ func TestRootNetBoundaryFinalize(t *testing.T) {
 	t.Cleanup(func() { b.Close(context.Background()) })
 	plan, err := b.Bind(ctx, BindSpec{OperationID: opID, Network: spec.Network{Mode: spec.NetworkDenyAll}, Netns: f,
 		Cgroup:  netpolicy.CgroupRef{ID: id, Level: cgroup.Level(cg.Path), Path: cg.Path},
-		Monitor: monitor.Config{OperationID: opID, Store: st, Ctx: ctx, Logger: log.L}})
+		Monitor: telemetry.Config{OperationID: opID, Store: st, Ctx: ctx, Logger: log.L}})
 	if err != nil {
 		t.Fatalf("bind: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/containerd/log"
 
-	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -24,11 +24,11 @@ import (
 func fakeBind(t *testing.T, c *calls, applyErr error) {
 	savedOpen, savedReader, savedApply := openMonitor, openReader, applyTable
 	t.Cleanup(func() { openMonitor, openReader, applyTable = savedOpen, savedReader, savedApply })
-	openMonitor = func(cfg monitor.Config, p *netpolicy.Plan) (*monitor.Monitor, error) {
+	openMonitor = func(cfg telemetry.Config, p *netpolicy.Plan) (*telemetry.Monitor, error) {
 		c.add("monitor.open " + cfg.DenyRule)
-		return &monitor.Monitor{}, nil
+		return &telemetry.Monitor{}, nil
 	}
-	openReader = func(_ *monitor.Monitor, _ int, _ *netpolicy.Plan, shared bool) {
+	openReader = func(_ *telemetry.Monitor, _ int, _ *netpolicy.Plan, shared bool) {
 		if shared {
 			c.add("reader.open shared")
 		} else {
@@ -48,7 +48,7 @@ func bindSpec(t *testing.T, c *calls, markErr error) BindSpec {
 	}
 	return BindSpec{OperationID: "0123456789abcdef0123456789abcdef", Network: spec.Network{Mode: spec.NetworkDenyAll},
 		Cgroup: netpolicy.CgroupRef{ID: 7, Level: 2, Path: "/gensee/x"}, Netns: f, LogGroup: 77,
-		Monitor: monitor.Config{Store: record.Store{Dir: t.TempDir()}, Logger: log.L},
+		Monitor: telemetry.Config{Store: record.Store{Dir: t.TempDir()}, Logger: log.L},
 		Mark: func(table string) error {
 			c.add("mark " + table)
 			return markErr

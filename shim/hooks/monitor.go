@@ -18,7 +18,7 @@ import (
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/nsfile"
@@ -185,7 +185,7 @@ func (op *operation) bind(ctx context.Context) error {
 	if _, err := op.net.Bind(ctx, engine.BindSpec{
 		OperationID: adm.OperationID, Network: adm.Contract.Network, Netns: f, LogGroup: op.req.Config.LogGroup,
 		Cgroup: netpolicy.CgroupRef{ID: id, Level: cgroup.Level(path), Path: path},
-		Monitor: monitor.Config{OperationID: adm.OperationID, Store: op.store, Ctx: ctx,
+		Monitor: telemetry.Config{OperationID: adm.OperationID, Store: op.store, Ctx: ctx,
 			Logger: op.log, Notify: op.notifier().Finding},
 		Mark: func(table string) error {
 			op.adm.Table = table

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/record"
@@ -155,7 +155,7 @@ func (r *run) bind(ctx context.Context, h *held) (*Refusal, error) {
 	h.net = engine.NewBoundary(spec.NetnsHost, r.log)
 	plan, err := h.net.Bind(ctx, engine.BindSpec{OperationID: r.id, Network: r.contract.Network, Netns: f, LogGroup: r.req.Config.LogGroup,
 		Cgroup:  netpolicy.CgroupRef{ID: h.cg.ID, Level: cgroup.Level(h.cg.Path), Path: h.cg.Path},
-		Monitor: monitor.Config{OperationID: r.id, Store: r.store, Ctx: ctx, Logger: r.log, Notify: r.notifier().Finding}})
+		Monitor: telemetry.Config{OperationID: r.id, Store: r.store, Ctx: ctx, Logger: r.log, Notify: r.notifier().Finding}})
 	switch {
 	case errors.Is(err, engine.ErrPlan):
 		return refuse(ReasonNetwork, "contract.network", "fix the contract's network section", "%v", err), nil

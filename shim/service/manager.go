@@ -40,7 +40,7 @@ func (m *Manager) Start(ctx context.Context, p *bootapi.BootstrapParams) (*boota
 // Stop runs for `shim delete`, whose working directory is the bundle. It
 // must be idempotent and fit containerd's 5 s cleanup budget: it removes the
 // operation's table if the shim did not, then lets runc delete the rest.
-// The front (shim/front) answers a cleaned-up task's delete without this
+// The front (shim/launcher) answers a cleaned-up task's delete without this
 // binary; Stop sees the others: a dead shim's, a container runc still
 // knows.
 func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/monitor"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -47,7 +47,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	_, err = op.net.Bind(ctx, engine.BindSpec{
 		OperationID: op.id, Network: op.contract.Network, Netns: f, LogGroup: op.cfg.LogGroup,
 		Cgroup: netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath},
-		Monitor: monitor.Config{OperationID: op.id, Store: op.store, Ctx: op.ctx, Pub: op.pub,
+		Monitor: telemetry.Config{OperationID: op.id, Store: op.store, Ctx: op.ctx, Pub: op.pub,
 			Logger: op.logger(op.ctx), Notify: notifier(op).Finding},
 		// The bundle marker names the table before it exists: a shim that
 		// dies between the two (SIGKILL, OOM) leaves a marker whose table

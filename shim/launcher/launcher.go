@@ -1,4 +1,4 @@
-// Package front is the program containerd runs as the gensee runtime
+// Package launcher is the program containerd runs as the gensee runtime
 // (containerd-shim-gensee-v2). containerd runs that binary three ways for
 // every task: `start`, which spawns the long-lived shim; the long-lived
 // shim itself; and `delete` after the shim has ended, which containerd's
@@ -17,7 +17,7 @@
 // cleaned (or it never had one). Every other call, and every start or
 // delete that is not those cases, it hands to the full shim by exec, with
 // the same arguments, environment and stdin.
-package front
+package launcher
 
 import (
 	"encoding/binary"
