@@ -7,14 +7,14 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// The observations the shim's sensors make, as events. Each builds the
+// What the sensors saw, as events. Each builds the
 // event, folds it in (Note) and returns it first in Result.Events, for the
 // caller to record and publish. at is when the control or sensor saw it;
 // recv is the caller's receive clock.
 
 // Denied folds one denied egress attempt to target ("ip:port/proto").
 func (w *Watchdog) Denied(target string, at, recv time.Time) Result {
-	return w.observe(spec.Event{
+	return w.fold(spec.Event{
 		Kind: spec.EventEgressDenied, Control: "network", Rule: w.cfg.DenyRule,
 		Detail: fmt.Sprintf("packet to %s dropped: not in the contract's allow list", target),
 		Target: target, At: at, OperationID: w.cfg.OperationID,
@@ -25,7 +25,7 @@ func (w *Watchdog) Denied(target string, at, recv time.Time) Result {
 // Reached folds a sighting of target reached (detail: how, e.g. the
 // conntrack flow, or its allow counter moving).
 func (w *Watchdog) Reached(target, detail string, at, recv time.Time) Result {
-	return w.observe(spec.Event{
+	return w.fold(spec.Event{
 		Kind: spec.EventFlowReached, Control: Control,
 		Detail: detail, Target: target, At: at, OperationID: w.cfg.OperationID,
 	}, recv)
@@ -34,7 +34,7 @@ func (w *Watchdog) Reached(target, detail string, at, recv time.Time) Result {
 // TableDrift folds a change of the operation's table (detail: what
 // differs, who changed it when known).
 func (w *Watchdog) TableDrift(detail string, at, recv time.Time) Result {
-	return w.observe(spec.Event{
+	return w.fold(spec.Event{
 		Kind: spec.EventTableTampered, Control: "network", Rule: w.cfg.Table,
 		Detail: detail, At: at, OperationID: w.cfg.OperationID,
 	}, recv)
@@ -46,7 +46,7 @@ func (w *Watchdog) TableDrift(detail string, at, recv time.Time) Result {
 // binding sensor names an escaped process "pid N in /cgroup" (one event per
 // process); a reach is matched to it only by that exact target.
 func (w *Watchdog) CgroupChanged(target, detail string, at, recv time.Time) Result {
-	return w.observe(spec.Event{
+	return w.fold(spec.Event{
 		Kind: spec.EventPolicyUnbound, Control: "cgroup",
 		Detail: detail, Target: target, At: at, OperationID: w.cfg.OperationID,
 	}, recv)
@@ -55,7 +55,7 @@ func (w *Watchdog) CgroupChanged(target, detail string, at, recv time.Time) Resu
 // ProductMismatch folds a staged product (slot) that no longer matches its
 // manifest digest.
 func (w *Watchdog) ProductMismatch(slot, detail string, at, recv time.Time) Result {
-	return w.observe(spec.Event{
+	return w.fold(spec.Event{
 		Kind: spec.EventProductMismatch, Control: "gate", Rule: "staged_digest",
 		Detail: detail, Target: slot, At: at, OperationID: w.cfg.OperationID,
 	}, recv)
@@ -69,7 +69,7 @@ func (w *Watchdog) AllowedFlow(recv time.Time) {
 	w.loop.reset()
 }
 
-func (w *Watchdog) observe(ev spec.Event, recv time.Time) Result {
+func (w *Watchdog) fold(ev spec.Event, recv time.Time) Result {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := w.note(ev, recv)
