@@ -74,6 +74,12 @@ type RefusalRecord struct {
 	Fix     string  `json:"fix,omitempty"`
 }
 
+// Record is the refusals.jsonl line for r at time at; the front door adds
+// the facts it has (namespace, container, runtime, engine, user).
+func (r *Refusal) Record(at time.Time) RefusalRecord {
+	return RefusalRecord{At: at.UTC(), Reason: r.Reason, Field: r.Field, Message: r.Message, Fix: r.Fix}
+}
+
 // NetnsKind says where a workload's sockets live (admission.json's netns).
 type NetnsKind string
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,7 +93,7 @@ func admitSpec(cfg config.Config, s State, oci *specs.Spec, self string, now tim
 // its own cgroup namespace (a hook cannot add one).
 func namespaces(oci *specs.Spec) (kind spec.NetnsKind, path string, rf *Refusal) {
 	if oci.Process == nil {
-		return "", "", refuse("no_process", "", "the spec has no process; gensee only runs containers with a process")
+		return "", "", spec.Refuse("no_process", "process", "", "the spec has no process; gensee only runs containers with a process")
 	}
 	kind = netnsHost
 	cgroupns := false
@@ -106,19 +107,19 @@ func namespaces(oci *specs.Spec) (kind spec.NetnsKind, path string, rf *Refusal)
 				}
 				continue
 			case specs.UserNamespace:
-				return "", "", refuse(ReasonUserns, "run it without a user namespace (no --userns, no --uidmap), or under the containerd shim, which admits them",
+				return "", "", spec.Refuse(ReasonUserns, "linux.namespaces", "run it without a user namespace (no --userns, no --uidmap), or under the containerd shim, which admits them",
 					"linux.namespaces has a user namespace, whose root would own the container's network namespace; this front door admits only network namespaces owned by the host's user namespace")
 			case specs.CgroupNamespace:
 				cgroupns = ns.Path == ""
 			}
 			if ns.Path != "" && ns.Type != specs.UTSNamespace {
-				return "", "", refuse(ReasonNamespacePath, "drop the path (no --pid/--ipc/--cgroupns container:..., no path to another namespace)",
+				return "", "", spec.Refuse(ReasonNamespacePath, "linux.namespaces", "drop the path (no --pid/--ipc/--cgroupns container:..., no path to another namespace)",
 					"linux.namespaces %s path %q: a namespace joined by path may be the host's, hold another tree than the one observed, or let processes leave the bound cgroup", ns.Type, ns.Path)
 			}
 		}
 	}
 	if !cgroupns {
-		return "", "", refuse(ReasonCgroupns, "run it with a private cgroup namespace (podman --cgroupns=private, or cgroupns = \"private\" in containers.conf)",
+		return "", "", spec.Refuse(ReasonCgroupns, "linux.namespaces", "run it with a private cgroup namespace (podman --cgroupns=private, or cgroupns = \"private\" in containers.conf)",
 			"linux.namespaces has no cgroup namespace of the container's own: a process may move to any cgroup under its cgroup namespace's root (clone3 CLONE_INTO_CGROUP needs only a directory fd), out of the one the table binds, and a hook cannot add the namespace")
 	}
 	return kind, path, nil
@@ -135,24 +136,24 @@ func namespaces(oci *specs.Spec) (kind spec.NetnsKind, path string, rf *Refusal)
 func checkNetnsPath(path string, pid int) (nsfile.ID, *Refusal) {
 	f, err := nsfile.Open(path, unix.CLONE_NEWNET)
 	if err != nil {
-		return nsfile.ID{}, refuse("netns_path", "join an existing network namespace file", "linux.namespaces network path %q: %v", path, err)
+		return nsfile.ID{}, spec.Refuse("netns_path", "linux.namespaces", "join an existing network namespace file", "linux.namespaces network path %q: %v", path, err)
 	}
 	defer f.Close()
 	ok, err := nsfile.OwnedByInitialUserns(f)
 	if err != nil || !ok {
-		return nsfile.ID{}, refuse(ReasonNetns, "join a network namespace created by host root",
+		return nsfile.ID{}, spec.Refuse(ReasonNetns, "linux.namespaces", "join a network namespace created by host root",
 			"linux.namespaces network path %q is owned by a user namespace other than the host's, whose root can delete the container's network table", path)
 	}
 	id, err := nsfile.IDOf(f)
 	if err != nil {
-		return nsfile.ID{}, refuse("netns_path", "", "linux.namespaces network path %q: %v", path, err)
+		return nsfile.ID{}, spec.Refuse("netns_path", "linux.namespaces", "", "linux.namespaces network path %q: %v", path, err)
 	}
 	other, err := nsfile.Occupant(id, pid)
 	if err != nil {
-		return nsfile.ID{}, refuse(ReasonNetnsInUse, "", "linux.namespaces network path %q: cannot tell whether another process is in it: %v", path, err)
+		return nsfile.ID{}, spec.Refuse(ReasonNetnsInUse, "linux.namespaces", "", "linux.namespaces network path %q: cannot tell whether another process is in it: %v", path, err)
 	}
 	if other != 0 {
-		return nsfile.ID{}, refuse(ReasonNetnsInUse, "give the container a network of its own (podman's default bridge, --network=none, or --network=host); run pods that share a network namespace under the containerd shim through CRI",
+		return nsfile.ID{}, spec.Refuse(ReasonNetnsInUse, "linux.namespaces", "give the container a network of its own (podman's default bridge, --network=none, or --network=host); run pods that share a network namespace under the containerd shim through CRI",
 			"linux.namespaces network path %q: process %d is already in this network namespace (another container's, a pod's or the host's): the workload would share its loopback, abstract sockets and ports", path, other)
 	}
 	return id, nil
@@ -170,10 +171,10 @@ func checkBinds(oci *specs.Spec) *Refusal {
 		}
 		r, err := filepath.EvalSymlinks(m.Source)
 		if err != nil {
-			return refuse(ReasonBindSource, "bind an existing host path", "mounts[%d] source %s: %v", i, m.Source, err)
+			return spec.Refuse(ReasonBindSource, fmt.Sprintf("mounts[%d].source", i), "bind an existing host path", "mounts[%d].source %s: %v", i, m.Source, err)
 		}
 		if r != m.Source {
-			return refuse(ReasonBindSource, "bind the resolved path "+r, "mounts[%d] source %s resolves to %s through a symlink", i, m.Source, r)
+			return spec.Refuse(ReasonBindSource, fmt.Sprintf("mounts[%d].source", i), "bind the resolved path "+r, "mounts[%d].source %s resolves to %s through a symlink", i, m.Source, r)
 		}
 	}
 	return nil
@@ -200,7 +201,7 @@ func rootOf(bundle string, oci *specs.Spec) string {
 func observeRoot(root string, oci *specs.Spec) (spec.Observation, *Refusal) {
 	obs, err := observe.FromRootfs(root, oci)
 	if err != nil {
-		return spec.Observation{}, refuse(ReasonObservation, "check the image's entrypoint exists inside its rootfs", "cannot derive the observation from root.path %s: %v", root, err)
+		return spec.Observation{}, spec.Refuse(ReasonObservation, "process.args", "check the image's entrypoint exists inside its rootfs", "cannot derive the observation from root.path %s: %v", root, err)
 	}
 	if err := observe.CheckMountsCover(root, oci); err != nil {
 		var ce *observe.CoveredError
@@ -216,11 +217,11 @@ func observeRoot(root string, oci *specs.Spec) (spec.Observation, *Refusal) {
 func decide(cfg config.Config, oci *specs.Spec, obs spec.Observation, now time.Time) (*admissionRecord, *Refusal) {
 	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
 	if err != nil {
-		return nil, refuse(ReasonTrustAnchor, "", "%v", err)
+		return nil, spec.Refuse(ReasonTrustAnchor, "trust_anchor", "", "%v", err)
 	}
 	cat, err := trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), now)
 	if err != nil {
-		return nil, refuse(ReasonCatalog, "", "%v", err)
+		return nil, spec.Refuse(ReasonCatalog, "catalog", "", "%v", err)
 	}
 	f := facts()
 	d := admission.Decide(admission.Input{Catalog: cat.Catalog, CatalogVersion: cat.Version, Facts: f,
@@ -228,7 +229,7 @@ func decide(cfg config.Config, oci *specs.Spec, obs spec.Observation, now time.T
 		PreflightObservation: []byte(oci.Annotations[admission.AnnotationObservation]),
 		Observation:          obs, Now: now})
 	if !d.Admitted {
-		return nil, &Refusal{Rule: string(d.Reason), Message: d.Message}
+		return nil, &spec.Refusal{Reason: string(d.Reason), Message: d.Message}
 	}
 	digest, err := obs.Digest()
 	if err != nil {
@@ -270,7 +271,7 @@ func checkPolicy(oci *specs.Spec, c spec.Contract, op specpolicy.Operator, self 
 		return res, specRefusal(err)
 	}
 	if len(res.CapabilitiesRemoved) > 0 {
-		return res, refuse(ReasonCapNetRaw, "drop CAP_NET_RAW (podman --cap-drop NET_RAW, or leave it out of default_capabilities in containers.conf)",
+		return res, spec.Refuse(ReasonCapNetRaw, "process.capabilities", "drop CAP_NET_RAW (podman --cap-drop NET_RAW, or leave it out of default_capabilities in containers.conf)",
 			"process.capabilities hold CAP_NET_RAW (%v), which opens AF_PACKET and raw sockets past the network table; the shim removes it, a hook cannot", res.CapabilitiesRemoved)
 	}
 	if err := specpolicy.SeccompHolds(old, SeccompFix); err != nil {
@@ -313,10 +314,11 @@ func ownHookPaths(oci *specs.Spec, self string) []string {
 	return out
 }
 
+// specRefusal is the spec policy's refusal (its message starts with the
+// field), or spec_narrowed for an error the policy could not judge by.
 func specRefusal(err error) *Refusal {
-	var rf *specpolicy.Refusal
-	if errors.As(err, &rf) {
-		return &Refusal{Rule: rf.Rule, Message: rf.Field + ": " + rf.Msg}
+	if rf, ok := spec.AsRefusal(err); ok {
+		return rf
 	}
 	return refuse(ReasonSpecNarrowed, "", "%v", err)
 }

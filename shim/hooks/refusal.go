@@ -2,34 +2,23 @@ package hooks
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
-// Refusal is an admission refusal: the rule, what was refused (with the
-// spec field) and the fix. Its Error is the sentence the hook prints on
-// stderr, which the engine shows (podman: "error running hook #0: ...,
-// stderr: gensee: admission refused: ...").
-type Refusal struct {
-	Rule    string
-	Message string // what, with the spec field
-	Fix     string
-}
+// Refusal is the admission refusal every front door returns. Its Error is
+// the sentence the hook prints on stderr, which the engine shows (podman:
+// "error running hook #0: ..., stderr: gensee: admission refused: ...").
+type Refusal = spec.Refusal
 
-func (r *Refusal) Error() string {
-	s := "gensee: admission refused: " + r.Rule + ": " + r.Message
-	if r.Fix != "" {
-		s += "; " + r.Fix
-	}
-	return s
-}
-
+// refuse makes a refusal of this door without a spec field (spec.Refuse
+// takes one).
 func refuse(rule, fix, format string, args ...any) *Refusal {
-	return &Refusal{Rule: rule, Message: fmt.Sprintf(format, args...), Fix: fix}
+	return spec.Refuse(rule, "", fix, format, args...)
 }
 
 // Reasons this front door adds to the admission's and the spec policy's.
@@ -51,25 +40,15 @@ const (
 	ReasonNetwork        = "network_boundary"
 )
 
-// refusalLine is one line of refusals.jsonl for this front door.
-type refusalLine struct {
-	At          time.Time `json:"at"`
-	Namespace   string    `json:"namespace"` // "oci-hooks"
-	ContainerID string    `json:"container_id"`
-	Runtime     string    `json:"runtime"`
-	Engine      string    `json:"engine,omitempty"`
-	Reason      string    `json:"reason"`
-	Message     string    `json:"message"`
-}
-
 // refused appends rf to the refusals log and returns it.
 func refused(ctx context.Context, st record.Store, s State, rf *Refusal) *Refusal {
-	log.G(ctx).WithField("container_id", s.ID).WithField("reason", rf.Rule).Warn(rf.Error())
+	log.G(ctx).WithField("container_id", s.ID).WithField("reason", rf.Reason).Warn(rf.Error())
 	if st.Dir == "" {
 		return rf
 	}
-	if err := st.AppendRefusal(refusalLine{At: time.Now().UTC(), Namespace: Namespace, ContainerID: s.ID,
-		Runtime: Runtime, Engine: EngineOf(s.Annotations), Reason: rf.Rule, Message: rf.Error()}); err != nil {
+	rec := rf.Record(time.Now())
+	rec.Namespace, rec.ContainerID, rec.Runtime, rec.Engine = Namespace, s.ID, Runtime, EngineOf(s.Annotations)
+	if err := st.AppendRefusal(rec); err != nil {
 		log.G(ctx).WithError(err).Error("record admission refusal")
 	}
 	return rf

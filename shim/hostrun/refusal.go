@@ -1,27 +1,28 @@
 package hostrun
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
 
-// Refusal is a host run refused before the command started: the reason
-// code (the admission's, or one of this package's), the input that failed,
-// what failed and the fix. Nothing of the run is left when one is returned.
-type Refusal struct {
-	Reason  string // e.g. "workspace", "observation_mismatch", an admission reason
-	Field   string // the flag or fact that failed: "--workspace", "--observation", "argv[0]"
-	Message string // what failed
-	Fix     string // what to do
-}
+	"github.com/gensee/gensee/spec"
+)
 
-func (r *Refusal) Error() string {
-	s := fmt.Sprintf("refused (%s, %s): %s", r.Reason, r.Field, r.Message)
-	if r.Fix != "" {
-		s += "; " + r.Fix
-	}
-	return s
-}
+// Refusal is the admission refusal every front door returns: here, a host
+// run refused before the command started, with the reason code (the
+// admission's, or one of this package's), the input that failed as its
+// Field (a flag or fact: "--workspace", "--observation", "argv[0]"), what
+// failed and the fix. Nothing of the run is left when one is returned.
+type Refusal = spec.Refusal
 
+// refuse makes a host run's refusal. Its message names the field, so the
+// one line the command prints does: "FIELD: " starts it unless it names
+// the field already.
 func refuse(reason, field, fix, format string, args ...any) *Refusal {
-	return &Refusal{Reason: reason, Field: field, Message: fmt.Sprintf(format, args...), Fix: fix}
+	msg := fmt.Sprintf(format, args...)
+	if field != "" && !strings.Contains(msg, field) {
+		msg = field + ": " + msg
+	}
+	return &spec.Refusal{Reason: reason, Field: field, Message: msg, Fix: fix}
 }
 
 // Reasons of refusals this front door adds to the admission's.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"time"
 
-	cdevents "github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/admission"
@@ -135,7 +134,7 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (
 	d := admission.Decide(admission.Input{Catalog: cat.Catalog, CatalogVersion: cat.Version, Facts: facts,
 		InferenceEnvelope: req.Inference, PreflightObservation: req.Observation, Observation: obs, Now: now})
 	if !d.Admitted {
-		return nil, &Refusal{Reason: string(d.Reason), Field: fieldOf(d.Reason), Message: d.Message}
+		return nil, refuse(string(d.Reason), fieldOf(d.Reason), "", "%s", d.Message)
 	}
 	digest, err := obs.Digest()
 	if err != nil {
@@ -177,19 +176,14 @@ func refused(ctx context.Context, st record.Store, id Identity, rf *Refusal) *Re
 	if st.Dir == "" || rf.Reason == ReasonNotRoot {
 		return rf
 	}
-	if err := st.AppendRefusal(refusal{At: time.Now().UTC(), Namespace: Namespace, Runtime: Runtime, UID: id.UID, User: id.Name,
-		Reason: rf.Reason, Field: rf.Field, Message: rf.Error()}); err != nil {
+	rec := rf.Record(time.Now())
+	uid := id.UID
+	rec.Namespace, rec.Runtime, rec.UID, rec.User = Namespace, Runtime, &uid, id.Name
+	if err := st.AppendRefusal(rec); err != nil {
 		log.G(ctx).WithError(err).Error("record refusal")
 	}
 	return rf
 }
-
-// noPublisher: a host run has no containerd to publish to; its events are
-// in events.jsonl (gensee events --operation) and its findings in the
-// attention file.
-type noPublisher struct{}
-
-func (noPublisher) Publish(context.Context, string, cdevents.Event) error { return nil }
 
 // Observe computes the observation Run re-derives for cmd, ahead of time
 // (gensee observe -- CMD), and the path argv[0] resolved to.

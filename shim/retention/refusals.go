@@ -10,6 +10,7 @@ import (
 
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // RefusalTrim is what a policy does to refusals.jsonl: the oldest Lines
@@ -63,9 +64,7 @@ func cutRefusals(r io.Reader, p Policy, now time.Time) (RefusalTrim, error) {
 			starts = append(starts, size)
 			size += int64(len(line))
 			if head && p.MaxAge > 0 {
-				var l struct {
-					At time.Time `json:"at"`
-				}
+				var l spec.RefusalRecord
 				if json.Unmarshal(line, &l) != nil || now.Sub(l.At) > p.MaxAge {
 					aged++
 				} else {

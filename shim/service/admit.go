@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -58,18 +59,32 @@ func annotation(namespace string, a map[string]string, key string) string {
 // RuntimeName is the runtime type this shim answers to.
 const RuntimeName = "io.containerd.gensee.v2"
 
-// refusedError is an admission refusal: a reason code and a fix-it message.
-type refusedError struct {
-	Reason  string
-	Message string
+// refuse makes a refusal of this front door. The shim's messages start
+// with the spec field they are about ("linux.cgroupsPath /a names ..."):
+// that first word, when it is one, is the refusal's Field.
+func refuse(reason, format string, args ...any) *spec.Refusal {
+	msg := fmt.Sprintf(format, args...)
+	return &spec.Refusal{Reason: reason, Field: leadingField(msg), Message: msg}
 }
 
-func (e *refusedError) Error() string {
-	return "gensee: admission refused: " + e.Message
+// specFields start the config.json paths a message may begin with.
+var specFields = []string{"linux.", "mounts[", "process.", "root.", "hooks.", "annotations"}
+
+// leadingField is msg's first word when it is a config.json path, else "".
+func leadingField(msg string) string {
+	w, _, _ := strings.Cut(msg, " ")
+	w = strings.TrimSuffix(w, ":")
+	for _, p := range specFields {
+		if strings.HasPrefix(w, p) {
+			return w
+		}
+	}
+	return ""
 }
 
-func refuse(reason, format string, args ...any) error {
-	return &refusedError{Reason: reason, Message: reason + ": " + fmt.Sprintf(format, args...)}
+// decisionRefusal is a negative admission decision as a refusal.
+func decisionRefusal(d admission.Decision) *spec.Refusal {
+	return &spec.Refusal{Reason: string(d.Reason), Message: d.Message}
 }
 
 // admitted is everything Create needs from a positive decision.
@@ -111,7 +126,7 @@ func (a *admitted) complete() error {
 	in.Observation = obs
 	d := admission.Decide(in)
 	if !d.Admitted {
-		return &refusedError{Reason: string(d.Reason), Message: d.Message}
+		return decisionRefusal(d)
 	}
 	was := a.decision
 	if d.ContractID != was.ContractID || d.ContractDigest != was.ContractDigest || d.Selector != was.Selector ||
@@ -128,8 +143,8 @@ func (a *admitted) complete() error {
 
 // observationRefusal refuses a task whose observation could not be
 // derived.
-func observationRefusal(err error) error {
-	return refuse("observation", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
+func observationRefusal(err error) *spec.Refusal {
+	return spec.Refuse("observation", "process.args", "", "cannot derive the observation from the bundle: %v; check the image's entrypoint exists inside its rootfs", err)
 }
 
 // close releases a pending observation that will not be completed.
@@ -146,7 +161,7 @@ func (a *admitted) close() {
 type catalogLoad struct {
 	done chan struct{}
 	cat  *trust.Loaded
-	err  error // a *refusedError
+	err  *spec.Refusal
 	took time.Duration
 }
 
@@ -158,18 +173,18 @@ func (s *service) loadCatalog(cfg config.Config) *catalogLoad {
 		defer func() { l.took = time.Since(t) }()
 		anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
 		if err != nil {
-			l.err = refuse("trust_anchor", "%v", err)
+			l.err = spec.Refuse("trust_anchor", "trust_anchor", "", "%v", err)
 			return
 		}
 		if l.cat, err = trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), s.now()); err != nil {
-			l.err = refuse("catalog", "%v", err)
+			l.err = spec.Refuse("catalog", "catalog", "", "%v", err)
 		}
 	}()
 	return l
 }
 
 // wait returns the loaded catalog or the refusal, and how long it took.
-func (l *catalogLoad) wait() (*trust.Loaded, time.Duration, error) {
+func (l *catalogLoad) wait() (*trust.Loaded, time.Duration, *spec.Refusal) {
 	<-l.done
 	return l.cat, l.took, l.err
 }
@@ -234,15 +249,13 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 			}
 		}
 	}()
-	cat, catalogTook, err := load.wait()
-	if err != nil {
-		waitObserved()
-		return nil, err
-	}
+	cat, catalogTook, rf := load.wait()
 	waitObserved()
-	var re *refusedError
-	if errors.As(o.err, &re) {
-		return nil, re
+	if rf != nil {
+		return nil, rf
+	}
+	if rf, ok := spec.AsRefusal(o.err); ok {
+		return nil, rf
 	}
 	if o.err != nil {
 		return nil, observationRefusal(o.err)
@@ -268,9 +281,10 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		}
 	}
 	if !adm.decision.Admitted {
-		return nil, &refusedError{Reason: string(adm.decision.Reason), Message: adm.decision.Message}
+		return nil, decisionRefusal(adm.decision)
 	}
 	if adm.pending == nil && adm.obsDigest == "" {
+		var err error
 		if adm.obsDigest, err = o.obs.Digest(); err != nil {
 			adm.close()
 			return nil, fmt.Errorf("digest observation: %w", err)
@@ -383,7 +397,7 @@ func observeTree(tree string, oci *specs.Spec) (*observe.Pending, error) {
 		p.Close()
 		var ce *observe.CoveredError
 		if errors.As(err, &ce) {
-			return nil, refuse("entrypoint_mount", "%v; mount somewhere else, or bake the program into the image", ce)
+			return nil, spec.Refuse("entrypoint_mount", "", "mount somewhere else, or bake the program into the image", "%v", ce)
 		}
 		return nil, err
 	}
@@ -402,11 +416,11 @@ func ownsSnapshot(r *taskAPI.CreateTaskRequest, oci *specs.Spec) bool {
 // the gate reads the snapshot); without one it is a host directory the
 // caller chose, which must be read-only and no runtime's or kernel's tree.
 // It is replaced by the path its symlinks resolve to.
-func checkRoot(r *taskAPI.CreateTaskRequest, oci *specs.Spec, op specpolicy.Operator) error {
+func checkRoot(r *taskAPI.CreateTaskRequest, oci *specs.Spec, op specpolicy.Operator) *spec.Refusal {
 	root, own := rootPath(r, oci)
 	if len(r.Rootfs) > 0 {
 		if !own {
-			return refuse("root_path", "root.path %s is not the bundle's rootfs, where the task's snapshot is mounted; leave root.path as \"rootfs\"", root)
+			return spec.Refuse("root_path", "root.path", "leave root.path as \"rootfs\"", "root.path %s is not the bundle's rootfs, where the task's snapshot is mounted", root)
 		}
 		return nil
 	}
@@ -419,9 +433,10 @@ func checkRoot(r *taskAPI.CreateTaskRequest, oci *specs.Spec, op specpolicy.Oper
 		return nil // the bundle's own rootfs directory, no symlink out of it
 	}
 	if err := specpolicy.CheckRootPath(resolved, ro, op); err != nil {
-		var rf *specpolicy.Refusal
-		errors.As(err, &rf)
-		return &refusedError{Reason: rf.Rule, Message: rf.Error()}
+		if rf, ok := spec.AsRefusal(err); ok {
+			return rf
+		}
+		return refuse("root_path", "root.path %s: %v", resolved, err)
 	}
 	if oci.Root == nil {
 		oci.Root = &specs.Root{}
@@ -447,16 +462,38 @@ func rootPath(r *taskAPI.CreateTaskRequest, oci *specs.Spec) (string, bool) {
 // refused keeps a refusal that never became an operation — in the
 // refusals log and as an admission_denied event — and returns the error the
 // client sees: PermissionDenied with the reason and the fix.
-func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id string, re *refusedError) error {
-	loggerFor(ctx, id).WithField("reason", re.Reason).Warn(re.Message)
+func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id string, rf *spec.Refusal) error {
+	loggerFor(ctx, id).WithField("reason", rf.Reason).Warn(rf.Text())
 	st := record.Store{Dir: cfg.StateDir}
-	if err := st.AppendRefusal(refusal{At: s.now().UTC(), Namespace: namespace, ContainerID: id, Reason: re.Reason, Message: re.Message}); err != nil {
+	rec := rf.Record(s.now())
+	rec.Namespace, rec.ContainerID, rec.Runtime = namespace, id, RuntimeName
+	if err := st.AppendRefusal(rec); err != nil {
 		loggerFor(ctx, id).WithError(err).Error("record admission refusal")
 	}
-	ev := spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: re.Reason,
-		Detail: re.Message, Target: id, At: s.now().UTC()}
+	ev := spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Reason,
+		Detail: rf.Text(), Target: id, At: s.now().UTC()}
 	if err := events.Publish(s.ctx, s.pub, events.Sanitize(ev)); err != nil {
 		loggerFor(ctx, id).WithError(err).Warn("publish admission_denied")
 	}
-	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", re.Error())
+	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rf.Error())
+}
+
+// refusedOr answers a Create that failed with err: a refusal as refused
+// does, any other error as the internal error it is.
+func (s *service) refusedOr(ctx context.Context, cfg config.Config, namespace, id string, err error) error {
+	if rf, ok := spec.AsRefusal(err); ok {
+		return s.refused(ctx, cfg, namespace, id, rf)
+	}
+	return errgrpc.ToGRPC(err)
+}
+
+// rolledBack is rf for a task the inner Create made and the shim then
+// rolled back.
+func rolledBack(rf *spec.Refusal) *spec.Refusal {
+	out := *rf
+	if out.Fix != "" {
+		out.Fix += "; "
+	}
+	out.Fix += "task rolled back"
+	return &out
 }

@@ -3,7 +3,6 @@ package service
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,8 +94,37 @@ func TestAdmittedComplete(t *testing.T) {
 
 	adm, _ = completeFixture(t)
 	adm.decision.ContractID = "other" // created under another contract than the hash gives
-	var re *refusedError
-	if err := adm.complete(); !errors.As(err, &re) || re.Reason != "observation" || !strings.Contains(re.Message, "differs") {
-		t.Fatalf("complete of a differing decision = %v, want an observation refusal", err)
+	if rf, ok := spec.AsRefusal(adm.complete()); !ok || rf.Reason != "observation" || !strings.Contains(rf.Message, "differs") {
+		t.Fatalf("complete of a differing decision = %v, want an observation refusal", rf)
+	}
+}
+
+// isRefusal reports whether err is a refusal for reason.
+func isRefusal(err error, reason string) bool {
+	rf, ok := spec.AsRefusal(err)
+	return ok && rf.Reason == reason
+}
+
+// A shim message that starts with a config.json path gives the refusal its
+// Field; a rolled-back refusal keeps its sentence and says so.
+func TestRefuseField(t *testing.T) {
+	for msg, want := range map[string]string{
+		"linux.cgroupsPath /a names an existing cgroup":   "linux.cgroupsPath",
+		"linux.namespaces[2].path \"/p\" (network): gone": "linux.namespaces[2].path",
+		"root.path /x: no such file":                      "root.path",
+		"mounts[3]: bind":                                 "mounts[3]",
+		"the task's stdout \"x\" is not allowed":          "",
+		"linuxish text":                                   "",
+	} {
+		if rf := refuse("r", "%s", msg); rf.Field != want || rf.Message != msg {
+			t.Errorf("refuse(%q) = field %q message %q, want field %q", msg, rf.Field, rf.Message, want)
+		}
+	}
+	rf := spec.Refuse("observation", "process.args", "create the task again", "the decision differs")
+	if got, want := rolledBack(rf).Error(), rf.Error()+"; task rolled back"; got != want || rf.Fix != "create the task again" {
+		t.Errorf("rolledBack = %q, want %q (and rf unchanged: %q)", got, want, rf.Fix)
+	}
+	if got := rolledBack(refuse("r", "m")).Error(); got != spec.RefusalPrefix+"r: m; task rolled back" {
+		t.Errorf("rolledBack without a fix = %q", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/spec"
 )
 
 // boundSource is a bind source as admission checked it: the mount's
@@ -36,7 +37,7 @@ func isBind(m specs.Mount) bool {
 // (which refuses it: runc would resolve it through the image's files); a
 // source that does not resolve is refused: runc could only bind it if it
 // appeared later, unchecked.
-func resolveBindSources(s *specs.Spec) ([]boundSource, error) {
+func resolveBindSources(s *specs.Spec) ([]boundSource, *spec.Refusal) {
 	var out []boundSource
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
@@ -45,11 +46,11 @@ func resolveBindSources(s *specs.Spec) ([]boundSource, error) {
 		}
 		r, err := filepath.EvalSymlinks(m.Source)
 		if err != nil {
-			return nil, refuse("bind_source", "mounts[%d] source %s: %v; bind an existing host path", i, m.Source, err)
+			return nil, spec.Refuse("bind_source", fmt.Sprintf("mounts[%d].source", i), "bind an existing host path", "mounts[%d].source %s: %v", i, m.Source, err)
 		}
 		var st unix.Stat_t
 		if err := unix.Stat(r, &st); err != nil {
-			return nil, refuse("bind_source", "mounts[%d] source %s: %v; bind an existing host path", i, r, err)
+			return nil, spec.Refuse("bind_source", fmt.Sprintf("mounts[%d].source", i), "bind an existing host path", "mounts[%d].source %s: %v", i, r, err)
 		}
 		m.Source = r
 		out = append(out, boundSource{index: i, dest: m.Destination, dev: st.Dev, ino: st.Ino})

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/spec"
 )
 
 // Namespaces joined by path are an allowlist anchored on the pod sandbox.
@@ -74,7 +76,7 @@ var (
 // checkJoinPaths applies the allowlist above to every namespace s joins
 // by path. It returns whether the netns was admitted as one no process is
 // in, which the bind checks again on the init.
-func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, err error) {
+func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, rf *spec.Refusal) {
 	if s.Linux == nil {
 		return false, nil
 	}
@@ -89,8 +91,8 @@ func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, er
 			if ns.Type != specs.NetworkNamespace {
 				return false, refuse("namespace_path", "%s: outside a Kubernetes pod a container joins only a network namespace by path; another container's %s namespace would let the workload see or reach into it (its processes, their sockets through pidfd_getfd, its rootfs through /proc/<pid>/root); drop the path and let the runtime make the container its own", field, ns.Type)
 			}
-			if err := netnsUnoccupied(ns, field, ids); err != nil {
-				return false, err
+			if rf := netnsUnoccupied(ns, field, ids); rf != nil {
+				return false, rf
 			}
 			alone = true
 		case sc.sandbox:
@@ -100,8 +102,8 @@ func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, er
 			if ns.Type == specs.NetworkNamespace {
 				// CNI's netns, pinned and empty: a sandbox never joins one
 				// a process is in (another pod's, a container's).
-				if err := netnsUnoccupied(ns, field, ids); err != nil {
-					return false, err
+				if rf := netnsUnoccupied(ns, field, ids); rf != nil {
+					return false, rf
 				}
 				alone = true
 			}
@@ -110,6 +112,7 @@ func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, er
 				return false, refuse("namespace_path", "%s: a pod's container joins only its sandbox's network, ipc, uts, pid and user namespaces; drop the path", field)
 			}
 			if pod == nil {
+				var err error
 				if pod, err = sandboxNamespaces(sc, ids); err != nil {
 					return false, refuse("namespace_path", "%s: %v", field, err)
 				}
@@ -124,7 +127,7 @@ func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, er
 
 // netnsUnoccupied requires the network namespace ns names to hold no
 // process.
-func netnsUnoccupied(ns specs.LinuxNamespace, field string, ids nsIdentity) error {
+func netnsUnoccupied(ns specs.LinuxNamespace, field string, ids nsIdentity) *spec.Refusal {
 	id, err := ids.ofPath(ns.Path, ns.Type)
 	if err != nil {
 		return refuse("namespace_path", "%s: %v; join an existing network namespace file (e.g. /var/run/netns/NAME)", field, err)

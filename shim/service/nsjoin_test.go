@@ -128,19 +128,18 @@ func TestCheckJoinPaths(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := podFake()
-			alone, err := checkJoinPaths(withPaths(tc.paths), tc.scope, f)
+			alone, rf := checkJoinPaths(withPaths(tc.paths), tc.scope, f)
 			if tc.rule == "" {
-				if err != nil || alone != tc.alone {
-					t.Fatalf("got alone=%v %v, want admitted, alone=%v", alone, err, tc.alone)
+				if rf != nil || alone != tc.alone {
+					t.Fatalf("got alone=%v %v, want admitted, alone=%v", alone, rf, tc.alone)
 				}
 				return
 			}
-			var re *refusedError
-			if !errors.As(err, &re) || re.Reason != tc.rule {
-				t.Fatalf("got %v, want refusal %s", err, tc.rule)
+			if rf == nil || rf.Reason != tc.rule {
+				t.Fatalf("got %v, want refusal %s", rf, tc.rule)
 			}
-			if !strings.Contains(re.Message, tc.field) || !strings.Contains(re.Message, "linux.namespaces[") {
-				t.Fatalf("refusal %q does not name %q", re.Message, tc.field)
+			if !strings.Contains(rf.Message, tc.field) || !strings.HasPrefix(rf.Field, "linux.namespaces[") || !strings.HasPrefix(rf.Message, rf.Field+" ") {
+				t.Fatalf("refusal %q (field %q) does not name %q", rf.Message, rf.Field, tc.field)
 			}
 		})
 	}

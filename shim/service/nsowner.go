@@ -5,10 +5,10 @@ import (
 	"os"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/gensee/gensee/shim/nsfile"
+	"github.com/gensee/gensee/spec"
 )
 
 // The namespace helpers live in shim/nsfile (shared with the OCI hooks
@@ -29,10 +29,10 @@ var (
 // inside it): any other owner has a root the capability policy does not
 // bind. It returns the namespace's identity, which bind compares with the
 // netns the init really joined.
-func checkJoinedNetns(path string, u userns) (nsID, error) {
+func checkJoinedNetns(path string, u userns) (nsID, *spec.Refusal) {
 	f, err := openNamespace(path, unix.CLONE_NEWNET)
 	if err != nil {
-		return nsID{}, refuse("netns_path", "linux.namespaces network path %q: %v; join an existing network namespace file (e.g. /var/run/netns/NAME)", path, err)
+		return nsID{}, spec.Refuse("netns_path", "linux.namespaces", "join an existing network namespace file (e.g. /var/run/netns/NAME)", "linux.namespaces network path %q: %v", path, err)
 	}
 	defer f.Close()
 	ok, err := ownedByInitialUserns(f)
@@ -49,9 +49,13 @@ func checkJoinedNetns(path string, u userns) (nsID, error) {
 		}
 	}
 	if !ok {
-		return nsID{}, refuse("netns_foreign_userns", "linux.namespaces network path %q is owned by a user namespace that is neither the host's nor the container's own, whose root can delete the container's network table; join a network namespace created by host root or by the container's user namespace", path)
+		return nsID{}, spec.Refuse("netns_foreign_userns", "linux.namespaces", "join a network namespace created by host root or by the container's user namespace", "linux.namespaces network path %q is owned by a user namespace that is neither the host's nor the container's own, whose root can delete the container's network table", path)
 	}
-	return nsIDOf(f)
+	id, err := nsIDOf(f)
+	if err != nil {
+		return nsID{}, refuse("netns_path", "linux.namespaces network path %q: %v", path, err)
+	}
+	return id, nil
 }
 
 // checkJoinedUserns refuses a user namespace joined by path unless it sits
@@ -62,16 +66,20 @@ func checkJoinedNetns(path string, u userns) (nsID, error) {
 // a pod's user namespace with the effective uid its root maps to (a uid
 // from the kubelet's range, above the first 65536 host ids), so that
 // owner is accepted when the spec maps container root to it.
-func checkJoinedUserns(path string, mappings []specs.LinuxIDMapping) (nsID, error) {
+func checkJoinedUserns(path string, mappings []specs.LinuxIDMapping) (nsID, *spec.Refusal) {
 	f, err := openNamespace(path, unix.CLONE_NEWUSER)
 	if err != nil {
-		return nsID{}, refuse("userns_path", "linux.namespaces user path %q: %v; join a user namespace file", path, err)
+		return nsID{}, spec.Refuse("userns_path", "linux.namespaces", "join a user namespace file", "linux.namespaces user path %q: %v", path, err)
 	}
 	defer f.Close()
 	if err := usernsOwnedForContainer(f, mappings); err != nil {
-		return nsID{}, refuse("userns_foreign_owner", "linux.namespaces user path %q: %v; join a user namespace host root made (a pod's)", path, err)
+		return nsID{}, spec.Refuse("userns_foreign_owner", "linux.namespaces", "join a user namespace host root made (a pod's)", "linux.namespaces user path %q: %v", path, err)
 	}
-	return nsIDOf(f)
+	id, err := nsIDOf(f)
+	if err != nil {
+		return nsID{}, refuse("userns_path", "linux.namespaces user path %q: %v", path, err)
+	}
+	return id, nil
 }
 
 // usernsOwnedForContainer is checkJoinedUserns's rule on an open user

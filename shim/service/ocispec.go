@@ -3,9 +3,10 @@ package service
 import (
 	"os"
 
-	"github.com/gensee/gensee/spec"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/spec"
 )
 
 // capNetRaw opens AF_PACKET sockets, which bypass the inet hooks.
@@ -20,14 +21,6 @@ const (
 	netnsHost    = spec.NetnsHost
 )
 
-// specRefusal is a spec that can never be admitted; it names the rule.
-type specRefusal struct {
-	Rule string
-	Msg  string
-}
-
-func (e *specRefusal) Error() string { return e.Rule + ": " + e.Msg }
-
 // userns says whether and how a container has a user namespace.
 type userns struct {
 	has  bool   // the spec lists a user namespace
@@ -41,9 +34,9 @@ type userns struct {
 // namespace holds capabilities only over namespaces it creates), and the
 // netns checks (checkJoinedNetns, checkNetns) accept a netns owned by the
 // container's own user namespace, never by a third one.
-func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, u userns, err error) {
+func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, u userns, rf *spec.Refusal) {
 	if s.Process == nil {
-		return "", "", u, &specRefusal{"no_process", "the spec has no process; gensee only runs containers with a process"}
+		return "", "", u, spec.Refuse("no_process", "process", "", "the spec has no process; gensee only runs containers with a process")
 	}
 	kind = netnsHost
 	if s.Linux != nil {
@@ -105,7 +98,7 @@ var hostNamespaces = map[specs.LinuxNamespaceType]struct {
 // let the container's processes move between the cgroups under it, out of
 // the one the table binds), and a pid or ipc namespace only when it is not
 // the host's.
-func refuseJoinedNamespaces(s *specs.Spec) error {
+func refuseJoinedNamespaces(s *specs.Spec) *spec.Refusal {
 	if s.Linux == nil {
 		return nil
 	}

@@ -1,8 +1,6 @@
 package service
 
 import (
-	"errors"
-
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 
 	"github.com/gensee/gensee/shim/config"
@@ -24,10 +22,5 @@ func checkRootfs(r *taskAPI.CreateTaskRequest, cfg config.Config) error {
 	for _, m := range r.Rootfs {
 		ms = append(ms, specpolicy.RootfsMount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
 	}
-	err := specpolicy.CheckRootfs(ms, cfg.ContainerdRoot, &hostfacts.RootfsHost{})
-	var rf *specpolicy.Refusal
-	if errors.As(err, &rf) {
-		return &refusedError{Reason: rf.Rule, Message: rf.Error()}
-	}
-	return err
+	return specpolicy.CheckRootfs(ms, cfg.ContainerdRoot, &hostfacts.RootfsHost{})
 }

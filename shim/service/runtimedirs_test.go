@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 
@@ -48,11 +47,10 @@ func TestRuntimeStateDirs(t *testing.T) {
 			t.Fatal(err)
 		}
 		op := specpolicy.Operator{StateDirs: dirs, OOMScoreAdjFloor: -1000}
-		var rf *specpolicy.Refusal
-		if _, err := specpolicy.CheckSpec(spec, specpolicy.Grants{}, op); !errors.As(err, &rf) || rf.Rule != specpolicy.RuleRuntimeSocket {
+		if _, err := specpolicy.CheckSpec(spec, specpolicy.Grants{}, op); !isRefusal(err, specpolicy.RuleRuntimeSocket) {
 			t.Errorf("a read-only bind of %s: %v, want %s", src, err, specpolicy.RuleRuntimeSocket)
 		}
-		if err := specpolicy.CheckRootPath(src, true, op); !errors.As(err, &rf) || rf.Rule != specpolicy.RuleRuntimeSocket {
+		if err := specpolicy.CheckRootPath(src, true, op); !isRefusal(err, specpolicy.RuleRuntimeSocket) {
 			t.Errorf("root.path %s: %v, want %s", src, err, specpolicy.RuleRuntimeSocket)
 		}
 		// The operator's state_dir alone (before): the k3s root was bindable.

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/spec"
 )
 
 // holdStdio admits the stdio URIs of a task (CreateTaskRequest) or an
@@ -27,7 +29,7 @@ import (
 // client that swaps the path for a symlink to a host file after the check
 // gains nothing. The returned stdio keeps the files open until release,
 // and maps the paths back for State.
-func holdStdio(verb string, stdin, stdout, stderr *string, allow []string) (*heldStdio, error) {
+func holdStdio(verb string, stdin, stdout, stderr *string, allow []string) (*heldStdio, *spec.Refusal) {
 	h := &heldStdio{}
 	for _, s := range []struct {
 		name string
@@ -39,7 +41,7 @@ func holdStdio(verb string, stdin, stdout, stderr *string, allow []string) (*hel
 		f, err := checkStdioURI(*s.uri, allow)
 		if err != nil {
 			h.release()
-			return nil, refuse("stdio_uri", "the %s's %s %q %v", verb, s.name, *s.uri, err)
+			return nil, spec.Refuse("stdio_uri", s.name, "", "the %s's %s %q %v", verb, s.name, *s.uri, err)
 		}
 		if f != nil {
 			h.files = append(h.files, f)

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,20 +49,19 @@ func TestCheckStdio(t *testing.T) {
 		{"http://example/x", false},
 	} {
 		in, out, errp := "", tc.uri, ""
-		h, err := holdStdio("task", &in, &out, &errp, allow)
+		h, rf := holdStdio("task", &in, &out, &errp, allow)
 		h.release()
-		if tc.ok != (err == nil) {
-			t.Errorf("%q: %v, want admitted %v", tc.uri, err, tc.ok)
+		if tc.ok != (rf == nil) {
+			t.Errorf("%q: %v, want admitted %v", tc.uri, rf, tc.ok)
 			continue
 		}
-		var re *refusedError
-		if err != nil && (!errors.As(err, &re) || re.Reason != "stdio_uri" || !strings.Contains(re.Message, "stdout")) {
-			t.Errorf("%q: %v, want a stdio_uri refusal naming stdout", tc.uri, err)
+		if rf != nil && (rf.Reason != "stdio_uri" || rf.Field != "stdout" || !strings.Contains(rf.Message, "stdout")) {
+			t.Errorf("%q: %v, want a stdio_uri refusal naming stdout", tc.uri, rf)
 		}
 	}
 	in, out, errp := "file:///etc/shadow", "", ""
-	if _, err := holdStdio("exec", &in, &out, &errp, nil); err == nil || !strings.Contains(err.Error(), "exec's stdin") {
-		t.Errorf("exec stdin file://: %v", err)
+	if _, rf := holdStdio("exec", &in, &out, &errp, nil); rf == nil || !strings.Contains(rf.Error(), "exec's stdin") {
+		t.Errorf("exec stdin file://: %v", rf)
 	}
 }
 

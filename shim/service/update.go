@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/errdefs"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/spec"
 )
 
 // Update admits a resource update (ctr task update, CRI
@@ -24,10 +24,9 @@ func (s *service) Update(ctx context.Context, r *taskAPI.UpdateTaskRequest) (*em
 		return nil, err
 	}
 	if err := specpolicy.CheckResources(&res, "resources"); err != nil {
-		var rf *specpolicy.Refusal
-		if errors.As(err, &rf) {
-			op.logger(ctx).WithField("reason", rf.Rule).Warn(rf.Error())
-			return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: update refused: %s", rf.Error())
+		if rf, ok := spec.AsRefusal(err); ok {
+			op.logger(ctx).WithField("reason", rf.Reason).Warn(rf.Text())
+			return nil, errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: update refused: %s", rf.Text())
 		}
 		return nil, errgrpc.ToGRPC(err)
 	}

@@ -51,7 +51,7 @@ func CheckGrants(caps []string) error {
 	return nil
 }
 
-func checkName(c, field, who string) *Refusal {
+func checkName(c, field, who string) *spec.Refusal {
 	if spec.KnownCapability(c) {
 		return nil
 	}

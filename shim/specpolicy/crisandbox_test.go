@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gensee/gensee/spec"
 )
 
 func TestStateFromBundle(t *testing.T) {
@@ -109,22 +111,22 @@ func TestCheckSpecK3sSandboxFiles(t *testing.T) {
 		return &Operator{WritableBindRoots: []string{"/var/lib/kubelet/pods"}, SandboxID: criSandbox, OOMScoreAdjFloor: -998,
 			CRISandboxDirs: CRISandboxDirs("/var/lib/rancher/k3s/agent/containerd", "/run/k3s/containerd")}
 	}
-	spec := criContainerSpec(t)
-	for i, m := range spec.Mounts {
-		spec.Mounts[i].Source = strings.Replace(strings.Replace(m.Source, "/var/lib/containerd/", "/var/lib/rancher/k3s/agent/containerd/", 1), "/run/containerd/", "/run/k3s/containerd/", 1)
+	cs := criContainerSpec(t)
+	for i, m := range cs.Mounts {
+		cs.Mounts[i].Source = strings.Replace(strings.Replace(m.Source, "/var/lib/containerd/", "/var/lib/rancher/k3s/agent/containerd/", 1), "/run/containerd/", "/run/k3s/containerd/", 1)
 	}
-	if _, err := CheckSpec(spec, Grants{}, *k3s()); err != nil {
+	if _, err := CheckSpec(cs, Grants{}, *k3s()); err != nil {
 		t.Fatalf("k3s pod spec with k3s dirs: %v", err)
 	}
 	stock := k3s()
 	stock.CRISandboxDirs = nil
-	var rf *Refusal
-	if _, err := CheckSpec(spec, Grants{}, *stock); !errors.As(err, &rf) || rf.Rule != RuleWritableHostPath {
+	var rf *spec.Refusal
+	if _, err := CheckSpec(cs, Grants{}, *stock); !errors.As(err, &rf) || rf.Reason != RuleWritableHostPath {
 		t.Errorf("k3s pod spec with the stock dirs: %v, want %s", err, RuleWritableHostPath)
 	}
 	other := k3s()
 	other.SandboxID = "another-pod"
-	if _, err := CheckSpec(spec, Grants{}, *other); !errors.As(err, &rf) {
+	if _, err := CheckSpec(cs, Grants{}, *other); !errors.As(err, &rf) {
 		t.Errorf("another pod's files: %v, want a refusal", err)
 	}
 }

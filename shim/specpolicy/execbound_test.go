@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/spec"
 )
 
 // TestCheckExecBound checks an exec against its init's rules: the same
@@ -48,8 +50,8 @@ func TestCheckExecBound(t *testing.T) {
 	} {
 		p := same()
 		c.mut(p)
-		var rf *Refusal
-		if _, err := CheckExecBound(p, init); !errors.As(err, &rf) || rf.Rule != c.rule || rf.Field != c.field {
+		var rf *spec.Refusal
+		if _, err := CheckExecBound(p, init); !errors.As(err, &rf) || rf.Reason != c.rule || rf.Field != c.field {
 			t.Errorf("%s: %v, want %s at %s", name, err, c.rule, c.field)
 		}
 	}

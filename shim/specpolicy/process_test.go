@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/spec"
 )
 
 // TestProcessPowers: what runc applies as root beyond the process's own
@@ -69,8 +71,8 @@ func checkRule(t *testing.T, at string, err error, rule, field string) {
 		}
 		return
 	}
-	var r *Refusal
-	if !errors.As(err, &r) || r.Rule != rule || r.Field != field {
+	var r *spec.Refusal
+	if !errors.As(err, &r) || r.Reason != rule || r.Field != field {
 		t.Fatalf("%s: got %v (%+v), want %s at %s", at, err, r, rule, field)
 	}
 }

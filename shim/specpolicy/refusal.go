@@ -1,15 +1,18 @@
 package specpolicy
 
-import "fmt"
+import (
+	"fmt"
 
-// Refusal is an admission refusal. Rule is a stable snake_case code, Field the JSON path
-// of the offending spec field, Msg one operator-facing sentence that says what to do.
-type Refusal struct{ Rule, Field, Msg string }
+	"github.com/gensee/gensee/spec"
+)
 
-func (r *Refusal) Error() string { return r.Rule + ": " + r.Msg }
-
-func refuse(rule, field, format string, args ...any) *Refusal {
-	return &Refusal{Rule: rule, Field: field, Msg: fmt.Sprintf(format, args...)}
+// refuse makes a spec policy refusal (a *spec.Refusal, the one every front
+// door returns): rule is a stable snake_case code, field the JSON path of
+// the offending spec field, and the message one operator-facing sentence
+// that says what to do. The message starts with the field, so the one line
+// a door shows names it too.
+func refuse(rule, field, format string, args ...any) *spec.Refusal {
+	return &spec.Refusal{Reason: rule, Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
 }
 
 // Rule codes. They are part of the records and of the wiring: never rename one.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/spec"
 )
 
 // fakeRootfsHost answers CheckRootfs: every path is a directory reached
@@ -139,14 +141,14 @@ func TestCheckRootfs(t *testing.T) {
 				}
 				return
 			}
-			var rf *Refusal
+			var rf *spec.Refusal
 			if !errors.As(err, &rf) {
 				t.Fatalf("admitted (%v), want a refusal at %s", err, tc.field)
 			}
-			if rf.Rule != RuleRootfsMount || rf.Field != tc.field {
-				t.Fatalf("refusal %s at %s, want %s at %s: %v", rf.Rule, rf.Field, RuleRootfsMount, tc.field, rf)
+			if rf.Reason != RuleRootfsMount || rf.Field != tc.field {
+				t.Fatalf("refusal %s at %s, want %s at %s: %v", rf.Reason, rf.Field, RuleRootfsMount, tc.field, rf)
 			}
-			if !strings.Contains(rf.Msg, "; ") && !strings.Contains(rf.Msg, ": ") {
+			if msg := strings.TrimPrefix(rf.Message, rf.Field+": "); !strings.Contains(msg, "; ") && !strings.Contains(msg, ": ") {
 				t.Fatalf("refusal without a fix: %v", rf)
 			}
 		})
@@ -158,7 +160,7 @@ func TestCheckRootfs(t *testing.T) {
 func TestCheckRootfsHostRoot(t *testing.T) {
 	host := fakeRootfsHost{mounted: map[string]MountedFS{"/": {Root: true, Type: "ext4", Beneath: 30}}}
 	err := CheckRootfs([]RootfsMount{{Type: "bind", Source: "/", Options: []string{"rbind", "rw"}}}, ctrdRoot, host)
-	if err == nil || !strings.Contains(err.Error(), "rootfs_mount: the rootfs binds host path /,") || !strings.Contains(err.Error(), "read-only root.path") {
+	if err == nil || !strings.Contains(err.Error(), "rootfs_mount: rootfs[0].source: the rootfs binds host path /,") || !strings.Contains(err.Error(), "read-only root.path") {
 		t.Fatalf("bind of /: %v", err)
 	}
 }

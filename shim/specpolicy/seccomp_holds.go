@@ -24,11 +24,17 @@ func MergeSeccomp(old *specs.LinuxSeccomp) (*specs.LinuxSeccomp, Seccomp, error)
 // type, io_uring_* and socketcall; and no 32-bit x86 ABI while any socket is allowed.
 // It decides conservatively: a condition it cannot evaluate may or may not match, so an
 // allowing rule with one counts as allowing, and a refusing rule with one does not count
-// as refusing. The error is a *Refusal whose fix names the profile to use.
+// as refusing. The error is a *spec.Refusal; when the profile is weaker, its Fix is fix
+// (the profile to use).
 func SeccompHolds(p *specs.LinuxSeccomp, fix string) error {
 	const field = "linux.seccomp"
+	weaker := func(format string, args ...any) error {
+		rf := refuse(RuleSeccompWeaker, field, format, args...)
+		rf.Fix = fix
+		return rf
+	}
 	if p == nil {
-		return refuse(RuleSeccompWeaker, field, "the container runs without a seccomp profile, so AF_PACKET, AF_VSOCK and the other socket families nftables cannot see stay open, and this front door cannot add one; %s", fix)
+		return weaker("the container runs without a seccomp profile, so AF_PACKET, AF_VSOCK and the other socket families nftables cannot see stay open, and this front door cannot add one")
 	}
 	if err := checkProfile(p); err != nil {
 		return err
@@ -36,7 +42,7 @@ func SeccompHolds(p *specs.LinuxSeccomp, fix string) error {
 	def := actionOf(p.DefaultAction, p.DefaultErrnoRet)
 	for _, f := range refusedFamilies {
 		if ok, why := refusesSocket(p, def, f.af, nil); !ok {
-			return refuse(RuleSeccompWeaker, field, "the seccomp profile does not refuse socket(%s): %s; %s", f.name, why, fix)
+			return weaker("the seccomp profile does not refuse socket(%s): %s", f.name, why)
 		}
 	}
 	for q := uint64(0); q < netlinkMaxLinks; q++ {
@@ -44,16 +50,16 @@ func SeccompHolds(p *specs.LinuxSeccomp, fix string) error {
 			continue
 		}
 		if ok, why := refusesSocket(p, def, afNetlink, &q); !ok {
-			return refuse(RuleSeccompWeaker, field, "the seccomp profile does not refuse socket(AF_NETLINK, protocol %d): %s; %s", q, why, fix)
+			return weaker("the seccomp profile does not refuse socket(AF_NETLINK, protocol %d): %s", q, why)
 		}
 	}
 	for _, name := range refusedSyscalls {
 		if ok, why := refusesCall(p, def, name, nil); !ok {
-			return refuse(RuleSeccompWeaker, field, "the seccomp profile does not refuse %s: %s; %s", name, why, fix)
+			return weaker("the seccomp profile does not refuse %s: %s", name, why)
 		}
 	}
 	if slices.Contains(p.Architectures, specs.ArchX86) && allowsSocket(p.Syscalls) {
-		return refuse(RuleSeccompWeaker, field, "the seccomp profile lists SCMP_ARCH_X86 and allows socket(2), which libseccomp maps onto socketcall(2) without its arguments there; %s", fix)
+		return weaker("the seccomp profile lists SCMP_ARCH_X86 and allows socket(2), which libseccomp maps onto socketcall(2) without its arguments there")
 	}
 	return nil
 }

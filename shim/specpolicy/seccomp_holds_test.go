@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gensee/gensee/spec"
 )
 
 func TestSeccompHolds(t *testing.T) {
@@ -38,8 +40,8 @@ func TestSeccompHolds(t *testing.T) {
 			Args: []specs.LinuxSeccompArg{{Index: 1, Value: 3, Op: specs.OpEqualTo}}}}},
 	} {
 		err := SeccompHolds(p, "fix")
-		var rf *Refusal
-		if !errors.As(err, &rf) || (rf.Rule != RuleSeccompWeaker && rf.Rule != RuleSeccompProfile) {
+		var rf *spec.Refusal
+		if !errors.As(err, &rf) || (rf.Reason != RuleSeccompWeaker && rf.Reason != RuleSeccompProfile) {
 			t.Errorf("%s: want a refusal, got %v", name, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // CheckSpec admits the whole container spec (init process included) and narrows it in
 // place. Every check runs before the first change, so a refused spec is left as it was.
-// The error is a *Refusal.
+// The error is a *spec.Refusal.
 func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 	var res Result
 	if s == nil {

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/spec"
 )
 
 func clone(t testing.TB, s *specs.Spec) *specs.Spec {
@@ -252,14 +255,14 @@ func TestCheckSpecRefusals(t *testing.T) {
 			tc.mutate(s)
 			before := clone(t, s)
 			_, err := CheckSpec(s, tc.g, tc.op)
-			var r *Refusal
+			var r *spec.Refusal
 			if !errors.As(err, &r) {
 				t.Fatalf("want refusal %s, got %v", tc.rule, err)
 			}
-			if r.Rule != tc.rule || r.Field != tc.field {
-				t.Fatalf("got %s at %s (%s), want %s at %s", r.Rule, r.Field, r.Msg, tc.rule, tc.field)
+			if r.Reason != tc.rule || r.Field != tc.field {
+				t.Fatalf("got %s at %s (%s), want %s at %s", r.Reason, r.Field, r.Message, tc.rule, tc.field)
 			}
-			if r.Error() != r.Rule+": "+r.Msg || r.Msg == "" {
+			if r.Text() != r.Reason+": "+r.Message || !strings.HasPrefix(r.Message, r.Field+": ") || r.Message == r.Field+": " {
 				t.Errorf("bad message %q", r.Error())
 			}
 			if !reflect.DeepEqual(before, clone(t, s)) {
@@ -412,8 +415,8 @@ func TestCheckProcess(t *testing.T) {
 
 	p = ctrDefaultSpec(t).Process
 	addCaps(p.Capabilities, "CAP_SYS_ADMIN")
-	var r *Refusal
-	if _, err := CheckProcess(p, Grants{}, Operator{}); !errors.As(err, &r) || r.Rule != RuleRefusedCapability {
+	var r *spec.Refusal
+	if _, err := CheckProcess(p, Grants{}, Operator{}); !errors.As(err, &r) || r.Reason != RuleRefusedCapability {
 		t.Fatalf("exec with CAP_SYS_ADMIN: %v", err)
 	}
 }
@@ -423,13 +426,13 @@ func TestCheckGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range Never {
-		var r *Refusal
-		if err := CheckGrants([]string{c}); !errors.As(err, &r) || r.Rule != RuleRefusedCapability || r.Field != "capabilities[0]" {
+		var r *spec.Refusal
+		if err := CheckGrants([]string{c}); !errors.As(err, &r) || r.Reason != RuleRefusedCapability || r.Field != "capabilities[0]" {
 			t.Errorf("%s: %v", c, err)
 		}
 	}
-	var r *Refusal
-	if err := CheckGrants([]string{"sys_nice"}); !errors.As(err, &r) || r.Rule != RuleUnknownCapability {
+	var r *spec.Refusal
+	if err := CheckGrants([]string{"sys_nice"}); !errors.As(err, &r) || r.Reason != RuleUnknownCapability {
 		t.Errorf("lower case: %v", err)
 	}
 	if slices.Contains(Default, capNetRaw) || len(Default) != 13 {
@@ -456,8 +459,8 @@ func TestRecursiveBindSubmounts(t *testing.T) {
 		s := ctrDefaultSpec(t)
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: tc.src, Options: []string{"rbind", tc.opts}})
 		_, err := CheckSpec(s, Grants{}, op)
-		var r *Refusal
-		if got := errors.As(err, &r) && r.Rule == RuleWritableKernelMount; got != tc.refused {
+		var r *spec.Refusal
+		if got := errors.As(err, &r) && r.Reason == RuleWritableKernelMount; got != tc.refused {
 			t.Errorf("rbind %s %s: refused %v (%v), want %v", tc.src, tc.opts, got, err, tc.refused)
 		}
 	}
@@ -474,8 +477,8 @@ func TestCheckResourcesUnified(t *testing.T) {
 		s := ctrDefaultSpec(t)
 		s.Linux.Resources.Unified = map[string]string{tc.key: "1"}
 		_, err := CheckSpec(s, Grants{}, Operator{})
-		var r *Refusal
-		if got := errors.As(err, &r) && r.Rule == RuleCgroupUnified; got != tc.refused {
+		var r *spec.Refusal
+		if got := errors.As(err, &r) && r.Reason == RuleCgroupUnified; got != tc.refused {
 			t.Errorf("unified %q: refused %v (%v), want %v", tc.key, got, err, tc.refused)
 		}
 	}
@@ -497,10 +500,10 @@ func TestWritableHostPathsAndRoot(t *testing.T) {
 		s := ctrDefaultSpec(t)
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: tc.src, Options: []string{"rbind", tc.opt}})
 		_, err := CheckSpec(s, Grants{}, op)
-		var r *Refusal
+		var r *spec.Refusal
 		got := ""
 		if errors.As(err, &r) {
-			got = r.Rule
+			got = r.Reason
 		}
 		if got != tc.rule {
 			t.Errorf("bind %s %s: %v, want %q", tc.src, tc.opt, err, tc.rule)
@@ -556,8 +559,8 @@ func TestBoundarySysctlsRefused(t *testing.T) {
 		s := ctrDefaultSpec(t)
 		s.Linux.Sysctl = map[string]string{k: "1"}
 		_, err := CheckSpec(s, Grants{}, Operator{})
-		var r *Refusal
-		if !errors.As(err, &r) || r.Rule != RuleSysctl {
+		var r *spec.Refusal
+		if !errors.As(err, &r) || r.Reason != RuleSysctl {
 			t.Errorf("%s: %v, want a sysctl refusal", k, err)
 		}
 	}
@@ -575,8 +578,8 @@ func TestBindPropagation(t *testing.T) {
 		s := ctrDefaultSpec(t)
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/srv/x", Options: []string{"bind", "ro", o}})
 		_, err := CheckSpec(s, Grants{}, Operator{})
-		var r *Refusal
-		if !errors.As(err, &r) || r.Rule != RuleMountPropagation {
+		var r *spec.Refusal
+		if !errors.As(err, &r) || r.Reason != RuleMountPropagation {
 			t.Errorf("%s: %v, want mount_propagation", o, err)
 		}
 	}
@@ -601,8 +604,8 @@ func TestRbindCarryingOtherMounts(t *testing.T) {
 	s := ctrDefaultSpec(t)
 	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/srv/outer", Options: []string{"rbind", "rro"}})
 	_, err := CheckSpec(s, Grants{}, op)
-	var r *Refusal
-	if !errors.As(err, &r) || r.Rule != RuleBindSocket {
+	var r *spec.Refusal
+	if !errors.As(err, &r) || r.Reason != RuleBindSocket {
 		t.Fatalf("rbind carrying a tmpfs: %v, want bind_socket", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/hostrun"
+	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,8 +51,8 @@ func (o *runOptions) checkCallerConfig(env *Env, invoking hostrun.Identity) erro
 	if err == nil && (!explicit || path == config.DefaultPath) {
 		return nil
 	}
-	return refusedRun(&hostrun.Refusal{Reason: hostrun.ReasonOperatorConfig, Field: field,
-		Message: fmt.Sprintf("invoked by uid %d, boundary run reads only the operator config %s", invoking.UID, config.DefaultPath),
+	return refusedRun(&spec.Refusal{Reason: hostrun.ReasonOperatorConfig, Field: field,
+		Message: fmt.Sprintf("%s: invoked by uid %d, boundary run reads only the operator config %s", field, invoking.UID, config.DefaultPath),
 		Fix:     fmt.Sprintf("drop --config and unset %s (and keep it out of sudo's env_keep); the operator sets the trust anchor and state dir in %s", config.EnvConfig, config.DefaultPath)})
 }
 
@@ -64,8 +65,8 @@ func (o *runOptions) checkCallerCatalog(invoking hostrun.Identity, cfg config.Co
 	if abs, err := filepath.Abs(o.catalog); err == nil && abs == filepath.Clean(cfg.Catalog) {
 		return nil
 	}
-	return refusedRun(&hostrun.Refusal{Reason: hostrun.ReasonCatalog, Field: "--catalog",
-		Message: fmt.Sprintf("invoked by uid %d, boundary run reads only the operator config's catalog %s", invoking.UID, cfg.Catalog),
+	return refusedRun(&spec.Refusal{Reason: hostrun.ReasonCatalog, Field: "--catalog",
+		Message: fmt.Sprintf("--catalog: invoked by uid %d, boundary run reads only the operator config's catalog %s", invoking.UID, cfg.Catalog),
 		Fix:     "drop --catalog; the operator installs the signed catalog there"})
 }
 
@@ -125,7 +126,7 @@ var quietReasons = map[string]string{
 }
 
 // quiet replaces a refusal's message that may echo a file's content.
-func (o *runOptions) quiet(rf *hostrun.Refusal) *hostrun.Refusal {
+func (o *runOptions) quiet(rf *spec.Refusal) *spec.Refusal {
 	generic, ok := quietReasons[rf.Reason]
 	if !ok {
 		return rf

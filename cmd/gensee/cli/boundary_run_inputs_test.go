@@ -10,6 +10,7 @@ import (
 	"github.com/gensee/gensee/internal/asuser"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/hostrun"
+	"github.com/gensee/gensee/spec"
 )
 
 var alice = hostrun.Identity{UID: 1000, GID: 1000, Name: "alice", Home: "/home/alice"}
@@ -58,7 +59,7 @@ func TestCallerConfig(t *testing.T) {
 			}
 			continue
 		}
-		refusedWith(t, c.name, err, "operator_config", c.field, config.DefaultPath)
+		refusedWith(t, c.name, err, "admission refused: operator_config: "+c.field+": ", config.DefaultPath)
 	}
 
 	cfg := config.Config{Catalog: "/etc/gensee/catalog.signed.json"}
@@ -79,7 +80,7 @@ func TestCallerConfig(t *testing.T) {
 			t.Errorf("catalog %s for uid %d: %v", c.catalog, c.invoking.UID, err)
 		}
 		if !c.ok {
-			refusedWith(t, "catalog "+c.catalog, err, "(catalog, --catalog)", cfg.Catalog)
+			refusedWith(t, "catalog "+c.catalog, err, "admission refused: catalog: --catalog: ", cfg.Catalog)
 		}
 	}
 }
@@ -88,7 +89,7 @@ func TestCallerConfig(t *testing.T) {
 // replaced by one naming the path and a generic reason.
 func TestQuietRefusal(t *testing.T) {
 	o := runOptions{observation: "/tmp/obs.json", inference: "/tmp/inf.json"}
-	for _, rf := range []*hostrun.Refusal{
+	for _, rf := range []*spec.Refusal{
 		{Reason: "inference_malformed", Field: "--inference", Message: `annotation x is not a strict DSSE envelope: unknown field "SECRET"`},
 		{Reason: "unknown_analyzer", Field: "--inference", Message: `the inference names analyzer "SECRET"`},
 		{Reason: "bad_signature", Field: "--inference", Message: `the inference naming analyzer "SECRET" is not signed`},
@@ -99,7 +100,7 @@ func TestQuietRefusal(t *testing.T) {
 			t.Errorf("quiet(%+v) = %+v", rf, got)
 		}
 	}
-	keep := &hostrun.Refusal{Reason: "low_confidence", Field: "--inference", Message: "top class \"build\" at 10 bp"}
+	keep := &spec.Refusal{Reason: "low_confidence", Field: "--inference", Message: "top class \"build\" at 10 bp"}
 	if got := o.quiet(keep); got != keep {
 		t.Errorf("a verified document's refusal was replaced: %+v", got)
 	}
@@ -142,9 +143,9 @@ func TestBoundaryRunRootRefused(t *testing.T) {
 	for _, env := range []map[string]string{nil, {"SUDO_UID": "0", "SUDO_GID": "0"}, {"SUDO_UID": "65534", "SUDO_GID": "65534"}} {
 		h := std()
 		h.env = env
-		h.run(t, "boundary", "run", "--workspace", ws, "--", "touch", "ran").want(t, ExitRunRefused, nil, []string{"refused (user, user)", "--user NAME"})
-		h.run(t, "boundary", "run", "--user", "root", "--workspace", ws, "--", "touch", "ran").want(t, ExitRunRefused, nil, []string{"refused (user, --user)", "uid 0"})
-		h.run(t, "boundary", "run", "--user", "0", "--workspace", ws, "--", "touch", "ran").want(t, ExitRunRefused, nil, []string{"refused (user, --user)"})
+		h.run(t, "boundary", "run", "--workspace", ws, "--", "touch", "ran").want(t, ExitRunRefused, nil, []string{"gensee: boundary run: admission refused: user: the invoking user is root", "--user NAME"})
+		h.run(t, "boundary", "run", "--user", "root", "--workspace", ws, "--", "touch", "ran").want(t, ExitRunRefused, nil, []string{"gensee: boundary run: admission refused: user: --user root is uid 0"})
+		h.run(t, "boundary", "run", "--user", "0", "--workspace", ws, "--", "touch", "ran").want(t, ExitRunRefused, nil, []string{"gensee: boundary run: admission refused: user: --user 0 is uid 0"})
 	}
 	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
 		t.Fatalf("something ran: %v", ents)

@@ -32,7 +32,9 @@ func (e *Error) Error() string {
 		if b.Len() > 0 {
 			b.WriteString(": ")
 		}
-		b.WriteString(e.Err.Error())
+		// Main prefixes "gensee: " once; an engine refusal's sentence
+		// starts with its own (spec.RefusalPrefix).
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "gensee: "))
 	}
 	if e.Fix != "" {
 		b.WriteString("; ")

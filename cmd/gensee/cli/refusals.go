@@ -12,11 +12,13 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,9 +35,10 @@ func refusalsCommand() *Command {
 		Long: `Reads <state_dir>/refusals.jsonl, where the runtime (containers, host
 runs, the OCI hooks) keeps every task it refused before anything ran, and
 prints one row per refusal, oldest first: time (local), namespace,
-container (or the user of a host run), reason, message. -n NS (or
-$CONTAINERD_NAMESPACE), --container ID and --reason R keep only matching
-lines. --json prints the matching lines as the log stores them (JSON lines).
+container (or the user of a host run), reason, message (with the field
+refused and the fix). -n NS (or $CONTAINERD_NAMESPACE), --container ID
+and --reason R keep only matching lines. --json prints the matching lines
+as the log stores them (JSON lines).
 
 --follow prints the log, then every refusal appended to it, until
 interrupted (SIGINT or SIGTERM: exit 0); the records retention may cut the
@@ -53,19 +56,9 @@ Lines that do not parse (a torn write) are skipped and counted.`,
 	}
 }
 
-// refusalLine is the part of a refusals.jsonl line gensee refusals reads.
-// Containers, host runs and the OCI hooks all write these fields.
-type refusalLine struct {
-	At          time.Time `json:"at"`
-	Namespace   string    `json:"namespace"`
-	ContainerID string    `json:"container_id"`
-	User        string    `json:"user"`
-	UID         *uint32   `json:"uid"`
-	Reason      string    `json:"reason"`
-	Message     string    `json:"message"`
-}
-
-func (l refusalLine) who() string {
+// who names what a refusal line refused: the container, or the user of a
+// host run.
+func who(l spec.RefusalRecord) string {
 	switch {
 	case l.ContainerID != "":
 		return l.ContainerID
@@ -75,6 +68,19 @@ func (l refusalLine) who() string {
 		return "uid " + strconv.FormatUint(uint64(*l.UID), 10)
 	}
 	return "-"
+}
+
+// refusalText is a line's message as a row shows it: the field first
+// unless the message names it already, then the fix.
+func refusalText(l spec.RefusalRecord) string {
+	s := l.Message
+	if l.Field != "" && !strings.Contains(s, l.Field) {
+		s = l.Field + ": " + s
+	}
+	if l.Fix != "" {
+		s += "; " + l.Fix
+	}
+	return s
 }
 
 // maxRefusalLine bounds one line; a longer one is skipped as malformed.
@@ -130,14 +136,14 @@ func (p *refusalPrinter) line(raw []byte) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	var l refusalLine
+	var l spec.RefusalRecord
 	if len(raw) > maxRefusalLine || json.Unmarshal(raw, &l) != nil {
 		p.malformed++
 		return nil
 	}
 	switch {
 	case p.ns.namespaceSet && l.Namespace != p.ns.namespace,
-		p.o.container != "" && p.o.container != l.who(),
+		p.o.container != "" && p.o.container != who(l),
 		p.o.reason != "" && p.o.reason != l.Reason:
 		return nil
 	}
@@ -153,7 +159,7 @@ func (p *refusalPrinter) line(raw []byte) error {
 		}
 	}
 	_, err := fmt.Fprintf(p.env.Stdout, "%-23s  %-10s  %-20s  %-22s  %s\n", l.At.Local().Format(events.RowTime),
-		safeText(orText(l.Namespace, "-")), safeText(l.who()), safeText(orText(l.Reason, "-")), safeText(events.Redact(l.Message)))
+		safeText(orText(l.Namespace, "-")), safeText(who(l)), safeText(orText(l.Reason, "-")), safeText(events.Redact(refusalText(l))))
 	return err
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gensee/gensee/spec"
 )
 
 func TestRefusals(t *testing.T) {
@@ -79,5 +81,22 @@ func TestRefusalsFollow(t *testing.T) {
 	}
 	if s := out.String(); strings.Count(s, "refused second") != 1 || strings.Count(s, "refused first") != 1 {
 		t.Fatalf("a line printed twice or lost:\n%s", s)
+	}
+}
+
+// A row shows the field (unless the message names it) and the fix of
+// every front door's line.
+func TestRefusalText(t *testing.T) {
+	for _, tc := range []struct {
+		l    spec.RefusalRecord
+		want string
+	}{
+		{spec.RefusalRecord{Message: "no_inference: the container has no inference"}, "no_inference: the container has no inference"},
+		{spec.RefusalRecord{Field: "--workspace", Message: "open /x: no such file", Fix: "pass an existing directory"}, "--workspace: open /x: no such file; pass an existing directory"},
+		{spec.RefusalRecord{Field: "linux.namespaces", Message: "linux.namespaces user path \"/p\": gone", Fix: "join a user namespace file"}, "linux.namespaces user path \"/p\": gone; join a user namespace file"},
+	} {
+		if got := refusalText(tc.l); got != tc.want {
+			t.Errorf("refusalText(%+v) = %q, want %q", tc.l, got, tc.want)
+		}
 	}
 }
