@@ -1,7 +1,21 @@
-// Package effect assembles the parts of the effect manifest (docs/design.md §6)
-// that every front door shares: the gate's verdict, products, violations,
-// unclaimed and excluded changes, and the gate_rejected events a run emits.
+// Package engine is the operation engine behind the three front doors
+// (docs/design.md §1, §10): the containerd shim (shim/service), host runs
+// (shim/hostrun) and the OCI hooks (shim/hooks). A door keeps only its
+// lifecycle and transport; the engine owns the steps every operation
+// takes, in one order:
 //
-// It claims only what the gate read; it must never run the gate, stage a
-// file, or mark anything verified or promoted.
+//   - Bind: the network boundary (Boundary) planned from the contract,
+//     its telemetry opened, the door's marker written, the deny-log reader
+//     bound and the table installed and read back, before the workload's
+//     first instruction;
+//   - Finish: the exit path — the gate prepared, the drain, the gate
+//     (bounded by its limit, a panic a failed verdict) beside the
+//     network's end (sensors stopped, counters, denied attempts, table
+//     removed), the exit status, the manifest made durable, the release;
+//   - Manifest: one effect manifest builder, fed the door's own account
+//     (Door) and what the exit path learned (Facts, Exit).
+//
+// The manifest claims only what a control enforced or a sensor observed;
+// nothing here ever marks a product verified or promoted, and nothing here
+// decides admission (shim/admission does, before Bind).
 package engine
