@@ -892,7 +892,7 @@ func TestHostRunHostileSudoUIDOtherUser(t *testing.T) {
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "SUDO_UID=" + strconv.Itoa(a.uid), "SUDO_GID=" + strconv.Itoa(a.gid),
 		"SUDO_USER=" + a.name, "SUDO_COMMAND=/bin/sh", "USER=" + a.name, "LOGNAME=" + a.name, "HOME=" + a.home}
 	out, _ := cmd.CombinedOutput()
-	if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), "refused (user") {
+	if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), "admission refused: user: ") {
 		t.Fatalf("exit %d, want 125 refused (user): %s", code, out)
 	}
 	for _, p := range []string{witness, mfile} {

@@ -220,11 +220,11 @@ func TestHostRunSudo(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{"--config", nil, []string{"--config", s.cfgPath, "--workspace", ws}, "refused (operator_config, --config)"},
-		{"$GENSEE_CONFIG", []string{"GENSEE_CONFIG=" + s.cfgPath}, []string{"--workspace", ws}, "refused (operator_config, $GENSEE_CONFIG)"},
-		{"--catalog", nil, []string{"--catalog", filepath.Join(s.dir, "etc", "other.json"), "--workspace", ws}, "refused (catalog, --catalog)"},
-		{"--user", nil, []string{"--user", "nobody", "--workspace", ws}, "refused (user, --user)"},
-		{"--user root", nil, []string{"--user", "root", "--workspace", ws}, "refused (user, --user)"},
+		{"--config", nil, []string{"--config", s.cfgPath, "--workspace", ws}, "admission refused: operator_config: --config: "},
+		{"$GENSEE_CONFIG", []string{"GENSEE_CONFIG=" + s.cfgPath}, []string{"--workspace", ws}, "admission refused: operator_config: $GENSEE_CONFIG: "},
+		{"--catalog", nil, []string{"--catalog", filepath.Join(s.dir, "etc", "other.json"), "--workspace", ws}, "admission refused: catalog: --catalog: "},
+		{"--user", nil, []string{"--user", "nobody", "--workspace", ws}, "admission refused: user: --user "},
+		{"--user root", nil, []string{"--user", "root", "--workspace", ws}, "admission refused: user: --user "},
 		{"--observation root 0600", nil, []string{"--observation", secret, "--workspace", ws}, "read observation " + secret},
 	} {
 		code, _, errs := s.sudo(c.env, c.flags, touch...)

@@ -406,7 +406,7 @@ func TestHostRunSudoEnvIgnored(t *testing.T) {
 		if cmd.ProcessState == nil {
 			t.Fatal(err)
 		}
-		if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), "refused (user, user)") {
+		if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), "admission refused: user: the invoking user is root") {
 			t.Fatalf("env %q: exit %d, want 125 refused (user): %s", sudoEnv, code, out)
 		}
 		for _, p := range []string{witness, mfile} {
