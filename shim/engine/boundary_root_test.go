@@ -12,9 +12,9 @@ import (
 	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/internal/roottest"
 	"github.com/gensee/gensee/shim/cgroup"
-	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/spec"
 )
 

@@ -13,15 +13,20 @@ import (
 
 	"github.com/containerd/log"
 
-	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/spec"
 )
 
+// steps is the order Bind's fakes were called in.
+type steps struct{ list []string }
+
+func (s *steps) add(x string) { s.list = append(s.list, x) }
+
 // fakeBind replaces Bind's kernel-facing steps with fakes that record
 // their order; apply returns applyErr.
-func fakeBind(t *testing.T, c *calls, applyErr error) {
+func fakeBind(t *testing.T, c *steps, applyErr error) {
 	savedOpen, savedReader, savedApply := openMonitor, openReader, applyTable
 	t.Cleanup(func() { openMonitor, openReader, applyTable = savedOpen, savedReader, savedApply })
 	openMonitor = func(cfg telemetry.Config, p *netpolicy.Plan) (*telemetry.Monitor, error) {
@@ -41,7 +46,7 @@ func fakeBind(t *testing.T, c *calls, applyErr error) {
 	}
 }
 
-func bindSpec(t *testing.T, c *calls, markErr error) BindSpec {
+func bindSpec(t *testing.T, c *steps, markErr error) BindSpec {
 	f, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +65,7 @@ func bindSpec(t *testing.T, c *calls, markErr error) BindSpec {
 // and the operator's log group.
 func TestBindOrder(t *testing.T) {
 	for _, kind := range []spec.NetnsKind{spec.NetnsPrivate, spec.NetnsHost, spec.NetnsPath} {
-		c := &calls{}
+		c := &steps{}
 		fakeBind(t, c, nil)
 		b := NewBoundary(kind, log.L)
 		plan, err := b.Bind(context.Background(), bindSpec(t, c, nil))
@@ -73,7 +78,7 @@ func TestBindOrder(t *testing.T) {
 			reader, scope = "reader.open private", netpolicy.ScopeNetns
 		}
 		want := []string{"monitor.open " + spec.NetworkDenyAll, "mark " + plan.Table, reader, "table.apply " + plan.Table}
-		if got := c.get(); !slices.Equal(got, want) {
+		if got := c.list; !slices.Equal(got, want) {
 			t.Fatalf("%s: steps %v, want %v", kind, got, want)
 		}
 		if plan.Scope != scope || plan.LogGroup != 77 {
@@ -86,22 +91,22 @@ func TestBindOrder(t *testing.T) {
 // install that fails leaves the boundary holding what it took, which
 // Close releases.
 func TestBindFailures(t *testing.T) {
-	c := &calls{}
+	c := &steps{}
 	fakeBind(t, c, nil)
 	b := NewBoundary(spec.NetnsHost, log.L)
 	if _, err := b.Bind(context.Background(), bindSpec(t, c, errors.New("read-only bundle"))); err == nil {
 		t.Fatal("an unwritable marker bound")
 	}
-	for _, s := range c.get() {
+	for _, s := range c.list {
 		if len(s) > 11 && s[:11] == "table.apply" {
-			t.Fatalf("a table was installed with no marker: %v", c.get())
+			t.Fatalf("a table was installed with no marker: %v", c.list)
 		}
 	}
 	if b.Remove(context.Background()) != spec.TableWithNetns {
 		t.Fatal("the netns handle was not released")
 	}
 
-	c = &calls{}
+	c = &steps{}
 	boom := errors.New("read back differs")
 	fakeBind(t, c, boom)
 	b = NewBoundary(spec.NetnsPrivate, log.L)

@@ -89,9 +89,9 @@ type Facts struct {
 // DefaultGateLimit bounds a gate whose door names no limit.
 const DefaultGateLimit = 2 * time.Minute
 
-// gateGrace is how long past its limit a gate that ignores its context
+// GateGrace is how long past its limit a gate that ignores its context
 // is waited for before the exit path goes on without it.
-const gateGrace = 5 * time.Second
+const GateGrace = 5 * time.Second
 
 // Finish is the exit path of a started workload, the same through every
 // front door, in this order (docs/design.md §10):
@@ -177,7 +177,7 @@ func (p *Finish) NeverStarted(ctx context.Context) (*spec.Manifest, error) {
 }
 
 // runGate runs the gate bounded by the limit (the gate's context ends at
-// it; a gate that ignores it is left gateGrace later) and recovers a
+// it; a gate that ignores it is left GateGrace later) and recovers a
 // panic as a failed gate.
 func (p *Finish) runGate(ctx context.Context, started time.Time) GateOutcome {
 	limit := p.GateLimit
@@ -196,7 +196,7 @@ func (p *Finish) runGate(ctx context.Context, started time.Time) GateOutcome {
 		}()
 		done <- p.Gate.Run(gctx, started)
 	}()
-	t := time.NewTimer(limit + gateGrace)
+	t := time.NewTimer(limit + GateGrace)
 	defer t.Stop()
 	select {
 	case g := <-done:

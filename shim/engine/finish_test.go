@@ -1,139 +1,39 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/containerd/log"
 
-	"github.com/gensee/gensee/shim/drain"
-	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/engine"
+	"github.com/gensee/gensee/shim/engine/enginetest"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
-// calls is the order in which the fakes were called, shared by all of them.
-type calls struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (c *calls) add(s string) {
-	c.mu.Lock()
-	c.list = append(c.list, s)
-	c.mu.Unlock()
-}
-
-func (c *calls) get() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.list)
-}
-
-// before fails unless a happened, and happened before b.
-func (c *calls) before(t *testing.T, a, b string) {
-	t.Helper()
-	l := c.get()
-	i, j := slices.Index(l, a), slices.Index(l, b)
-	if i < 0 || j < 0 || i > j {
-		t.Errorf("want %q before %q; calls %v", a, b, l)
-	}
-}
-
-// The fake steps.
-type fakeGate struct {
-	c   *calls
-	out GateOutcome
-	run func(ctx context.Context) GateOutcome // replaces out when set
-}
-
-func (g *fakeGate) Prepare(context.Context, time.Time) { g.c.add("gate.prepare") }
-func (g *fakeGate) Run(ctx context.Context, _ time.Time) GateOutcome {
-	g.c.add("gate.run")
-	if g.run != nil {
-		return g.run(ctx)
-	}
-	return g.out
-}
-
-type fakeDrain struct{ c *calls }
-
-func (d fakeDrain) Drain(context.Context) drain.Result {
-	d.c.add("drain")
-	return drain.Result{Drained: 1}
-}
-
-type fakeNetwork struct {
-	c     *calls
-	drift []string // what the table watcher saw
-}
-
-func (n fakeNetwork) NoteDeferred(ev spec.Event) { n.c.add("noteDeferred " + ev.Kind) }
-func (n fakeNetwork) StopSensors() []string {
-	n.c.add("net.stopSensors")
-	return n.drift
-}
-func (n fakeNetwork) Counters(context.Context) (netpolicy.Counters, bool, error) {
-	n.c.add("net.counters")
-	return netpolicy.Counters{Denied: netpolicy.Count{Packets: 2}}, true, nil
-}
-func (n fakeNetwork) Finish(denied uint64, counted bool) spec.DeniedAttempts {
-	n.c.add(fmt.Sprintf("net.finish %d %v", denied, counted))
-	return spec.DeniedAttempts{}
-}
-func (n fakeNetwork) Remove(context.Context) string {
-	n.c.add("net.remove")
-	return spec.TableWithNetns
-}
-func (n fakeNetwork) CloseMonitor() { n.c.add("net.closeMonitor") }
-
-type fakeStore struct {
-	c   *calls
-	m   *spec.Manifest
-	err error
-}
-
-func (s *fakeStore) WriteManifest(m *spec.Manifest) error {
-	s.c.add("store.manifest " + m.Gate.Verdict)
-	s.m = m
-	return s.err
-}
-
-type fakeRelease struct {
-	c        *calls
-	override *uint32
-}
-
-func (r *fakeRelease) Release(m *spec.Manifest, override *uint32) error {
-	r.c.add("release")
-	r.override = override
-	return nil
-}
-
 // fixture is a Finish whose steps are all fakes.
 type fixture struct {
-	c       *calls
-	gate    *fakeGate
-	store   *fakeStore
-	release *fakeRelease
-	p       *Finish
+	c       *enginetest.Calls
+	gate    *enginetest.Gate
+	store   *enginetest.Store
+	release *enginetest.Release
+	p       *engine.Finish
 }
 
 func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
-	c := &calls{}
-	f := &fixture{c: c, gate: &fakeGate{c: c}, store: &fakeStore{c: c}, release: &fakeRelease{c: c}}
+	c := enginetest.NewCalls()
+	f := &fixture{c: c, gate: &enginetest.Gate{C: c}, store: &enginetest.Store{C: c}, release: &enginetest.Release{C: c}}
 	st := record.Store{Dir: t.TempDir()}
 	adm := &spec.Admission{OperationID: "0123456789abcdef0123456789abcdef", Netns: spec.NetnsPrivate}
-	f.p = &Finish{Gate: f.gate, Drain: fakeDrain{c}, Network: fakeNetwork{c: c}, Store: f.store, Release: f.release,
-		Manifest: func(x Facts) *spec.Manifest {
-			return Manifest(st, Door{Namespace: "test", ContainerID: "c1", Subject: "container", Admission: adm}, x)
+	f.p = &engine.Finish{Gate: f.gate, Drain: enginetest.Drain{C: c}, Network: enginetest.Network{C: c}, Store: f.store, Release: f.release,
+		Manifest: func(x engine.Facts) *spec.Manifest {
+			return engine.Manifest(st, engine.Door{Namespace: "test", ContainerID: "c1", Subject: "container", Admission: adm}, x)
 		},
 		GateFailedStatus: gateFailedStatus, Log: log.L}
 	return f
@@ -144,13 +44,13 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 // everything else in sequence.
 func TestFinishOrder(t *testing.T) {
 	f := newFixture(t, 0)
-	f.gate.out = GateOutcome{Ran: true, Err: errors.New("boom")}
+	f.gate.Out = engine.GateOutcome{Ran: true, Err: errors.New("boom")}
 	st := uint32(3)
-	m, err := f.p.Run(context.Background(), Facts{Status: &st})
+	m, err := f.p.Run(context.Background(), engine.Facts{Status: &st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := f.c.get()
+	got := f.c.Get()
 	// Each group runs after the one before it; within a group, in any
 	// order unless listed in sequence below.
 	groups := [][]string{
@@ -169,19 +69,19 @@ func TestFinishOrder(t *testing.T) {
 	}
 	at := 0
 	for _, g := range groups {
-		if !sameSet(got[at:at+len(g)], g) {
+		if !enginetest.SameSet(got[at:at+len(g)], g) {
 			t.Fatalf("steps\n got %v\nwant %v (in groups)", got, groups)
 		}
 		at += len(g)
 	}
-	f.c.before(t, "net.stopSensors", "net.counters")
-	f.c.before(t, "net.counters", "net.finish 2 true")
-	f.c.before(t, "net.finish 2 true", "net.remove")
-	f.c.before(t, "noteDeferred "+spec.EventGateRejected, "net.closeMonitor")
+	f.c.Before(t, "net.stopSensors", "net.counters")
+	f.c.Before(t, "net.counters", "net.finish 2 true")
+	f.c.Before(t, "net.finish 2 true", "net.remove")
+	f.c.Before(t, "noteDeferred "+spec.EventGateRejected, "net.closeMonitor")
 	if m.ExitStatus != 3 || m.Drained != 1 || m.Enforcement.Network.TableRemoved != spec.TableWithNetns || m.Observation.Counters.DeniedPackets != 2 {
 		t.Fatalf("manifest does not carry what the steps said: %+v", m)
 	}
-	if f.release.override != nil {
+	if f.release.Override != nil {
 		t.Fatal("override without gate_failed_exit_status")
 	}
 	if m.Enforcement.Network.Status != spec.NetworkEnforced {
@@ -193,8 +93,8 @@ func TestFinishOrder(t *testing.T) {
 // whatever the netns, and is listed.
 func TestFinishDrift(t *testing.T) {
 	f := newFixture(t, 0)
-	f.p.Network = fakeNetwork{c: f.c, drift: []string{"table gensee_x is missing"}}
-	m, _ := f.p.Run(context.Background(), Facts{})
+	f.p.Network = enginetest.Network{C: f.c, Drift: []string{"table gensee_x is missing"}}
+	m, _ := f.p.Run(context.Background(), engine.Facts{})
 	if m.Enforcement.Network.Status != spec.NetworkDriftDetected || len(m.Observation.TableDrift) != 1 {
 		t.Fatalf("network status %q, drift %v", m.Enforcement.Network.Status, m.Observation.TableDrift)
 	}
@@ -205,27 +105,27 @@ func TestFinishDrift(t *testing.T) {
 func TestFinishGateFailedStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		out     GateOutcome
+		out     engine.GateOutcome
 		verdict string
 		want    bool
 	}{
-		{"failed", GateOutcome{Ran: true, Err: errors.New("gate failed")}, spec.VerdictFail, true},
-		{"passed", GateOutcome{Ran: true}, spec.VerdictPass, false},
-		{"nothing to gate", NoDiff("not an overlay", spec.Contract{}), spec.VerdictNotRun, false},
+		{"failed", engine.GateOutcome{Ran: true, Err: errors.New("gate failed")}, spec.VerdictFail, true},
+		{"passed", engine.GateOutcome{Ran: true}, spec.VerdictPass, false},
+		{"nothing to gate", engine.NoDiff("not an overlay", spec.Contract{}), spec.VerdictNotRun, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, 86)
-			f.gate.out = tc.out
-			m, _ := f.p.Run(context.Background(), Facts{})
-			if m.Gate.Verdict != tc.verdict || (f.release.override != nil) != tc.want {
-				t.Fatalf("verdict %q override %v; want %q, override %v", m.Gate.Verdict, f.release.override, tc.verdict, tc.want)
+			f.gate.Out = tc.out
+			m, _ := f.p.Run(context.Background(), engine.Facts{})
+			if m.Gate.Verdict != tc.verdict || (f.release.Override != nil) != tc.want {
+				t.Fatalf("verdict %q override %v; want %q, override %v", m.Gate.Verdict, f.release.Override, tc.verdict, tc.want)
 			}
-			if tc.want && *f.release.override != 86 {
-				t.Fatalf("override %d", *f.release.override)
+			if tc.want && *f.release.Override != 86 {
+				t.Fatalf("override %d", *f.release.Override)
 			}
 		})
 	}
-	if o := NoDiff("not an overlay", spec.Contract{Products: []spec.Product{{Slot: "out"}}}); !o.Ran || o.Err == nil {
+	if o := engine.NoDiff("not an overlay", spec.Contract{Products: []spec.Product{{Slot: "out"}}}); !o.Ran || o.Err == nil {
 		t.Fatalf("a claimed product with no diff must fail the gate: %+v", o)
 	}
 }
@@ -238,17 +138,17 @@ func TestFinishGateLimit(t *testing.T) {
 		f := newFixture(t, 0)
 		hang := make(chan struct{})
 		defer close(hang)
-		f.gate.run = func(context.Context) GateOutcome { <-hang; return GateOutcome{Ran: true} }
+		f.gate.RunFunc = func(context.Context) engine.GateOutcome { <-hang; return engine.GateOutcome{Ran: true} }
 		f.p.GateLimit = time.Minute
 		t0 := time.Now()
-		m, _ := f.p.Run(context.Background(), Facts{})
-		if took := time.Since(t0); took != time.Minute+gateGrace {
+		m, _ := f.p.Run(context.Background(), engine.Facts{})
+		if took := time.Since(t0); took != time.Minute+engine.GateGrace {
 			t.Fatalf("the exit path waited %s for a hung gate, want its limit and grace", took)
 		}
 		if m.Gate.Verdict != spec.VerdictFail || !strings.Contains(m.Gate.Violations[0].Detail, "limit") {
 			t.Fatalf("gate %+v", m.Gate)
 		}
-		if !slices.Contains(f.c.get(), "release") {
+		if !slices.Contains(f.c.Get(), "release") {
 			t.Fatal("not released")
 		}
 	})
@@ -258,13 +158,13 @@ func TestFinishGateLimit(t *testing.T) {
 func TestFinishGateContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, 0)
-		f.gate.run = func(ctx context.Context) GateOutcome {
+		f.gate.RunFunc = func(ctx context.Context) engine.GateOutcome {
 			<-ctx.Done()
-			return GateOutcome{Ran: true, Err: ctx.Err()}
+			return engine.GateOutcome{Ran: true, Err: ctx.Err()}
 		}
 		f.p.GateLimit = time.Second
 		t0 := time.Now()
-		m, _ := f.p.Run(context.Background(), Facts{})
+		m, _ := f.p.Run(context.Background(), engine.Facts{})
 		if took := time.Since(t0); took != time.Second {
 			t.Fatalf("took %s, want the limit", took)
 		}
@@ -277,8 +177,8 @@ func TestFinishGateContext(t *testing.T) {
 // A panic in the gate is a failed verdict, never the door's death.
 func TestFinishGatePanic(t *testing.T) {
 	f := newFixture(t, 0)
-	f.gate.run = func(context.Context) GateOutcome { panic("boom") }
-	m, _ := f.p.Run(context.Background(), Facts{})
+	f.gate.RunFunc = func(context.Context) engine.GateOutcome { panic("boom") }
+	m, _ := f.p.Run(context.Background(), engine.Facts{})
 	if m.Gate.Verdict != spec.VerdictFail || !strings.Contains(m.Gate.Violations[0].Detail, "boom") {
 		t.Fatalf("gate %+v", m.Gate)
 	}
@@ -292,15 +192,15 @@ func TestFinishNeverStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range f.c.get() {
+	for _, s := range f.c.Get() {
 		if s == "drain" || strings.HasPrefix(s, "gate.") {
-			t.Fatalf("%s for a workload that never started: %v", s, f.c.get())
+			t.Fatalf("%s for a workload that never started: %v", s, f.c.Get())
 		}
 	}
-	f.c.before(t, "net.remove", "store.manifest "+spec.VerdictNotRun)
-	f.c.before(t, "store.manifest "+spec.VerdictNotRun, "release")
-	if m.Gate.Verdict != spec.VerdictNotRun || f.release.override != nil {
-		t.Fatalf("verdict %q override %v", m.Gate.Verdict, f.release.override)
+	f.c.Before(t, "net.remove", "store.manifest "+spec.VerdictNotRun)
+	f.c.Before(t, "store.manifest "+spec.VerdictNotRun, "release")
+	if m.Gate.Verdict != spec.VerdictNotRun || f.release.Override != nil {
+		t.Fatalf("verdict %q override %v", m.Gate.Verdict, f.release.Override)
 	}
 }
 
@@ -308,17 +208,9 @@ func TestFinishNeverStarted(t *testing.T) {
 // the release still happens.
 func TestFinishStoreError(t *testing.T) {
 	f := newFixture(t, 0)
-	f.store.err = errors.New("disk full")
-	_, err := f.p.Run(context.Background(), Facts{})
-	if err == nil || !strings.Contains(err.Error(), "disk full") || !slices.Contains(f.c.get(), "release") {
-		t.Fatalf("err %v, calls %v", err, f.c.get())
+	f.store.Err = errors.New("disk full")
+	_, err := f.p.Run(context.Background(), engine.Facts{})
+	if err == nil || !strings.Contains(err.Error(), "disk full") || !slices.Contains(f.c.Get(), "release") {
+		t.Fatalf("err %v, calls %v", err, f.c.Get())
 	}
-}
-
-// sameSet reports whether a and b hold the same strings, in any order.
-func sameSet(a, b []string) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }

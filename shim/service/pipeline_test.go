@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,153 +21,28 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/config"
-	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/engine/enginetest"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
-
-// calls is the order in which the fakes were called, shared by all of them.
-type calls struct {
-	mu   sync.Mutex
-	list []string
-	seen chan string // every call, as it happens
-}
-
-func newCalls() *calls { return &calls{seen: make(chan string, 256)} }
-
-func (c *calls) add(s string) {
-	c.mu.Lock()
-	c.list = append(c.list, s)
-	c.mu.Unlock()
-	c.seen <- s
-}
-
-func (c *calls) get() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.list)
-}
-
-// wait blocks until call s happened (bounded).
-func (c *calls) wait(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		if slices.Contains(c.get(), s) {
-			return
-		}
-		select {
-		case <-c.seen:
-		case <-deadline:
-			t.Fatalf("%q never happened; calls %v", s, c.get())
-		}
-	}
-}
-
-// waitN blocks until call s happened n times (bounded).
-func (c *calls) waitN(t *testing.T, s string, n int) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		k := 0
-		for _, x := range c.get() {
-			if x == s {
-				k++
-			}
-		}
-		if k >= n {
-			return
-		}
-		select {
-		case <-c.seen:
-		case <-deadline:
-			t.Fatalf("%q happened %d times, want %d; calls %v", s, k, n, c.get())
-		}
-	}
-}
-
-// before fails unless a happened, and happened before b.
-func (c *calls) before(t *testing.T, a, b string) {
-	t.Helper()
-	l := c.get()
-	i, j := slices.Index(l, a), slices.Index(l, b)
-	if i < 0 || j < 0 || i > j {
-		t.Errorf("want %q before %q; calls %v", a, b, l)
-	}
-}
-
-// The fake steps.
-type fakeGate struct {
-	c   *calls
-	out engine.GateOutcome
-}
-
-func (g *fakeGate) Prepare(context.Context, time.Time) { g.c.add("gate.prepare") }
-func (g *fakeGate) Run(context.Context, time.Time) engine.GateOutcome {
-	g.c.add("gate.run")
-	return g.out
-}
-
-type fakeDrain struct{ c *calls }
-
-func (d fakeDrain) Drain(context.Context) drain.Result {
-	d.c.add("drain")
-	return drain.Result{Drained: 1}
-}
-
-type fakeNetwork struct {
-	c     *calls
-	drift []string // what the table watcher saw
-}
-
-func (n fakeNetwork) NoteDeferred(ev spec.Event) { n.c.add("noteDeferred " + ev.Kind) }
-func (n fakeNetwork) StopSensors() []string {
-	n.c.add("net.stopSensors")
-	return n.drift
-}
-func (n fakeNetwork) Counters(context.Context) (netpolicy.Counters, bool, error) {
-	n.c.add("net.counters")
-	return netpolicy.Counters{Denied: netpolicy.Count{Packets: 2}}, true, nil
-}
-func (n fakeNetwork) Finish(denied uint64, counted bool) spec.DeniedAttempts {
-	n.c.add(fmt.Sprintf("net.finish %d %v", denied, counted))
-	return spec.DeniedAttempts{}
-}
-func (n fakeNetwork) Remove(context.Context) string {
-	n.c.add("net.remove")
-	return spec.TableWithNetns
-}
-func (n fakeNetwork) CloseMonitor() { n.c.add("net.closeMonitor") }
-
-type fakeStore struct {
-	c *calls
-	m *spec.Manifest
-}
-
-func (s *fakeStore) WriteManifest(m *spec.Manifest) error {
-	s.c.add("store.manifest " + m.Gate.Verdict)
-	s.m = m
-	return nil
-}
 
 // fakeInner is the runc task service: the init exits when exit is closed
 // (with status), an exec's Wait answers at once.
 type fakeInner struct {
 	taskAPI.TTRPCTaskService
-	c        *calls
+	c        *enginetest.Calls
 	exit     chan struct{}
 	status   uint32
 	startErr error
 	onStart  func() // what the inner service does while starting
 	onDelete func() // what the inner service does while deleting
 	pub      *holdingPublisher
-	deleted  bool // guarded by c.mu
+	deleted  atomic.Bool
 }
 
 func (f *fakeInner) Start(_ context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
-	f.c.add("inner.start " + r.ExecID)
+	f.c.Add("inner.start " + r.ExecID)
 	if f.onStart != nil {
 		f.onStart()
 	}
@@ -182,13 +56,10 @@ func (f *fakeInner) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.
 	if r.ExecID != "" {
 		return &taskAPI.WaitResponse{ExitStatus: 7}, nil
 	}
-	f.c.mu.Lock()
-	gone := f.deleted
-	f.c.mu.Unlock()
-	if gone { // as runc's shim answers for a deleted task
+	if f.deleted.Load() { // as runc's shim answers for a deleted task
 		return nil, errgrpc.ToGRPCf(errdefs.ErrNotFound, "container %s not found", r.ID)
 	}
-	f.c.add("inner.wait")
+	f.c.Add("inner.wait")
 	select {
 	case <-f.exit:
 	case <-ctx.Done():
@@ -198,18 +69,16 @@ func (f *fakeInner) Wait(ctx context.Context, r *taskAPI.WaitRequest) (*taskAPI.
 }
 
 func (f *fakeInner) Delete(_ context.Context, r *taskAPI.DeleteRequest) (*taskAPI.DeleteResponse, error) {
-	f.c.add("inner.delete " + r.ExecID)
+	f.c.Add("inner.delete " + r.ExecID)
 	if f.onDelete != nil {
 		f.onDelete()
 	}
-	f.c.mu.Lock()
-	f.deleted = true
-	f.c.mu.Unlock()
+	f.deleted.Store(true)
 	return &taskAPI.DeleteResponse{ExitStatus: f.status}, nil
 }
 
 func (f *fakeInner) Kill(_ context.Context, r *taskAPI.KillRequest) (*emptypb.Empty, error) {
-	f.c.add("inner.kill")
+	f.c.Add("inner.kill")
 	close(f.exit)
 	// The init's exit, forwarded as runc's shim does.
 	f.pub.Publish(context.Background(), "/tasks/exit", &eventstypes.TaskExit{ContainerID: r.ID, ID: r.ID, ExitStatus: 137})
@@ -217,14 +86,14 @@ func (f *fakeInner) Kill(_ context.Context, r *taskAPI.KillRequest) (*emptypb.Em
 }
 
 // fakePublisher is containerd's publisher: it records what went out.
-type fakePublisher struct{ c *calls }
+type fakePublisher struct{ c *enginetest.Calls }
 
 func (p fakePublisher) Publish(_ context.Context, topic string, ev events.Event) error {
 	if e, ok := ev.(*eventstypes.TaskExit); ok {
-		p.c.add(fmt.Sprintf("publish exit %s %d", e.ID, e.ExitStatus))
+		p.c.Add(fmt.Sprintf("publish exit %s %d", e.ID, e.ExitStatus))
 		return nil
 	}
-	p.c.add("publish " + topic)
+	p.c.Add("publish " + topic)
 	return nil
 }
 func (fakePublisher) Close() error { return nil }
@@ -232,17 +101,17 @@ func (fakePublisher) Close() error { return nil }
 // fixture is a service with one created operation whose exit pipeline and
 // inner service are fakes.
 type fixture struct {
-	c     *calls
+	c     *enginetest.Calls
 	s     *service
 	inner *fakeInner
 	op    *operation
-	gate  *fakeGate
-	store *fakeStore
+	gate  *enginetest.Gate
+	store *enginetest.Store
 }
 
 func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 	t.Helper()
-	c := newCalls()
+	c := enginetest.NewCalls()
 	inner := &fakeInner{c: c, exit: make(chan struct{})}
 	ctx := context.Background()
 	s := newService(ctx, inner, newHoldingPublisher(fakePublisher{c}))
@@ -253,8 +122,8 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 		store: record.Store{Dir: dir}, admission: &spec.Admission{}, done: make(chan struct{}), innerExited: make(chan struct{}), ctx: ctx,
 		contract: spec.Contract{Network: spec.Network{Mode: spec.NetworkDenyAll}}}
 	op.net = engine.NewBoundary(spec.NetnsPrivate, log.L)
-	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &fakeGate{c: c, out: engine.GateOutcome{Ran: true}}, store: &fakeStore{c: c}}
-	op.exit = &engine.Finish{Gate: f.gate, Drain: fakeDrain{c}, Network: fakeNetwork{c: c}, Store: f.store,
+	f := &fixture{c: c, s: s, inner: inner, op: op, gate: &enginetest.Gate{C: c, Out: engine.GateOutcome{Ran: true}}, store: &enginetest.Store{C: c}}
+	op.exit = &engine.Finish{Gate: f.gate, Drain: enginetest.Drain{C: c}, Network: enginetest.Network{C: c}, Store: f.store,
 		Release: &opRelease{op: op}, Manifest: op.manifest, GateFailedStatus: gateFailedStatus, Log: log.L}
 	s.put(op)
 	return f
@@ -267,13 +136,13 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 // failed gate everywhere.
 func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 	f := newFixture(t, 86)
-	f.gate.out = engine.GateOutcome{Ran: true, Err: errors.New("gate failed")}
+	f.gate.Out = engine.GateOutcome{Ran: true, Err: errors.New("gate failed")}
 	ctx := context.Background()
 	release := make(chan struct{})
 	f.inner.onStart = func() {
 		go func() {
 			<-release
-			f.c.add("exited")
+			f.c.Add("exited")
 			close(f.inner.exit)
 			f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
 		}()
@@ -287,26 +156,26 @@ func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
-		f.c.add("waited")
+		f.c.Add("waited")
 		waited <- r
 	}()
-	f.c.waitN(t, "inner.wait", 2) // the exit watcher's and the client's
+	f.c.WaitN(t, "inner.wait", 2) // the exit watcher's and the client's
 	close(release)
 	dr, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.c.wait(t, "waited")
+	f.c.Wait(t, "waited")
 	c := f.c
-	c.before(t, "inner.start ", "exited")
-	c.before(t, "exited", "drain")
-	c.before(t, "store.manifest "+spec.VerdictFail, "publish exit c1 86")
-	c.before(t, "store.manifest "+spec.VerdictFail, "waited")
-	c.before(t, "publish exit c1 86", "inner.delete ")
+	c.Before(t, "inner.start ", "exited")
+	c.Before(t, "exited", "drain")
+	c.Before(t, "store.manifest "+spec.VerdictFail, "publish exit c1 86")
+	c.Before(t, "store.manifest "+spec.VerdictFail, "waited")
+	c.Before(t, "publish exit c1 86", "inner.delete ")
 	if r := <-waited; r == nil || r.ExitStatus != 86 || dr.ExitStatus != 86 {
 		t.Fatalf("wait %v, delete status %d, want the gate-failed status 86", r, dr.ExitStatus)
 	}
-	if slices.Contains(c.get(), "publish exit c1 0") {
+	if slices.Contains(c.Get(), "publish exit c1 0") {
 		t.Fatal("the init's own status went out")
 	}
 	if f.op.life.current() != opDeleted || f.s.get("c1") != nil {
@@ -320,7 +189,7 @@ func TestInstantExitHeld(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
 	f.inner.onStart = func() {
-		f.c.add("exited")
+		f.c.Add("exited")
 		close(f.inner.exit)
 		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 5})
 	}
@@ -330,9 +199,9 @@ func TestInstantExitHeld(t *testing.T) {
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	f.c.before(t, "exited", "drain")
-	f.c.before(t, "store.manifest "+spec.VerdictPass, "publish exit c1 5")
-	f.c.before(t, "publish exit c1 5", "inner.delete ")
+	f.c.Before(t, "exited", "drain")
+	f.c.Before(t, "store.manifest "+spec.VerdictPass, "publish exit c1 5")
+	f.c.Before(t, "publish exit c1 5", "inner.delete ")
 }
 
 // An exec's exit is never held, even while the init's is.
@@ -343,19 +212,19 @@ func TestExecExitNotHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "exec1", ExitStatus: 7})
-	f.c.wait(t, "publish exit exec1 7")
+	f.c.Wait(t, "publish exit exec1 7")
 	if r, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1", ExecID: "exec1"}); err != nil || r.ExitStatus != 7 {
 		t.Fatalf("exec wait: %v %v", r, err)
 	}
-	if slices.Contains(f.c.get(), "drain") {
+	if slices.Contains(f.c.Get(), "drain") {
 		t.Fatal("an exec's exit ran the exit pipeline")
 	}
 	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	f.c.before(t, "publish exit exec1 7", "drain")
-	f.c.before(t, "store.manifest "+spec.VerdictPass, "publish exit c1 137")
+	f.c.Before(t, "publish exit exec1 7", "drain")
+	f.c.Before(t, "store.manifest "+spec.VerdictPass, "publish exit c1 137")
 }
 
 // A task deleted before it started: Wait answers at once, Delete finalizes
@@ -369,7 +238,7 @@ func TestCreatedNeverStarted(t *testing.T) {
 		_, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"})
 		waited <- err
 	}()
-	f.c.wait(t, "inner.wait")
+	f.c.Wait(t, "inner.wait")
 	f.inner.onDelete = func() { close(f.inner.exit) } // runc delete ends the blocked init
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
@@ -379,10 +248,10 @@ func TestCreatedNeverStarted(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Wait of a never-started task hangs across its Delete")
 	}
-	got := slices.DeleteFunc(f.c.get(), func(s string) bool { return s == "inner.wait" })
+	got := slices.DeleteFunc(f.c.Get(), func(s string) bool { return s == "inner.wait" })
 	want := []string{"inner.delete ", "net.stopSensors", "net.counters", "net.finish 2 true", "net.remove"}
 	last := []string{"net.closeMonitor", "store.manifest " + spec.VerdictNotRun} // side by side
-	if len(got) != len(want)+len(last) || !slices.Equal(got[:len(want)], want) || !sameSet(got[len(want):], last) {
+	if len(got) != len(want)+len(last) || !slices.Equal(got[:len(want)], want) || !enginetest.SameSet(got[len(want):], last) {
 		t.Fatalf("calls\n got %v\nwant %v then %v in any order", got, want, last)
 	}
 	if f.op.life.current() != opDeleted {
@@ -410,11 +279,11 @@ func TestStartStates(t *testing.T) {
 	<-started
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := f.s.Delete(short, &taskAPI.DeleteRequest{ID: "c1"}); err == nil || slices.Contains(f.c.get(), "inner.delete ") {
-		t.Fatalf("delete while starting: %v; calls %v", err, f.c.get())
+	if _, err := f.s.Delete(short, &taskAPI.DeleteRequest{ID: "c1"}); err == nil || slices.Contains(f.c.Get(), "inner.delete ") {
+		t.Fatalf("delete while starting: %v; calls %v", err, f.c.Get())
 	}
 	close(block)
-	f.c.wait(t, "inner.start ")
+	f.c.Wait(t, "inner.start ")
 	for f.op.life.current() != opRunning {
 		time.Sleep(time.Millisecond)
 	}
@@ -438,7 +307,7 @@ func TestFailedStartReleasesWaitAndExit(t *testing.T) {
 	waiting := make(chan struct{})
 	f.inner.onStart = func() {
 		close(waiting)
-		f.c.waitN(t, "inner.wait", 1) // the client's Wait is in flight
+		f.c.WaitN(t, "inner.wait", 1) // the client's Wait is in flight
 		close(f.inner.exit)
 		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 1})
 	}
@@ -460,12 +329,12 @@ func TestFailedStartReleasesWaitAndExit(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Wait hangs after a failed Start")
 	}
-	f.c.wait(t, "publish exit c1 1")
+	f.c.Wait(t, "publish exit c1 1")
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	if f.store.m == nil || f.store.m.Gate.Verdict != spec.VerdictNotRun || slices.Contains(f.c.get(), "drain") {
-		t.Fatalf("after a failed start: manifest %v, calls %v", f.store.m, f.c.get())
+	if f.store.M == nil || f.store.M.Gate.Verdict != spec.VerdictNotRun || slices.Contains(f.c.Get(), "drain") {
+		t.Fatalf("after a failed start: manifest %v, calls %v", f.store.M, f.c.Get())
 	}
 }
 
@@ -485,7 +354,7 @@ func TestDeleteClaimsCreated(t *testing.T) {
 	if !errdefs.IsFailedPrecondition(errgrpc.ToNative(startErr)) || !strings.Contains(startErr.Error(), "cannot start a task in deleting state") {
 		t.Fatalf("start during delete: %v", startErr)
 	}
-	if slices.Contains(f.c.get(), "inner.start ") {
+	if slices.Contains(f.c.Get(), "inner.start ") {
 		t.Fatal("the inner Start ran during the delete")
 	}
 }
@@ -501,31 +370,31 @@ func TestDeleteWhileFinalizing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
-	f.c.wait(t, "gate.run")
+	f.c.Wait(t, "gate.run")
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	_, err := f.s.Delete(short, &taskAPI.DeleteRequest{ID: "c1"})
 	if !errdefs.IsUnavailable(errgrpc.ToNative(err)) {
 		t.Fatalf("delete while finalizing: %v, want Unavailable", err)
 	}
-	if slices.Contains(f.c.get(), "inner.delete ") {
+	if slices.Contains(f.c.Get(), "inner.delete ") {
 		t.Fatal("inner delete ran before the exit path finished")
 	}
 	close(hang)
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	f.c.before(t, "store.manifest "+spec.VerdictPass, "inner.delete ")
+	f.c.Before(t, "store.manifest "+spec.VerdictPass, "inner.delete ")
 }
 
 type blockingGate struct {
-	c     *calls
+	c     *enginetest.Calls
 	until chan struct{}
 }
 
 func (g blockingGate) Prepare(context.Context, time.Time) {}
 func (g blockingGate) Run(context.Context, time.Time) engine.GateOutcome {
-	g.c.add("gate.run")
+	g.c.Add("gate.run")
 	<-g.until
 	return engine.GateOutcome{Ran: true}
 }
@@ -554,7 +423,7 @@ func TestGateHelperTimeoutReleases(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("delete took %s", d)
 	}
-	m := f.store.m
+	m := f.store.M
 	if m == nil || m.Gate.Verdict != spec.VerdictFail || len(m.Gate.Violations) != 1 || m.Gate.Violations[0].Rule != "gate_error" ||
 		!strings.Contains(m.Gate.Violations[0].Detail, "limit 300ms") {
 		t.Fatalf("manifest gate %+v, want a failed verdict naming the time limit", m.Gate)
@@ -571,7 +440,7 @@ func hangingHelper() (*exec.Cmd, func(), error) {
 // container's exit, a TaskDelete) go out ahead of it, and it goes out, with
 // the override, once done is closed.
 func TestHoldingPublisherNeverBlocks(t *testing.T) {
-	c := newCalls()
+	c := enginetest.NewCalls()
 	p := newHoldingPublisher(fakePublisher{c})
 	ctx := context.Background()
 	done := make(chan struct{})
@@ -593,14 +462,14 @@ func TestHoldingPublisherNeverBlocks(t *testing.T) {
 	close(done)
 	h.waitPublished(ctx)
 	want := []string{"publish exit c2 2", "publish /tasks/delete", "publish exit c1 86"}
-	if got := c.get(); !slices.Equal(got, want) {
+	if got := c.Get(); !slices.Equal(got, want) {
 		t.Fatalf("published %v, want %v", got, want)
 	}
 	// Disarmed: the next exit of c1 is not held.
 	p.arm("c1", make(chan struct{}))
 	p.disarm("c1")
 	p.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 3})
-	if got := c.get(); got[len(got)-1] != "publish exit c1 3" {
+	if got := c.Get(); got[len(got)-1] != "publish exit c1 3" {
 		t.Fatalf("disarmed exit not published at once: %v", got)
 	}
 }
@@ -610,19 +479,19 @@ func TestHoldingPublisherNeverBlocks(t *testing.T) {
 func TestStartWaitsForAdmissionRecord(t *testing.T) {
 	f := newFixture(t, 0)
 	ctx := context.Background()
-	f.op.recorded = func() error { f.c.add("recorded"); return errors.New("no space left on device") }
+	f.op.recorded = func() error { f.c.Add("recorded"); return errors.New("no space left on device") }
 	_, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"})
 	if !errdefs.IsUnavailable(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "admission record was not written") {
 		t.Fatalf("start: %v", err)
 	}
-	if slices.Contains(f.c.get(), "inner.start ") || f.op.life.current() != opCreated {
-		t.Fatalf("the init started without its record: %v, state %s", f.c.get(), f.op.life.current())
+	if slices.Contains(f.c.Get(), "inner.start ") || f.op.life.current() != opCreated {
+		t.Fatalf("the init started without its record: %v, state %s", f.c.Get(), f.op.life.current())
 	}
-	f.op.recorded = func() error { f.c.add("recorded"); return nil }
+	f.op.recorded = func() error { f.c.Add("recorded"); return nil }
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	f.c.before(t, "recorded", "inner.start ")
+	f.c.Before(t, "recorded", "inner.start ")
 	f.s.Kill(ctx, &taskAPI.KillRequest{ID: "c1"})
 	if _, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
@@ -634,7 +503,7 @@ func TestStartWaitsForAdmissionRecord(t *testing.T) {
 // the exit pipeline, never deleting under it or writing a second manifest.
 func TestDeleteClaimWaitsForPipeline(t *testing.T) {
 	f := newFixture(t, 86)
-	f.gate.out = engine.GateOutcome{Ran: true, Err: errors.New("gate failed")}
+	f.gate.Out = engine.GateOutcome{Ran: true, Err: errors.New("gate failed")}
 	ctx := context.Background()
 	hang := make(chan struct{})
 	f.op.exit.Gate = blockingGate{c: f.c, until: hang}
@@ -649,7 +518,7 @@ func TestDeleteClaimWaitsForPipeline(t *testing.T) {
 			if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 				t.Error(err)
 			}
-			f.c.wait(t, "gate.run")
+			f.c.Wait(t, "gate.run")
 			go func() { time.Sleep(50 * time.Millisecond); close(hang) }()
 		}
 		return nil
@@ -658,16 +527,16 @@ func TestDeleteClaimWaitsForPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.c.before(t, "store.manifest "+spec.VerdictPass, "inner.delete ")
-	f.c.before(t, "publish exit c1 0", "inner.delete ")
+	f.c.Before(t, "store.manifest "+spec.VerdictPass, "inner.delete ")
+	f.c.Before(t, "publish exit c1 0", "inner.delete ")
 	n := 0
-	for _, c := range f.c.get() {
+	for _, c := range f.c.Get() {
 		if strings.HasPrefix(c, "store.manifest") {
 			n++
 		}
 	}
 	if n != 1 {
-		t.Fatalf("%d manifests written: %v", n, f.c.get())
+		t.Fatalf("%d manifests written: %v", n, f.c.Get())
 	}
 	_ = dr
 }
@@ -707,20 +576,20 @@ func TestExitPipelineStartsOnPidfd(t *testing.T) {
 		t.Fatal(err)
 	}
 	go f.s.watchExit(f.op, cgroup.WatchExit(cgroup.Proc{PID: cmd.Process.Pid, Start: st.Start}))
-	f.c.wait(t, "inner.wait")
+	f.c.Wait(t, "inner.wait")
 	in.Close() // the "init" exits 5
 	select {
 	case <-f.op.done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("not released after the init's exit")
 	}
-	if m := f.store.m; m == nil || m.ExitStatus != 5 {
+	if m := f.store.M; m == nil || m.ExitStatus != 5 {
 		t.Fatalf("manifest %+v, want the pidfd's status 5", m)
 	}
 	if f.op.life.current() != opExited {
 		t.Fatalf("state %s, want exited", f.op.life.current())
 	}
-	f.c.before(t, "gate.run", "store.manifest "+spec.VerdictPass)
+	f.c.Before(t, "gate.run", "store.manifest "+spec.VerdictPass)
 	select {
 	case <-f.op.innerExited:
 		t.Fatal("inner exit seen before the inner Wait answered")
@@ -745,12 +614,4 @@ func TestExitPipelineStartsOnPidfd(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Delete hangs after the inner Wait answered")
 	}
-}
-
-// sameSet reports whether a and b hold the same strings, in any order.
-func sameSet(a, b []string) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }
