@@ -208,35 +208,14 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 	}
 	inference := []byte(annotation(namespace, oci.Annotations, AnnotationInference))
 	preflight := []byte(annotation(namespace, oci.Annotations, AnnotationObservation))
-	// The observation (the rootfs mounted, the executable resolved and
-	// opened; hashed here only when an inference or a preflight needs the
-	// hash) and the catalog's load and verification need nothing of each
-	// other: they run side by side. Every return waits for the
-	// observation; a trust anchor or catalog refusal still comes first.
-	type observed struct {
-		p    *observe.Pending
-		obs  spec.Observation
-		err  error
-		took time.Duration
-	}
-	// The hash waits for runc only when nothing runs before the image:
-	// with spec hooks (the operator's allowlisted ones run during runc
-	// create) the decision is final before runc starts.
+	// The observation and the catalog's load and verification need
+	// nothing of each other: they run side by side. Every return waits
+	// for the observation; a trust anchor or catalog refusal still comes
+	// first. The hash waits for runc only when nothing runs before the
+	// image: with spec hooks (the operator's allowlisted ones run during
+	// runc create) the decision is final before runc starts.
 	hashNow := len(inference) > 0 || len(preflight) > 0 || specpolicy.HasHooks(oci)
-	oc := make(chan observed, 1)
-	go func() {
-		t := time.Now()
-		p, err := s.observe(ctx, r, oci, early)
-		o := observed{p: p, err: err}
-		if err == nil && hashNow {
-			o.p = nil
-			o.obs, o.err = p.Hash()
-		} else if err == nil {
-			o.obs = p.Partial()
-		}
-		o.took = time.Since(t)
-		oc <- o
-	}()
+	oc := s.startObservation(ctx, r, oci, early, hashNow)
 	var o observed
 	waitObserved := func() { o = <-oc }
 	defer func() {
@@ -291,6 +270,36 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		}
 	}
 	return adm, nil
+}
+
+// observed is the observation admit waits for: pending (p) when its hash
+// is left for later, else complete (obs), or the error.
+type observed struct {
+	p    *observe.Pending
+	obs  spec.Observation
+	err  error
+	took time.Duration
+}
+
+// startObservation observes the task in the background (the rootfs
+// mounted, the executable resolved and opened; hashed now only when
+// hashNow, else a partial observation with the hash pending).
+func (s *service) startObservation(ctx context.Context, r *taskAPI.CreateTaskRequest, oci *specs.Spec, early *earlyMount, hashNow bool) <-chan observed {
+	oc := make(chan observed, 1)
+	go func() {
+		t := time.Now()
+		p, err := s.observe(ctx, r, oci, early)
+		o := observed{p: p, err: err}
+		if err == nil && hashNow {
+			o.p = nil
+			o.obs, o.err = p.Hash()
+		} else if err == nil {
+			o.obs = p.Partial()
+		}
+		o.took = time.Since(t)
+		oc <- o
+	}()
+	return oc
 }
 
 // observe prepares the observation from the tree runc will run: the
@@ -476,15 +485,6 @@ func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id 
 		loggerFor(ctx, id).WithError(err).Warn("publish admission_denied")
 	}
 	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rf.Error())
-}
-
-// refusedOr answers a Create that failed with err: a refusal as refused
-// does, any other error as the internal error it is.
-func (s *service) refusedOr(ctx context.Context, cfg config.Config, namespace, id string, err error) error {
-	if rf, ok := spec.AsRefusal(err); ok {
-		return s.refused(ctx, cfg, namespace, id, rf)
-	}
-	return errgrpc.ToGRPC(err)
 }
 
 // rolledBack is rf for a task the inner Create made and the shim then

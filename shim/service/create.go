@@ -3,12 +3,12 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
@@ -34,251 +34,315 @@ func loggerFor(ctx context.Context, id string) *log.Entry {
 // Create admits the container, creates it with runc (init blocked in
 // `runc init`), then installs and reads back its network table. Only then is
 // Create answered; any failure after the inner Create rolls the task back.
-func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *taskAPI.CreateTaskResponse, retErr error) {
+//
+// Its steps, in order: the request checks (requestChecks), the catalog's
+// load and the snapshot's mount started in the background, the spec's
+// read and checks (specChecks), admit (the decision, then the bind
+// sources, root and spec policy), persist (the operation and its records,
+// the spec runc reads), the inner Create, and bind. A step fails with a
+// *spec.Refusal or another error; failed turns either into Create's answer
+// (the refusal recorded once) before what the steps acquired is undone,
+// last first.
+func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*taskAPI.CreateTaskResponse, error) {
 	holdGC(gcBurstSettle)
-	tc := time.Now()
-	ns, err := namespaces.NamespaceRequired(ctx)
+	c := &creation{r: r, started: time.Now()}
+	resp, err := s.create(ctx, c)
 	if err != nil {
-		return nil, errgrpc.ToGRPC(err)
+		err = s.failed(ctx, c, err)
+		for i := len(c.undo) - 1; i >= 0; i-- {
+			c.undo[i]()
+		}
 	}
-	rt, err := config.ParseOptions(r.Options)
+	if c.held != nil {
+		s.keepStdio(r.ID, "", c.held, err)
+	}
 	if err != nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
+		return nil, err
 	}
-	cfg, err := s.loadConfig(rt.ConfigPath)
+	return resp, nil
+}
+
+// creation is one Create's state, filled in by its steps in order. Only
+// Create's goroutine touches it, but for bindInit, which runs on the early
+// bind's goroutine while Create waits for it (earlyBind.stop).
+type creation struct {
+	r       *taskAPI.CreateTaskRequest
+	ns      string
+	rt      config.Runtime
+	cfg     config.Config
+	started time.Time
+	// undo is what a failed Create undoes, last first.
+	undo []func()
+
+	// The request checks and the background work.
+	held     *heldStdio
+	catalog  *catalogLoad
+	mounting *earlyMount
+
+	// The spec and its checks.
+	oci                   *specs.Spec
+	runc                  *runcoptions.Options
+	kind                  netnsKind
+	nsPath                string
+	uns                   userns
+	wantUserns, wantNetns nsID
+	netnsAlone            bool
+
+	// admit.
+	admitAt    time.Time
+	adm        *admitted
+	ownRootfs  bool
+	persisting bool // persist owns adm: only it closes a pending observation
+	binds      []boundSource
+	host       specpolicy.Operator
+	pol        specpolicy.Result
+
+	// persist, the inner Create and bind.
+	op                *operation
+	recorded          func() error
+	forget            func()
+	runcAt, createdAt time.Time
+	bindTook          time.Duration
+	bound             string
+}
+
+// failed is Create's answer to err, the one place a refusal is applied: a
+// *spec.Refusal is kept in the refusals log and as an admission_denied
+// event and answered PermissionDenied (refused); any other error is
+// answered as the internal error it is.
+func (s *service) failed(ctx context.Context, c *creation, err error) error {
+	if rf, ok := spec.AsRefusal(err); ok {
+		return s.refused(ctx, c.cfg, c.ns, c.r.ID, rf)
+	}
+	return errgrpc.ToGRPC(err)
+}
+
+// create runs Create's steps.
+func (s *service) create(ctx context.Context, c *creation) (*taskAPI.CreateTaskResponse, error) {
+	if err := s.preflight(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := s.admitTask(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := s.persistTask(c); err != nil {
+		return nil, err
+	}
+	resp, early, err := s.createInner(ctx, c)
 	if err != nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: admission refused: operator_config: %v", err)
+		return nil, err
 	}
-	// Before anything is mounted or loaded: the runc shim opens these as
-	// root on the host.
-	held, rf := holdStdio("task", &r.Stdin, &r.Stdout, &r.Stderr, cfg.LoggerAllowlist)
-	if rf != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
+	if err := s.bindTask(ctx, c, early, int(resp.Pid)); err != nil {
+		return nil, err
 	}
-	defer func() { s.keepStdio(r.ID, "", held, retErr) }()
-	// The catalog loads, and the snapshot mounts, beside the spec's read
-	// and checks; only admit waits for them, so a spec refusal still
-	// comes first. The overlay options that keep the upperdir honest are
-	// forced before anything mounts the snapshot.
-	hardenRootfs(r)
-	// The rootfs mounts are the client's (WithRootFS): admitted before
-	// anything mounts them as root on the host.
-	if err := checkRootfs(r, cfg); err != nil {
-		if rf, ok := spec.AsRefusal(err); ok {
-			return nil, s.refused(ctx, cfg, ns, r.ID, rf)
-		}
-		return nil, errgrpc.ToGRPC(err)
+	c.op.logger(ctx).WithField("contract", c.op.contract.ID).
+		WithField("checks_ms", ms(c.admitAt.Sub(c.started))).WithField("catalog_ms", ms(c.adm.catalogTook)).WithField("observe_ms", ms(c.adm.observeTook)).
+		WithField("admission_ms", ms(c.runcAt.Sub(c.admitAt))).WithField("runc_create_ms", ms(c.createdAt.Sub(c.runcAt))).WithField("boundary_ms", ms(c.bindTook)).
+		WithField("bound", c.bound).WithField("after_create_ms", ms(time.Since(c.createdAt))).
+		Info("admitted; network boundary installed and read back")
+	return resp, nil
+}
+
+// preflight reads what Create is asked and runs every check that needs no
+// decision: the request checks first (before anything is mounted or
+// loaded), then, with the catalog loading and the snapshot mounting in the
+// background, the spec checks. Only admit waits for the background work,
+// so a spec refusal still comes first.
+func (s *service) preflight(ctx context.Context, c *creation) error {
+	var err error
+	if c.ns, err = namespaces.NamespaceRequired(ctx); err != nil {
+		return err
 	}
-	catalog := s.loadCatalog(cfg)
-	var mounting *earlyMount
-	if len(r.Rootfs) > 0 {
-		mounting = startEarlyMount(r)
-		defer func() {
-			if retErr != nil {
-				mounting.undo(ctx, r)
-			}
-		}()
+	if c.rt, err = config.ParseOptions(c.r.Options); err != nil {
+		return errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
 	}
-	oci, err := observe.ReadSpec(r.Bundle)
+	if c.cfg, err = s.loadConfig(c.rt.ConfigPath); err != nil {
+		return errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: admission refused: operator_config: %v", err)
+	}
+	// The overlay options that keep the upperdir honest are forced before
+	// anything mounts the snapshot.
+	hardenRootfs(c.r)
+	if rf := runChecks(s, c, requestChecks); rf != nil {
+		return rf
+	}
+	c.catalog = s.loadCatalog(c.cfg)
+	if len(c.r.Rootfs) > 0 {
+		m := startEarlyMount(c.r)
+		c.mounting = m
+		c.undo = append(c.undo, func() { m.undo(ctx, c.r) })
+	}
+	if c.oci, err = observe.ReadSpec(c.r.Bundle); err != nil {
+		return errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
+	}
+	if rf := runChecks(s, c, specChecks); rf != nil {
+		return rf
+	}
+	return nil
+}
+
+// admitTask decides the contract (admit), then admits what the decision
+// grants: the bind sources, the spec's root and the spec policy. From
+// admit on, the snapshot is mounted at the bundle's rootfs and stays so
+// until Delete; until the inner Create has a task, it is ours to undo.
+func (s *service) admitTask(ctx context.Context, c *creation) error {
+	r, oci := c.r, c.oci
+	c.admitAt = time.Now()
+	adm, err := s.admit(ctx, c.catalog, c.ns, r, oci, c.mounting)
 	if err != nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
+		return err
 	}
-	if r.Checkpoint != "" || r.ParentCheckpoint != "" {
-		// runc would restore processes from a CRIU image with whatever
-		// capabilities, seccomp state and sockets were dumped: nothing of
-		// it would have been admitted.
-		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("checkpoint_restore", "the task is to be restored from checkpoint %q, whose processes were never admitted; start it from its image instead", r.Checkpoint+r.ParentCheckpoint))
-	}
-	kind, nsPath, uns, rf := namespacesOf(oci)
-	if rf != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
-	}
-	runc, err := rt.RuncOptions(cfg)
-	if err != nil {
-		var or *config.OptionRefusal
-		if errors.As(err, &or) {
-			return nil, s.refused(ctx, cfg, ns, r.ID, spec.Refuse("runtime_options", "options."+or.Field, "", "%v", or))
+	c.adm, c.ownRootfs = adm, ownsSnapshot(r, oci)
+	c.undo = append(c.undo, func() {
+		if !c.persisting {
+			adm.close()
 		}
-		return nil, errgrpc.ToGRPC(err)
-	}
-	var wantUserns nsID
-	if uns.path != "" {
-		if ns != CRINamespace {
-			// Only a pod's user namespace (CRI pins it) may be joined;
-			// elsewhere runc makes the container its own.
-			return nil, s.refused(ctx, cfg, ns, r.ID, refuse("userns_path", "linux.namespaces user path %q: only CRI's pods join a user namespace by path; let runc make the container its own (drop the path)", uns.path))
+		if c.ownRootfs {
+			unmountRootfs(ctx, r.Bundle, r.ID)
 		}
-		if wantUserns, rf = checkJoinedUserns(uns.path, oci.Linux.UIDMappings); rf != nil {
-			return nil, s.refused(ctx, cfg, ns, r.ID, rf)
-		}
-	}
-	var wantNetns nsID
-	if kind == netnsPath {
-		if wantNetns, rf = checkJoinedNetns(nsPath, uns); rf != nil {
-			return nil, s.refused(ctx, cfg, ns, r.ID, rf)
-		}
-	}
-	if oci.Linux != nil {
-		if err := refuseBusyCgroup(oci.Linux.CgroupsPath); err != nil {
-			return nil, s.refusedOr(ctx, cfg, ns, r.ID, err)
-		}
-	}
-	if rf := refuseJoinedNamespaces(oci); rf != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
-	}
-	netnsAlone, rf := checkJoinPaths(oci, scopeOf(ns, r.ID, r.Bundle, oci.Annotations), kernelNS{})
-	if rf != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
-	}
-	if err := s.seccomp.check(runc.BinaryName, cfg.StateDir); err != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err))
-	}
-	t0 := time.Now()
-	adm, err := s.admit(ctx, catalog, ns, r, oci, mounting)
-	if err != nil {
-		return nil, s.refusedOr(ctx, cfg, ns, r.ID, err)
-	}
-	// The snapshot is mounted at the bundle's rootfs (admit) and stays so
-	// until Delete; until the inner Create has a task, it is ours to undo.
-	ownRootfs, persisting := ownsSnapshot(r, oci), false
-	defer func() {
-		if retErr != nil {
-			if !persisting {
-				adm.close()
-			}
-			if ownRootfs {
-				unmountRootfs(ctx, r.Bundle, r.ID)
-			}
-		}
-	}()
+	})
 	notes := []string{}
-	binds, rf := resolveBindSources(oci)
-	if rf != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
+	var rf *spec.Refusal
+	if c.binds, rf = resolveBindSources(oci); rf != nil {
+		return rf
 	}
 	// The host facts (the mount table among them) are read once for both
 	// the root and the spec checks.
-	host := hostPolicy(cfg)
-	host.StateDirs = runtimeStateDirs(cfg, r.Bundle, ns, r.ID)
-	if rf := checkRoot(r, oci, host); rf != nil {
-		return nil, s.refused(ctx, cfg, ns, r.ID, rf)
+	c.host = hostPolicy(c.cfg)
+	c.host.StateDirs = runtimeStateDirs(c.cfg, r.Bundle, c.ns, r.ID)
+	if rf := checkRoot(r, oci, c.host); rf != nil {
+		return rf
 	}
 	if n := privateCgroupns(oci); n != "" {
 		notes = append(notes, n)
 	}
-	if ns == CRINamespace {
+	if c.ns == CRINamespace {
 		// CRI's own annotation, set after the pass-through ones; only in
 		// CRI's namespace, where only CRI creates containers.
-		host.SandboxID = oci.Annotations[AnnotationSandboxID]
+		c.host.SandboxID = oci.Annotations[AnnotationSandboxID]
 		// Its files lie under containerd's actual root (the operator's
 		// containerd_root) and state (the bundle's, which containerd
 		// lays out under it): k3s, RKE2 and any other root.
-		host.CRISandboxDirs = specpolicy.CRISandboxDirs(cfg.ContainerdRoot, specpolicy.StateFromBundle(r.Bundle, ns, r.ID))
+		c.host.CRISandboxDirs = specpolicy.CRISandboxDirs(c.cfg.ContainerdRoot, specpolicy.StateFromBundle(r.Bundle, c.ns, r.ID))
 	}
-	pol, err := specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, host)
-	if err != nil {
-		return nil, s.refusedOr(ctx, cfg, ns, r.ID, err)
+	if c.pol, err = specpolicy.CheckSpec(oci, specpolicy.Grants{Capabilities: adm.decision.Contract.Capabilities}, c.host); err != nil {
+		return err
 	}
-	pol.Notes = append(notes, pol.Notes...)
+	c.pol.Notes = append(notes, c.pol.Notes...)
+	return nil
+}
 
-	op, err := s.newOperation(ns, r, cfg, adm, pol, kind, nsPath)
+// persistTask builds the operation and starts persisting it (the
+// operation's persist: the records are written while runc works), then
+// writes the spec and the runtime options runc is handed. The snapshot is
+// mounted already (admit): the inner Create runs runc on it and mounts
+// nothing; its TaskCreate still names the mounts.
+func (s *service) persistTask(c *creation) error {
+	r, oci := c.r, c.oci
+	op, err := s.newOperation(c.ns, r, c.cfg, c.adm, c.pol, c.kind, c.nsPath)
 	if err != nil {
-		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
+		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
-	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = wantNetns, uns.has, wantUserns, oci.Linux.UIDMappings
-	op.netnsAlone = netnsAlone
-	op.admission.UserNamespace = uns.has
-	op.ownRootfs, op.ownPidns = ownRootfs, privatePidns(oci)
-	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
-	recorded := op.persist(adm)
-	persisting = true
+	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = c.wantNetns, c.uns.has, c.wantUserns, oci.Linux.UIDMappings
+	op.netnsAlone = c.netnsAlone
+	op.admission.UserNamespace = c.uns.has
+	op.ownRootfs, op.ownPidns = c.ownRootfs, privatePidns(oci)
+	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: c.host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
+	c.op, c.recorded, c.persisting = op, op.persist(c.adm), true
 	if err := writeSpec(r.Bundle, oci); err != nil {
-		recorded()
-		return nil, errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
+		c.recorded()
+		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
-	if r.Options, err = typeurl.MarshalAnyToProto(runc); err != nil {
-		recorded()
-		return nil, errgrpc.ToGRPC(err)
+	if r.Options, err = typeurl.MarshalAnyToProto(c.runc); err != nil {
+		c.recorded()
+		return err
 	}
 	op.diff, op.mounts = diffSourceOf(r), specpolicy.MountDestinations(oci)
 	if root, own := rootPath(r, oci); len(r.Rootfs) > 0 && !own {
 		op.diff = diffSource{Problem: fmt.Sprintf("root.path %s is not the task's snapshot: the snapshot's diff says nothing about what the container wrote", root)}
 	}
-	// The snapshot is mounted already (admit): the inner Create runs runc
-	// on it and mounts nothing; its TaskCreate still names the mounts.
-	forget := s.pub.createdOn(r.ID, r.Rootfs)
+	c.forget = s.pub.createdOn(r.ID, r.Rootfs)
 	r.Rootfs = nil
+	return nil
+}
 
-	// What follows the inner Create: the records durable, the spec's bind
-	// sources checked in the init's mount namespace, the boundary bound.
-	// It runs as soon as runc has made the init (its pid file), beside the
-	// inner Create's own work after runc, or else after the inner Create.
-	var bindTook time.Duration
-	bindInit := func(pid int) error {
-		if recErr := recorded(); recErr != nil {
-			if rf, ok := spec.AsRefusal(recErr); ok {
-				// The hash taken while runc created the task refused it;
-				// the init never left runc init.
-				return s.refused(ctx, cfg, ns, r.ID, rolledBack(rf))
-			}
-			op.logger(ctx).WithError(recErr).Error("record operation")
-			return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: record operation: %v; task rolled back", recErr)
-		}
-		if err := verifyBinds(pid, oci, binds); err != nil {
-			op.logger(ctx).WithError(err).Error("verify bind mounts")
-			return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: admission refused: bind_source: %v; task rolled back", err)
-		}
-		t := time.Now()
-		defer func() { bindTook = time.Since(t) }()
-		if err := op.bind(ctx, pid); err != nil {
-			op.logger(ctx).WithError(err).Error("install network boundary")
-			return errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: network boundary not installed, task refused: %v", err)
-		}
-		return nil
-	}
-	early := watchInitPid(r.Bundle, bindInit)
-
-	t1 := time.Now()
-	resp, err := s.TTRPCTaskService.Create(ctx, r)
-	t2 := time.Now()
+// createInner runs the inner (runc) Create, with the bind watching for
+// the init's pid file (watchInitPid) so that it runs as soon as runc has
+// made the init, beside the inner Create's own work after runc. From a
+// created task on, a failure rolls the task back.
+func (s *service) createInner(ctx context.Context, c *creation) (*taskAPI.CreateTaskResponse, *earlyBind, error) {
+	early := watchInitPid(c.r.Bundle, func(pid int) error { return s.bindInit(ctx, c, pid) })
+	c.runcAt = time.Now()
+	resp, err := s.TTRPCTaskService.Create(ctx, c.r)
+	c.createdAt = time.Now()
 	if err != nil {
-		forget()
-		if _, berr := early.stop(); berr != errNotEarly {
+		c.forget()
+		_, berr := early.stop()
+		if berr != errNotEarly {
 			// Bound (or tried to) an init the inner Create then failed:
 			// its records say so and end with a never-started manifest.
-			s.unbind(ctx, op)
+			s.unbind(ctx, c.op)
 		}
-		recorded()
-		return nil, err
+		c.recorded()
+		if rf, ok := spec.AsRefusal(berr); ok {
+			// The decision with the hash refused the task while runc made
+			// it: the refusal is the answer, whatever runc then said.
+			c.op.logger(ctx).WithError(err).Warn("inner create, after the refusal")
+			return nil, nil, rf
+		}
+		return nil, nil, err
 	}
-	defer func() {
-		if retErr != nil {
-			s.rollback(ctx, op)
-		}
-	}()
+	c.undo = append(c.undo, func() { s.rollback(ctx, c.op) })
+	return resp, early, nil
+}
+
+// bindTask ends the bind: the early one's result, or the bind itself
+// when runc's pid file was not seen before the inner Create returned.
+func (s *service) bindTask(ctx context.Context, c *creation, early *earlyBind, initPid int) error {
 	pid, err := early.stop()
-	bound := "early"
+	c.bound = "early"
 	switch {
 	case err == errNotEarly:
-		bound = "after the inner create"
-		err = bindInit(int(resp.Pid))
-	case err == nil && pid != int(resp.Pid):
-		s.unbind(ctx, op)
-		err = errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: the init's pid file named pid %d, the inner Create pid %d; task rolled back", pid, resp.Pid)
+		c.bound = "after the inner create"
+		err = s.bindInit(ctx, c, initPid)
+	case err == nil && pid != initPid:
+		s.unbind(ctx, c.op)
+		err = errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: the init's pid file named pid %d, the inner Create pid %d; task rolled back", pid, initPid)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if op.diff.Problem == "" {
-		op.warm = startWarmGate(op.logger(ctx))
+	if c.op.diff.Problem == "" {
+		c.op.warm = startWarmGate(c.op.logger(ctx))
 	}
-	s.put(op)
-	op.logger(ctx).WithField("contract", op.contract.ID).
-		WithField("checks_ms", ms(t0.Sub(tc))).WithField("catalog_ms", ms(adm.catalogTook)).WithField("observe_ms", ms(adm.observeTook)).
-		WithField("admission_ms", ms(t1.Sub(t0))).WithField("runc_create_ms", ms(t2.Sub(t1))).WithField("boundary_ms", ms(bindTook)).
-		WithField("bound", bound).WithField("after_create_ms", ms(time.Since(t2))).
-		Info("admitted; network boundary installed and read back")
-	return resp, nil
+	s.put(c.op)
+	return nil
+}
+
+// bindInit is what follows the inner Create for the init pid: the records
+// durable, the spec's bind sources checked in the init's mount namespace,
+// the boundary bound. A refusal (the hash taken while runc created the
+// task refused it; the init never left runc init) is returned for failed
+// to apply.
+func (s *service) bindInit(ctx context.Context, c *creation, pid int) error {
+	op := c.op
+	if err := c.recorded(); err != nil {
+		if rf, ok := spec.AsRefusal(err); ok {
+			return rolledBack(rf)
+		}
+		op.logger(ctx).WithError(err).Error("record operation")
+		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: record operation: %v; task rolled back", err)
+	}
+	if err := verifyBinds(pid, c.oci, c.binds); err != nil {
+		op.logger(ctx).WithError(err).Error("verify bind mounts")
+		return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "gensee: admission refused: bind_source: %v; task rolled back", err)
+	}
+	t := time.Now()
+	defer func() { c.bindTook = time.Since(t) }()
+	if err := op.bind(ctx, pid); err != nil {
+		op.logger(ctx).WithError(err).Error("install network boundary")
+		return errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: network boundary not installed, task refused: %v", err)
+	}
+	return nil
 }
 
 // newOperation builds the operation and its admission record; persist

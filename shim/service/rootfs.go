@@ -6,6 +6,7 @@ import (
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/spec"
 )
 
 // checkRootfs admits the task's rootfs mounts (the client's, through
@@ -14,7 +15,7 @@ import (
 // the operator's containerd_root, or BuildKit's bind of an overlay of them
 // (specpolicy.CheckRootfs). Run after hardenRootfs, whose forced overlay
 // options it admits.
-func checkRootfs(r *taskAPI.CreateTaskRequest, cfg config.Config) error {
+func checkRootfs(r *taskAPI.CreateTaskRequest, cfg config.Config) *spec.Refusal {
 	if len(r.Rootfs) == 0 {
 		return nil
 	}
@@ -22,5 +23,5 @@ func checkRootfs(r *taskAPI.CreateTaskRequest, cfg config.Config) error {
 	for _, m := range r.Rootfs {
 		ms = append(ms, specpolicy.RootfsMount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
 	}
-	return specpolicy.CheckRootfs(ms, cfg.ContainerdRoot, &hostfacts.RootfsHost{})
+	return refusal(specpolicy.CheckRootfs(ms, cfg.ContainerdRoot, &hostfacts.RootfsHost{}), specpolicy.RuleRootfsMount)
 }
