@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types"
@@ -88,6 +89,7 @@ func refusalLines(t *testing.T, state string) []spec.RefusalRecord {
 // an error of its own category with no refusal kept.
 func TestCreateRefusesOnce(t *testing.T) {
 	ctx := namespaces.WithNamespace(context.Background(), "default")
+	t.Cleanup(func() { waitGCReleased(t) })
 	for _, tc := range []struct {
 		name          string
 		oci           *specs.Spec
@@ -141,5 +143,22 @@ func TestRefusal(t *testing.T) {
 	}
 	if rf := refusal(os.ErrPermission, "cgroup_not_own"); rf == nil || rf.Reason != "cgroup_not_own" || !strings.Contains(rf.Message, "permission denied") {
 		t.Fatalf("another error: %v", rf)
+	}
+}
+
+// waitGCReleased waits for the collector holds Create took (holdGC) to be
+// released, so that they outlive no test.
+func waitGCReleased(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * gcBurstSettle); ; time.Sleep(10 * time.Millisecond) {
+		gcBurst.mu.Lock()
+		held := gcBurst.held
+		gcBurst.mu.Unlock()
+		if held == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d collector holds still in place", held)
+		}
 	}
 }
