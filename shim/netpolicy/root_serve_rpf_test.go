@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,9 +40,8 @@ const (
 // farPeer records the sources of every datagram reaching udp port farDPort
 // in the far namespace.
 type farPeer struct {
-	ns   *kerneltest.Netns
-	mu   sync.Mutex
-	from []string
+	ns *kerneltest.Netns
+	heard
 }
 
 func newFarPeer(t *testing.T, tp *topology) *farPeer {
@@ -79,32 +77,8 @@ func newFarPeer(t *testing.T, tp *topology) *farPeer {
 	if err := f.ns.Do(func() (err error) { pc, err = net.ListenPacket("udp", ":5353"); return }); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			a := from.(*net.UDPAddr).AddrPort()
-			f.mu.Lock()
-			f.from = append(f.from, netip.AddrPortFrom(a.Addr().Unmap(), a.Port()).String())
-			f.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
+	f.listen(t, pc)
 	return f
-}
-
-func (f *farPeer) take() []string {
-	time.Sleep(300 * time.Millisecond)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	got := f.from
-	f.from = nil
-	return got
 }
 
 // forge sends one datagram from D to the container's served port from the
@@ -160,7 +134,7 @@ func testServeReversePath(t *testing.T, scope Scope) {
 	// The forged datagrams: D never hears from the workload, no flow
 	// names D, and the input chain counted both.
 	forge(t, tp)
-	if got := far.take(); len(got) > 0 {
+	if got := far.quiet(); len(got) > 0 {
 		t.Errorf("the workload answered the forged peer: D received from %v", got)
 	}
 	for _, d := range []string{farD4, farD6} {
@@ -188,9 +162,9 @@ func testServeReversePath(t *testing.T, scope Scope) {
 	// now labels the forged flows too).
 	deleteRules(t, tp, p, "input", `served ports, (?:source not routed back|non-local source over loopback)`)
 	forge(t, tp)
-	got := far.take()
-	slices.Sort(got)
 	want := []string{farLocal4 + ":8080", "[" + farLocal6 + "]:8080"}
+	got := far.await(want...)
+	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Logf("counters: %+v; flows %+v", countersT(t, tp, p), flowsWith(t, tp, farD4))
 		t.Errorf("control without the check: D received from %v, want %v (the bypass the check closes)", got, want)
@@ -316,7 +290,7 @@ func testServeBeforeBind(t *testing.T, scope Scope) {
 		}
 	}
 	send()
-	if got := far.take(); len(got) > 0 {
+	if got := far.quiet(); len(got) > 0 {
 		t.Errorf("the workload reached D from the served port on a flow forged before the bind: D received from %v", got)
 	}
 	c1 := countersT(t, tp, p)
@@ -350,7 +324,7 @@ func testServeBeforeBind(t *testing.T, scope Scope) {
 	}
 	unlabelServeRules(t, tp, p)
 	send()
-	got := far.take()
+	got := far.await(genuine...)
 	slices.Sort(got)
 	if want := []string{farLocal4 + ":8080", "[" + farLocal6 + "]:8080"}; !slices.Equal(got, want) {
 		t.Errorf("control without the label: D received from %v, want %v (the bypass the label closes)", got, want)
@@ -358,12 +332,15 @@ func testServeBeforeBind(t *testing.T, scope Scope) {
 }
 
 // warmNeighbors has the server namespace resolve the client's addresses on
-// their shared link (one datagram each to a port nothing listens on).
+// their shared link (one datagram each to a port nothing listens on), and
+// waits, at most 5 s, until both neighbour entries have a link-layer
+// address.
 func warmNeighbors(t *testing.T, tp *topology) {
 	t.Helper()
+	addrs := []string{"192.0.2.1", "2001:db8::1"}
 	if err := tp.server.Do(func() error {
-		for _, a := range []string{"192.0.2.1:9", "[2001:db8::1]:9"} {
-			c, err := net.Dial("udp", a)
+		for _, a := range addrs {
+			c, err := net.Dial("udp", net.JoinHostPort(a, "9"))
 			if err != nil {
 				return err
 			}
@@ -374,7 +351,17 @@ func warmNeighbors(t *testing.T, tp *topology) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	for _, a := range addrs {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			out := kerneltest.Run(t, "ip", "-n", tp.server.Name, "neigh", "show", "to", a)
+			if strings.Contains(out, " lladdr ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server namespace did not resolve %s: %q", a, out)
+			}
+		}
+	}
 }
 
 // unlabelServeRules replaces every rule of the output chain that requires
@@ -439,7 +426,7 @@ func TestRootServeLoopbackForgedOutside(t *testing.T) {
 		}
 	}
 	send()
-	if got := world.take(); len(got) > 0 {
+	if got := world.quiet(); len(got) > 0 {
 		t.Errorf("the workload answered the forged R: R heard %v", got)
 	}
 	if c2 := countersT(t, tp, p); c2.Denied.Packets-c1.Denied.Packets != 2 || c2.Served != c1.Served {
@@ -452,9 +439,10 @@ func TestRootServeLoopbackForgedOutside(t *testing.T) {
 	// Control: the serve accepts without the label.
 	unlabelServeRules(t, tp, p)
 	send()
-	got := world.take()
+	want := []string{"192.0.2.1:8082", "[2001:db8::1]:8082"}
+	got := world.await(want...)
 	slices.Sort(got)
-	if want := []string{"192.0.2.1:8082", "[2001:db8::1]:8082"}; !slices.Equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("control without the label: R heard %v, want %v", got, want)
 	}
 }

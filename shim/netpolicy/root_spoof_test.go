@@ -12,7 +12,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,10 +34,7 @@ const (
 
 // worldReceiver records every datagram that reaches udp port 7777 in the
 // server namespace (R, both families).
-type worldReceiver struct {
-	mu   sync.Mutex
-	from []string
-}
+type worldReceiver struct{ heard }
 
 func newWorldReceiver(t *testing.T, tp *topology) *worldReceiver {
 	t.Helper()
@@ -57,33 +53,8 @@ func newWorldReceiver(t *testing.T, tp *topology) *worldReceiver {
 		t.Fatal(err)
 	}
 	w := &worldReceiver{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			a := from.(*net.UDPAddr).AddrPort()
-			w.mu.Lock()
-			w.from = append(w.from, netip.AddrPortFrom(a.Addr().Unmap(), a.Port()).String())
-			w.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
+	w.listen(t, pc)
 	return w
-}
-
-// take waits a moment and returns (and forgets) the sources seen.
-func (w *worldReceiver) take() []string {
-	time.Sleep(300 * time.Millisecond)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	f := w.from
-	w.from = nil
-	return f
 }
 
 func vethOf(t *testing.T, n *kerneltest.Netns) string {
@@ -186,7 +157,7 @@ func testSpoofTupleReplies(t *testing.T, scope Scope, kernelInCtr bool) {
 
 	c0 := countersT(t, tp, p)
 	tp.spoof(t, tp.ctr, attack)
-	if got := world.take(); len(got) != 0 {
+	if got := world.quiet(); len(got) != 0 {
 		t.Errorf("R heard %v: the spoofed replies left", got)
 	}
 	c1 := countersT(t, tp, p)
@@ -216,7 +187,7 @@ func testSpoofTupleReplies(t *testing.T, scope Scope, kernelInCtr bool) {
 		}
 	}
 	tp.spoof(t, tp.ctr, "["+spoofA6+"]:53>["+spoofR6+"]:7777,"+spoofA4+":53>"+spoofR4+":7777")
-	if got := world.take(); len(got) != 0 {
+	if got := world.quiet(); len(got) != 0 {
 		t.Errorf("R heard %v over an existing flow", got)
 	}
 	c2 := countersT(t, tp, p)
@@ -250,7 +221,7 @@ func spoofEpilogue(t *testing.T, tp *topology, p *Plan, world *worldReceiver, sc
 	if scope == ScopeNetns {
 		c2 := countersT(t, tp, p)
 		tp.spoof(t, tp.other, attack)
-		if got := world.take(); len(got) != 0 {
+		if got := world.quiet(); len(got) != 0 {
 			t.Errorf("R heard %v from another cgroup", got)
 		}
 		c3 := countersT(t, tp, p)
@@ -274,7 +245,7 @@ func spoofEpilogue(t *testing.T, tp *topology, p *Plan, world *worldReceiver, sc
 		unlabelServeRules(t, tp, p)
 	}
 	tp.spoof(t, tp.ctr, attack)
-	got := strings.Join(world.take(), " ")
+	got := strings.Join(world.await(bypass...), " ")
 	for _, want := range bypass {
 		if !strings.Contains(got, want) {
 			t.Errorf("without the non-local source rules R heard %q, want %s (the test no longer shows the bypass)", got, want)
@@ -334,7 +305,7 @@ func testSpoofServed(t *testing.T, scope Scope, kernelInCtr bool) {
 
 	c0 := countersT(t, tp, p)
 	tp.spoof(t, tp.ctr, attack)
-	if got := world.take(); len(got) != 0 {
+	if got := world.quiet(); len(got) != 0 {
 		t.Errorf("R heard %v: the spoofed flow was served", got)
 	}
 	c1 := countersT(t, tp, p)
