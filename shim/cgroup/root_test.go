@@ -169,6 +169,8 @@ func TestRootKillTrees(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sh.Process.Kill(); _ = sh.Wait() })
 	var child int
+	// Real time, bounded: sh forks a real process, which no synctest
+	// bubble holds.
 	for deadline := time.Now().Add(2 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no child of sh")
