@@ -49,6 +49,9 @@ func mountOverlay(t testing.TB, opts string, layers ...func(t testing.TB, dir st
 	return o
 }
 
+// unmount retries EBUSY on the real clock, about 1 s: the busy reference is
+// the kernel's to drop, and a system call is nothing a synctest bubble's
+// fake time could wait for.
 func unmount(t testing.TB, dir string) {
 	for i := 0; i < 50; i++ {
 		err := unix.Unmount(dir, 0)
