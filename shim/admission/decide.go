@@ -62,6 +62,20 @@ type Decision struct {
 	Reason            Reason            `json:"reason"`
 	Message           string            `json:"message"` // "<reason>: <what failed>; <fix>"
 	FallbackFrom      Reason            `json:"fallback_from,omitempty"`
+	// what failed and the fix of a refusal, apart (Refusal).
+	what, fix string
+}
+
+// Refusal is a refused decision as every front door returns it: its
+// reason, what failed and the fix; nil when the decision admitted.
+func (d Decision) Refusal() *spec.Refusal {
+	if d.Admitted {
+		return nil
+	}
+	if d.what == "" { // not made by refuse
+		return &spec.Refusal{Reason: string(d.Reason), Message: d.Message}
+	}
+	return &spec.Refusal{Reason: string(d.Reason), Message: d.what, Fix: d.fix}
 }
 
 // Decide admits the container under exactly one approved contract of the
@@ -135,6 +149,7 @@ func admit(d Decision, cat *spec.Catalog, id string) (Decision, *failure) {
 func refuse(d Decision, f *failure) Decision {
 	d.Admitted, d.Contract, d.ContractID, d.ContractDigest, d.SafeDefault = false, nil, "", "", false
 	d.Reason, d.Message, d.FallbackFrom = f.reason, f.message(), ""
+	d.what, d.fix = f.what, f.fix
 	return d
 }
 

@@ -84,7 +84,7 @@ func leadingField(msg string) string {
 
 // decisionRefusal is a negative admission decision as a refusal.
 func decisionRefusal(d admission.Decision) *spec.Refusal {
-	return &spec.Refusal{Reason: string(d.Reason), Message: d.Message}
+	return d.Refusal()
 }
 
 // admitted is everything Create needs from a positive decision.

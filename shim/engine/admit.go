@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/gensee/gensee/shim/admission"
+	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/trust"
+	"github.com/gensee/gensee/spec"
+)
+
+// Reasons of the trust inputs' refusals, the same through every door.
+const (
+	ReasonTrustAnchor = "trust_anchor"
+	ReasonCatalog     = "catalog"
+)
+
+// LoadTrust loads the operator's trust anchor and the catalog it verifies
+// at path (the operator's, or a host run's --catalog, which field names),
+// and records the accepted version in the state dir (docs/design.md §3);
+// or refuses.
+func LoadTrust(cfg config.Config, path, field string, now time.Time) (*trust.Loaded, *spec.Refusal) {
+	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
+	if err != nil {
+		return nil, spec.Refuse(ReasonTrustAnchor, "trust_anchor", "", "%v", err)
+	}
+	cat, err := trust.LoadCatalog(path, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), now)
+	if err != nil {
+		return nil, spec.Refuse(ReasonCatalog, field, "", "%v", err)
+	}
+	return cat, nil
+}
+
+// Decide decides which one contract of cat governs in's observation
+// (admission.Decide) and returns what admission.json records of it; or the
+// decision's refusal: its reason and message (which names the fix), the
+// field left to the door, which knows what its caller calls the input.
+func Decide(cat *trust.Loaded, in admission.Input) (admission.Recorded, *spec.Refusal) {
+	in.Catalog, in.CatalogVersion = cat.Catalog, cat.Version
+	d := admission.Decide(in)
+	if !d.Admitted {
+		return admission.Recorded{}, d.Refusal()
+	}
+	digest, err := in.Observation.Digest()
+	if err != nil {
+		return admission.Recorded{}, spec.Refuse(string(admission.ReasonObservationInvalid), "", "", "digest observation: %v", err)
+	}
+	return admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, in.Observation, digest), nil
+}
