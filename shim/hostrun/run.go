@@ -9,9 +9,9 @@ import (
 
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
-	"github.com/gensee/gensee/shim/trust"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -116,29 +116,22 @@ func observeCommand(cmd Command) (*sealedCommand, spec.Observation, *Refusal) {
 
 // admit loads the trust inputs and decides, exactly as for a container.
 func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (*spec.Admission, *Refusal) {
-	cfg := req.Config
-	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
-	if err != nil {
-		return nil, refuse(ReasonTrustAnchor, "trust_anchor", "", "%v", err)
-	}
-	catPath := req.Catalog
+	catPath, field := req.Catalog, "--catalog"
 	if catPath == "" {
-		catPath = cfg.Catalog
+		catPath, field = req.Config.Catalog, "catalog"
 	}
 	now := time.Now()
-	cat, err := trust.LoadCatalog(catPath, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), now)
-	if err != nil {
-		return nil, refuse(ReasonCatalog, "--catalog", "", "%v", err)
+	cat, rf := engine.LoadTrust(req.Config, catPath, field, now)
+	if rf != nil {
+		return nil, rf
 	}
-	facts := admission.Facts{Runtime: Runtime, User: cmd.User.Fact()}
-	d := admission.Decide(admission.Input{Catalog: cat.Catalog, CatalogVersion: cat.Version, Facts: facts,
+	rec, rf := engine.Decide(cat, admission.Input{Facts: admission.Facts{Runtime: Runtime, User: cmd.User.Fact()},
 		InferenceEnvelope: req.Inference, PreflightObservation: req.Observation, Observation: obs, Now: now})
-	if !d.Admitted {
-		return nil, refuse(string(d.Reason), fieldOf(d.Reason), "", "%s", d.Message)
-	}
-	digest, err := obs.Digest()
-	if err != nil {
-		return nil, refuse(ReasonCommand, "argv", "", "digest observation: %v", err)
+	if rf != nil {
+		if rf.Field == "" {
+			rf.Field = fieldOf(admission.Reason(rf.Reason))
+		}
+		return nil, rf
 	}
 	uid := cmd.User.UID
 	var interp *spec.HostFile
@@ -148,9 +141,9 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (
 	return &spec.Admission{
 		Namespace: Namespace, CreatedAt: now.UTC(),
 		Facts:             spec.AdmissionFacts{Runtime: Runtime, User: cmd.User.Name, UID: &uid},
-		AdmissionDecision: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest),
+		AdmissionDecision: rec,
 		Command:           &spec.AdmittedCommand{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd, Executable: exe.Exe.Path, Workspace: cmd.Workspace, Interpreter: interp},
-		Netns:             "host", Deadline: d.Contract.Deadline,
+		Netns:             spec.NetnsHost, Deadline: rec.Contract.Deadline,
 	}, nil
 }
 
