@@ -17,6 +17,7 @@ import (
 
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
@@ -171,14 +172,7 @@ func (s *service) loadCatalog(cfg config.Config) *catalogLoad {
 		defer close(l.done)
 		t := time.Now()
 		defer func() { l.took = time.Since(t) }()
-		anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
-		if err != nil {
-			l.err = spec.Refuse("trust_anchor", "trust_anchor", "", "%v", err)
-			return
-		}
-		if l.cat, err = trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), s.now()); err != nil {
-			l.err = spec.Refuse("catalog", "catalog", "", "%v", err)
-		}
+		l.cat, l.err = engine.LoadTrust(cfg, cfg.Catalog, "catalog", s.now())
 	}()
 	return l
 }
