@@ -16,7 +16,7 @@ import (
 
 // stagedOp gates a bind rootfs holding one product of each kind into
 // <opDir>/staged, as the front doors do, and returns opDir and the
-// products as the manifest records them (shim/effect's conversion).
+// products as the manifest records them (shim/engine's conversion).
 func stagedOp(t *testing.T) (string, []spec.ProductRecord) {
 	t.Helper()
 	root, opDir := t.TempDir(), t.TempDir()

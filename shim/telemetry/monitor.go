@@ -346,8 +346,8 @@ func (m *Monitor) StopSensors() {
 
 // Drift lists what the table watcher saw differ from the table's plan
 // since Start, oldest first (at most 16): every front door's exit path puts
-// it in effect.Exit.Drift after StopSensors, which downgrades the
-// manifest's network status (effect.NetworkStatus):
+// it in engine.Exit.Drift after StopSensors, which downgrades the
+// manifest's network status (engine.NetworkStatus):
 //
 //	x.Drift = mon.Drift()
 func (m *Monitor) Drift() []string {
