@@ -90,39 +90,28 @@ func admitSpec(cfg config.Config, s State, oci *specs.Spec, self string, now tim
 // joined by path (a joined mount namespace holds another tree than the one
 // observed, a joined cgroup namespace lets processes leave the bound
 // cgroup, a joined pid/ipc one may be the host's), and a container without
-// its own cgroup namespace (a hook cannot add one).
+// its own cgroup namespace (a hook cannot add one). The reading is
+// specpolicy.ReadNamespaces, the one every door uses.
 func namespaces(oci *specs.Spec) (kind spec.NetnsKind, path string, rf *Refusal) {
 	if oci.Process == nil {
 		return "", "", spec.Refuse("no_process", "process", "", "the spec has no process; gensee only runs containers with a process")
 	}
-	kind = netnsHost
-	cgroupns := false
-	if oci.Linux != nil {
-		for _, ns := range oci.Linux.Namespaces {
-			switch ns.Type {
-			case specs.NetworkNamespace:
-				kind, path = netnsPrivate, ns.Path
-				if ns.Path != "" {
-					kind = netnsPath
-				}
-				continue
-			case specs.UserNamespace:
-				return "", "", spec.Refuse(ReasonUserns, "linux.namespaces", "run it without a user namespace (no --userns, no --uidmap), or under the containerd shim, which admits them",
-					"linux.namespaces has a user namespace, whose root would own the container's network namespace; this front door admits only network namespaces owned by the host's user namespace")
-			case specs.CgroupNamespace:
-				cgroupns = ns.Path == ""
-			}
-			if ns.Path != "" && ns.Type != specs.UTSNamespace {
-				return "", "", spec.Refuse(ReasonNamespacePath, "linux.namespaces", "drop the path (no --pid/--ipc/--cgroupns container:..., no path to another namespace)",
-					"linux.namespaces %s path %q: a namespace joined by path may be the host's, hold another tree than the one observed, or let processes leave the bound cgroup", ns.Type, ns.Path)
-			}
+	n := specpolicy.ReadNamespaces(oci)
+	if n.User {
+		return "", "", spec.Refuse(ReasonUserns, "linux.namespaces", "run it without a user namespace (no --userns, no --uidmap), or under the containerd shim, which admits them",
+			"linux.namespaces has a user namespace, whose root would own the container's network namespace; this front door admits only network namespaces owned by the host's user namespace")
+	}
+	for _, ns := range n.Joined {
+		if ns.Type != specs.NetworkNamespace && ns.Type != specs.UTSNamespace {
+			return "", "", spec.Refuse(ReasonNamespacePath, ns.Field(), "drop the path (no --pid/--ipc/--cgroupns container:..., no path to another namespace)",
+				"linux.namespaces %s path %q: a namespace joined by path may be the host's, hold another tree than the one observed, or let processes leave the bound cgroup", ns.Type, ns.Path)
 		}
 	}
-	if !cgroupns {
+	if !n.Cgroup || n.CgroupPath != "" {
 		return "", "", spec.Refuse(ReasonCgroupns, "linux.namespaces", "run it with a private cgroup namespace (podman --cgroupns=private, or cgroupns = \"private\" in containers.conf)",
 			"linux.namespaces has no cgroup namespace of the container's own: a process may move to any cgroup under its cgroup namespace's root (clone3 CLONE_INTO_CGROUP needs only a directory fd), out of the one the table binds, and a hook cannot add the namespace")
 	}
-	return kind, path, nil
+	return n.Netns, n.NetnsPath, nil
 }
 
 // checkNetnsPath admits a netns joined by path: a network namespace file

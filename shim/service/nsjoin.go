@@ -7,6 +7,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -77,15 +78,10 @@ var (
 // by path. It returns whether the netns was admitted as one no process is
 // in, which the bind checks again on the init.
 func checkJoinPaths(s *specs.Spec, sc joinScope, ids nsIdentity) (alone bool, rf *spec.Refusal) {
-	if s.Linux == nil {
-		return false, nil
-	}
 	var pod map[specs.LinuxNamespaceType]nsID // the sandbox's, read once
-	for i, ns := range s.Linux.Namespaces {
-		if ns.Path == "" {
-			continue
-		}
-		field := fmt.Sprintf("linux.namespaces[%d].path %q (%s)", i, ns.Path, ns.Type)
+	for _, j := range specpolicy.ReadNamespaces(s).Joined {
+		ns := j.LinuxNamespace
+		field := fmt.Sprintf("%s %q (%s)", j.Field(), ns.Path, ns.Type)
 		switch {
 		case sc.sandboxID == "":
 			if ns.Type != specs.NetworkNamespace {

@@ -6,6 +6,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -34,25 +35,13 @@ type userns struct {
 // namespace holds capabilities only over namespaces it creates), and the
 // netns checks (checkJoinedNetns, checkNetns) accept a netns owned by the
 // container's own user namespace, never by a third one.
+// The reading is specpolicy.ReadNamespaces, the one every door uses.
 func namespacesOf(s *specs.Spec) (kind netnsKind, nsPath string, u userns, rf *spec.Refusal) {
 	if s.Process == nil {
 		return "", "", u, spec.Refuse("no_process", "process", "", "the spec has no process; gensee only runs containers with a process")
 	}
-	kind = netnsHost
-	if s.Linux != nil {
-		for _, ns := range s.Linux.Namespaces {
-			switch ns.Type {
-			case specs.NetworkNamespace:
-				kind, nsPath = netnsPrivate, ns.Path
-				if ns.Path != "" {
-					kind = netnsPath
-				}
-			case specs.UserNamespace:
-				u = userns{has: true, path: ns.Path}
-			}
-		}
-	}
-	return kind, nsPath, u, nil
+	n := specpolicy.ReadNamespaces(s)
+	return n.Netns, n.NetnsPath, userns{has: n.User, path: n.UserPath}, nil
 }
 
 // privateCgroupns gives a container that shares the host's cgroup
@@ -99,13 +88,7 @@ var hostNamespaces = map[specs.LinuxNamespaceType]struct {
 // the one the table binds), and a pid or ipc namespace only when it is not
 // the host's.
 func refuseJoinedNamespaces(s *specs.Spec) *spec.Refusal {
-	if s.Linux == nil {
-		return nil
-	}
-	for _, ns := range s.Linux.Namespaces {
-		if ns.Path == "" {
-			continue
-		}
+	for _, ns := range specpolicy.ReadNamespaces(s).Joined {
 		switch ns.Type {
 		case specs.MountNamespace:
 			return refuse("mount_ns_path", "linux.namespaces mount path %q: the container would be set up in another mount namespace than the one its rootfs was observed in; drop the path", ns.Path)
