@@ -3,7 +3,6 @@ package service
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/moby/sys/mountinfo"
@@ -16,14 +15,7 @@ import (
 // mount table for a bind of a mounted overlay), or the directory of a
 // bind-mounted single-layer snapshot. Problem is set when neither is
 // available.
-type diffSource struct {
-	Upper     string   `json:"upperdir,omitempty"`
-	Lowers    []string `json:"lowerdirs,omitempty"`
-	UserXattr bool     `json:"userxattr,omitempty"`
-	Root      string   `json:"root,omitempty"`
-	BindOf    string   `json:"bind_of,omitempty"` // Upper/Lowers read from the mount table for this bind source
-	Problem   string   `json:"problem,omitempty"`
-}
+type diffSource = gate.DiffSource
 
 // diffSourceOf reads the task's rootfs mounts (after hardenRootfs).
 func diffSourceOf(r *taskAPI.CreateTaskRequest) diffSource {
@@ -58,38 +50,25 @@ func diffSourceOf(r *taskAPI.CreateTaskRequest) diffSource {
 // that mixes the image with the task's writes; the overlay's own upperdir
 // and lowerdirs, from the mount table, are the task's diff and its image.
 // So: when the source is the root of an overlay mount (the topmost one
-// there), gate that overlay, and claim no diff when its options cannot be
-// read or it has no upperdir; anything else is gated as the plain
-// directory it is (bind layout: a single-layer snapshot, deletions
-// invisible), as before.
+// there), gate that overlay, read as every door reads one
+// (gate.ReadOverlay), and claim no diff when it cannot be read so;
+// anything else is gated as the plain directory it is (bind layout: a
+// single-layer snapshot, deletions invisible).
 func bindDiffSource(source string, table []*mountinfo.Info) diffSource {
 	src, err := filepath.EvalSymlinks(source)
 	if err != nil {
 		return diffSource{Problem: fmt.Sprintf("bind rootfs %s: %v", source, err)}
 	}
-	var at *mountinfo.Info // the mount src is on: the longest mount point above it, topmost
-	for _, mi := range table {
-		if mi.Mountpoint == src || mi.Mountpoint == "/" || strings.HasPrefix(src, mi.Mountpoint+"/") {
-			if at == nil || len(mi.Mountpoint) >= len(at.Mountpoint) {
-				at = mi
-			}
-		}
-	}
-	if at == nil || at.FSType != "overlay" || at.Mountpoint != src || at.Root != "/" {
+	at := gate.MountAt(src, table)
+	if !gate.OverlayRoot(at) {
 		// A plain directory, or one inside an overlay (a subdirectory, a
 		// bind of one): that overlay's upperdir holds more than this tree,
 		// so the directory is gated as a single-layer snapshot.
 		return diffSource{Root: source}
 	}
-	d, err := gate.ParseMountinfoOverlay(at.VFSOptions)
+	d, err := gate.ReadOverlay(at)
 	if err != nil {
-		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is an overlay: %v", src, err)}
-	}
-	if d.Upper == "" {
-		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is a read-only overlay (no upperdir)", src)}
-	}
-	if len(d.Lowers) == 0 {
-		return diffSource{Problem: fmt.Sprintf("bind rootfs %s is an overlay without lowerdirs", src)}
+		return diffSource{Problem: fmt.Sprintf("bind rootfs %s: %v", src, err)}
 	}
 	return diffSource{Upper: d.Upper, Lowers: d.Lowers, UserXattr: d.UserXattr, BindOf: src}
 }
