@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	cdevents "github.com/containerd/containerd/v2/core/events"
@@ -176,30 +177,37 @@ func waitFor(t *testing.T, b *syncBuffer, s string) {
 }
 
 // TestFollowEvents: following prints what is there, picks up an appended
-// event, and returns nil when its context ends (what SIGINT does).
+// event at the next poll, and returns nil when its context ends (what
+// SIGINT does). The polls' ticker is on the bubble's clock; the log is a
+// regular file, whose reads return at once.
 func TestFollowEvents(t *testing.T) {
-	path := filepath.Join(t.TempDir(), record.EventsFile)
-	appendEvents(t, path, denial(0, "198.51.100.7:80/tcp"))
-	var out, notes syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- followEvents(ctx, path, 10*time.Millisecond, eventPrinter{w: &out}, &notes) }()
-	waitFor(t, &out, "198.51.100.7:80/tcp")
-	appendEvents(t, path, hintLoop(1))
-	waitFor(t, &out, "guidance (changes no decision): retrying")
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), record.EventsFile)
+		appendEvents(t, path, denial(0, "198.51.100.7:80/tcp"))
+		var out, notes syncBuffer
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 1)
+		const interval = 10 * time.Millisecond
+		go func() { done <- followEvents(ctx, path, interval, eventPrinter{w: &out}, &notes) }()
+		synctest.Wait()
+		if !strings.Contains(out.String(), "198.51.100.7:80/tcp") {
+			t.Fatalf("the log's event not printed at once:\n%s", out.String())
+		}
+		appendEvents(t, path, hintLoop(1))
+		time.Sleep(interval)
+		synctest.Wait()
+		if !strings.Contains(out.String(), "guidance (changes no decision): retrying") {
+			t.Fatalf("the appended event not printed at the next poll:\n%s", out.String())
+		}
+		cancel()
+		if err := <-done; err != nil {
 			t.Fatalf("followEvents = %v, want nil on cancel", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("followEvents did not stop on cancel")
-	}
-	if n := strings.Count(out.String(), "egress_denied"); n != 1 {
-		t.Errorf("first event printed %d times:\n%s", n, out.String())
-	}
+		if n := strings.Count(out.String(), "egress_denied"); n != 1 {
+			t.Errorf("first event printed %d times:\n%s", n, out.String())
+		}
+	})
 }
 
 func envelope(t *testing.T, topic string, m any) *cdevents.Envelope {
@@ -213,51 +221,50 @@ func envelope(t *testing.T, topic string, m any) *cdevents.Envelope {
 
 // TestWatchEnvelopes: what a containerd subscription delivers is decoded
 // and printed; a foreign event is skipped with a warning; cancel is exit 0.
+// In a bubble, synctest.Wait says when every envelope was handled.
 func TestWatchEnvelopes(t *testing.T) {
-	for _, asJSON := range []bool{false, true} {
-		var out, errb bytes.Buffer
-		env := &Env{Stdout: &out, Stderr: &errb}
-		ch := make(chan *cdevents.Envelope, 3)
-		ch <- envelope(t, events.TopicBoundary, events.ToProto(hintLoop(1)))
-		ch <- envelope(t, events.TopicAttention, events.FindingToProto(fxOperation, defeatFinding(evAt)))
-		ch <- envelope(t, events.TopicBoundary, events.FindingToProto(fxOperation, defeatFinding(evAt)))
-		ctx, cancel := context.WithCancel(context.Background())
-		errs := make(chan error)
-		done := make(chan error, 1)
-		go func() { done <- watchEnvelopes(ctx, env, asJSON, ch, errs) }()
-		deadline := time.Now().Add(5 * time.Second)
-		for len(ch) > 0 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(20 * time.Millisecond)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("watchEnvelopes = %v, want nil on cancel", err)
-		}
-		if !strings.Contains(errb.String(), "warning: skip an event on /gensee/boundary") {
-			t.Errorf("foreign event not warned about: %q", errb.String())
-		}
-		if !asJSON {
-			for _, s := range []string{"k8s.io  " + fxOperation + "  ", "hint_loop  watchdog/denial_loop", "guidance (changes no decision)",
-				"ATTENTION control_defeat  deny_then_reach", "evidence: egress_denied 198.51.100.7:80/tcp; flow_reached 198.51.100.7:80/tcp"} {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("rows lack %q:\n%s", s, out.String())
-				}
+	synctest.Test(t, func(t *testing.T) {
+		for _, asJSON := range []bool{false, true} {
+			var out, errb bytes.Buffer
+			env := &Env{Stdout: &out, Stderr: &errb}
+			ch := make(chan *cdevents.Envelope, 3)
+			ch <- envelope(t, events.TopicBoundary, events.ToProto(hintLoop(1)))
+			ch <- envelope(t, events.TopicAttention, events.FindingToProto(fxOperation, defeatFinding(evAt)))
+			ch <- envelope(t, events.TopicBoundary, events.FindingToProto(fxOperation, defeatFinding(evAt)))
+			ctx, cancel := context.WithCancel(t.Context())
+			errs := make(chan error)
+			done := make(chan error, 1)
+			go func() { done <- watchEnvelopes(ctx, env, asJSON, ch, errs) }()
+			synctest.Wait() // every envelope taken and printed: watchEnvelopes waits on its channels
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("watchEnvelopes = %v, want nil on cancel", err)
 			}
-			continue
+			if !strings.Contains(errb.String(), "warning: skip an event on /gensee/boundary") {
+				t.Errorf("foreign event not warned about: %q", errb.String())
+			}
+			if !asJSON {
+				for _, s := range []string{"k8s.io  " + fxOperation + "  ", "hint_loop  watchdog/denial_loop", "guidance (changes no decision)",
+					"ATTENTION control_defeat  deny_then_reach", "evidence: egress_denied 198.51.100.7:80/tcp; flow_reached 198.51.100.7:80/tcp"} {
+					if !strings.Contains(out.String(), s) {
+						t.Errorf("rows lack %q:\n%s", s, out.String())
+					}
+				}
+				continue
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("%d JSON lines, want 2:\n%s", len(lines), out.String())
+			}
+			var ev, att liveLine
+			if json.Unmarshal([]byte(lines[0]), &ev) != nil || ev.Event == nil || ev.Event.Kind != spec.EventHintLoop || ev.Namespace != "k8s.io" {
+				t.Errorf("line 0 = %s", lines[0])
+			}
+			if json.Unmarshal([]byte(lines[1]), &att) != nil || att.Attention == nil || att.Attention.Signature != "deny_then_reach" || att.Topic != events.TopicAttention {
+				t.Errorf("line 1 = %s", lines[1])
+			}
 		}
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		if len(lines) != 2 {
-			t.Fatalf("%d JSON lines, want 2:\n%s", len(lines), out.String())
-		}
-		var ev, att liveLine
-		if json.Unmarshal([]byte(lines[0]), &ev) != nil || ev.Event == nil || ev.Event.Kind != spec.EventHintLoop || ev.Namespace != "k8s.io" {
-			t.Errorf("line 0 = %s", lines[0])
-		}
-		if json.Unmarshal([]byte(lines[1]), &att) != nil || att.Attention == nil || att.Attention.Signature != "deny_then_reach" || att.Topic != events.TopicAttention {
-			t.Errorf("line 1 = %s", lines[1])
-		}
-	}
+	})
 }
 
 func TestWatchEnvelopesSubscriptionError(t *testing.T) {
