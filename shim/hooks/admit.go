@@ -15,11 +15,11 @@ import (
 
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/nsfile"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/specpolicy"
-	"github.com/gensee/gensee/shim/trust"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -202,30 +202,23 @@ func observeRoot(root string, oci *specs.Spec) (spec.Observation, *Refusal) {
 	return obs, nil
 }
 
-// decide loads the trust inputs and decides, exactly as the shim does.
+// decide loads the trust inputs and decides, as every door does
+// (engine.LoadTrust, engine.Decide).
 func decide(cfg config.Config, oci *specs.Spec, obs spec.Observation, now time.Time) (*admissionRecord, *Refusal) {
-	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
-	if err != nil {
-		return nil, spec.Refuse(ReasonTrustAnchor, "trust_anchor", "", "%v", err)
-	}
-	cat, err := trust.LoadCatalog(cfg.Catalog, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), now)
-	if err != nil {
-		return nil, spec.Refuse(ReasonCatalog, "catalog", "", "%v", err)
+	cat, rf := engine.LoadTrust(cfg, cfg.Catalog, "catalog", now)
+	if rf != nil {
+		return nil, rf
 	}
 	f := facts()
-	d := admission.Decide(admission.Input{Catalog: cat.Catalog, CatalogVersion: cat.Version, Facts: f,
+	rec, rf := engine.Decide(cat, admission.Input{Facts: f,
 		InferenceEnvelope:    []byte(oci.Annotations[admission.AnnotationInference]),
 		PreflightObservation: []byte(oci.Annotations[admission.AnnotationObservation]),
 		Observation:          obs, Now: now})
-	if !d.Admitted {
-		return nil, &spec.Refusal{Reason: string(d.Reason), Message: d.Message}
-	}
-	digest, err := obs.Digest()
-	if err != nil {
-		return nil, refuse(ReasonObservation, "", "digest observation: %v", err)
+	if rf != nil {
+		return nil, rf
 	}
 	return &admissionRecord{Admission: spec.Admission{Namespace: Namespace, CreatedAt: now.UTC(), Facts: spec.AdmissionFacts{Runtime: f.Runtime},
-		AdmissionDecision: admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, obs, digest), Deadline: d.Contract.Deadline}}, nil
+		AdmissionDecision: rec, Deadline: rec.Contract.Deadline}}, nil
 }
 
 // checkPolicy runs the spec policy on a deep copy of the spec and refuses

@@ -24,8 +24,6 @@ func refuse(rule, fix, format string, args ...any) *Refusal {
 // Reasons this front door adds to the admission's and the spec policy's.
 const (
 	ReasonOperatorConfig = "operator_config"
-	ReasonTrustAnchor    = "trust_anchor"
-	ReasonCatalog        = "catalog"
 	ReasonObservation    = "observation"
 	ReasonEntrypoint     = "entrypoint_mount"
 	ReasonCapNetRaw      = "cap_net_raw"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -29,8 +30,8 @@ func refuse(reason, field, fix, format string, args ...any) *Refusal {
 const (
 	ReasonNotRoot             = "not_root"
 	ReasonOperatorConfig      = "operator_config"
-	ReasonTrustAnchor         = "trust_anchor"
-	ReasonCatalog             = "catalog"
+	ReasonTrustAnchor         = engine.ReasonTrustAnchor
+	ReasonCatalog             = engine.ReasonCatalog
 	ReasonWorkspace           = "workspace"
 	ReasonCommand             = "command"
 	ReasonEnv                 = "env"
