@@ -14,7 +14,6 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -31,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gensee/gensee/internal/ocitar"
 )
 
 func main() {
@@ -71,12 +72,7 @@ func sha256Hex(b []byte) string {
 
 // ---- the installer image ----
 
-type entry struct {
-	name, link string
-	mode       int64
-	data       []byte
-	dir        bool
-}
+type entry = ocitar.File
 
 func imageCmd(args []string) error {
 	fs := flag.NewFlagSet("image", flag.ExitOnError)
@@ -98,23 +94,23 @@ func imageCmd(args []string) error {
 		return fmt.Errorf("%s --list: %w", *busybox, err)
 	}
 	files := []entry{
-		{name: "bin/", dir: true, mode: 0o755}, {name: "etc/", dir: true, mode: 0o755},
-		{name: "opt/", dir: true, mode: 0o755}, {name: "opt/gensee/", dir: true, mode: 0o755},
-		{name: "opt/gensee/bin/", dir: true, mode: 0o755}, {name: "tmp/", dir: true, mode: 0o1777},
-		{name: "bin/busybox", mode: 0o755, data: bb},
-		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/:/bin/sh\n")},
-		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\n")},
+		{Name: "bin/", Dir: true, Mode: 0o755}, {Name: "etc/", Dir: true, Mode: 0o755},
+		{Name: "opt/", Dir: true, Mode: 0o755}, {Name: "opt/gensee/", Dir: true, Mode: 0o755},
+		{Name: "opt/gensee/bin/", Dir: true, Mode: 0o755}, {Name: "tmp/", Dir: true, Mode: 0o1777},
+		{Name: "bin/busybox", Mode: 0o755, Data: bb},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/:/bin/sh\n")},
+		{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\n")},
 	}
 	applets := strings.Fields(string(list))
 	slices.Sort(applets)
 	for _, a := range applets {
 		if a != "busybox" && !strings.Contains(a, "/") {
-			files = append(files, entry{name: "bin/" + a, link: "busybox", mode: 0o777})
+			files = append(files, entry{Name: "bin/" + a, Link: "busybox", Mode: 0o777})
 		}
 	}
 	if !slices.Contains(applets, "install") {
 		// Debian's busybox-static has no install applet; the DaemonSet's script uses it.
-		files = append(files, entry{name: "bin/install", mode: 0o755, data: []byte(installScript)})
+		files = append(files, entry{Name: "bin/install", Mode: 0o755, Data: []byte(installScript)})
 	}
 	ents, err := os.ReadDir(*bin)
 	if err != nil {
@@ -125,7 +121,7 @@ func imageCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		files = append(files, entry{name: "opt/gensee/bin/" + e.Name(), mode: 0o755, data: b})
+		files = append(files, entry{Name: "opt/gensee/bin/" + e.Name(), Mode: 0o755, Data: b})
 	}
 	layer, err := tarOf(files)
 	if err != nil {
@@ -161,12 +157,12 @@ func imageCmd(args []string) error {
 			map[string]string{"io.containerd.image.name": *name, "org.opencontainers.image.ref.name": tag})},
 	})
 	outFiles := []entry{
-		{name: "oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{name: "index.json", mode: 0o644, data: index},
-		{name: "blobs/", dir: true, mode: 0o755}, {name: "blobs/sha256/", dir: true, mode: 0o755},
+		{Name: "oci-layout", Mode: 0o644, Data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		{Name: "index.json", Mode: 0o644, Data: index},
+		{Name: "blobs/", Dir: true, Mode: 0o755}, {Name: "blobs/sha256/", Dir: true, Mode: 0o755},
 	}
 	for _, b := range [][]byte{cfg, manifest, gz.Bytes()} {
-		outFiles = append(outFiles, entry{name: "blobs/sha256/" + sha256Hex(b), mode: 0o644, data: b})
+		outFiles = append(outFiles, entry{Name: "blobs/sha256/" + sha256Hex(b), Mode: 0o644, Data: b})
 	}
 	tb, err := tarOf(outFiles)
 	if err != nil {
@@ -206,34 +202,7 @@ func desc(mediaType string, b []byte, ann map[string]string) map[string]any {
 	return d
 }
 
-func tarOf(files []entry) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	mtime := sourceDate()
-	for _, f := range files {
-		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: mtime, Format: tar.FormatPAX}
-		switch {
-		case f.dir:
-			h.Typeflag = tar.TypeDir
-		case f.link != "":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
-		default:
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(f.data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func tarOf(files []entry) ([]byte, error) { return ocitar.Tar(files, sourceDate()) }
 
 // ---- provenance ----
 

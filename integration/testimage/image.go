@@ -4,8 +4,6 @@
 package testimage
 
 import (
-	"archive/tar"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +11,8 @@ import (
 	"os"
 	"sort"
 	"time"
+
+	"github.com/gensee/gensee/internal/ocitar"
 )
 
 // Name is the image reference the archive carries.
@@ -36,12 +36,7 @@ type Options struct {
 	Cmd []string
 }
 
-type file struct {
-	name, link string
-	mode       int64
-	data       []byte
-	dir        bool
-}
+type file = ocitar.File
 
 // Write writes an OCI image layout archive to path.
 func Write(path string, o Options) error {
@@ -54,14 +49,14 @@ func Write(path string, o Options) error {
 		return fmt.Errorf("read probe: %w", err)
 	}
 	files := []file{
-		{name: "bin/", dir: true, mode: 0o755}, {name: "etc/", dir: true, mode: 0o755},
-		{name: "tmp/", dir: true, mode: 0o1777}, {name: "workspace/", dir: true, mode: 0o755},
-		{name: "bin/busybox", mode: 0o755, data: bb}, {name: "bin/probe", mode: 0o755, data: probe},
-		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/:/bin/sh\n")},
-		{name: "etc/base.txt", mode: 0o644, data: []byte("from the image\n")},
+		{Name: "bin/", Dir: true, Mode: 0o755}, {Name: "etc/", Dir: true, Mode: 0o755},
+		{Name: "tmp/", Dir: true, Mode: 0o1777}, {Name: "workspace/", Dir: true, Mode: 0o755},
+		{Name: "bin/busybox", Mode: 0o755, Data: bb}, {Name: "bin/probe", Mode: 0o755, Data: probe},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/:/bin/sh\n")},
+		{Name: "etc/base.txt", Mode: 0o644, Data: []byte("from the image\n")},
 	}
 	for _, a := range busyboxApplets {
-		files = append(files, file{name: "bin/" + a, link: "busybox", mode: 0o777})
+		files = append(files, file{Name: "bin/" + a, Link: "busybox", Mode: 0o777})
 	}
 	keys := make([]string, 0, len(o.Extra))
 	for k := range o.Extra {
@@ -69,7 +64,7 @@ func Write(path string, o Options) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		files = append(files, file{name: k, mode: 0o644, data: o.Extra[k]})
+		files = append(files, file{Name: k, Mode: 0o644, Data: o.Extra[k]})
 	}
 	layer, err := tarOf(files)
 	if err != nil {
@@ -87,33 +82,7 @@ func Write(path string, o Options) error {
 
 var epoch = time.Unix(0, 0)
 
-func tarOf(files []file) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range files {
-		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX}
-		switch {
-		case f.dir:
-			h.Typeflag = tar.TypeDir
-		case f.link != "":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
-		default:
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(f.data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func tarOf(files []file) ([]byte, error) { return ocitar.Tar(files, epoch) }
 
 type descriptor struct {
 	MediaType   string            `json:"mediaType"`
@@ -144,10 +113,10 @@ func writeLayout(path string, layer []byte, name string, cmd []string) error {
 			Annotations: map[string]string{"io.containerd.image.name": name, "org.opencontainers.image.ref.name": "latest"}}},
 	})
 	var out []file
-	out = append(out, file{name: "oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		file{name: "index.json", mode: 0o644, data: index})
+	out = append(out, file{Name: "oci-layout", Mode: 0o644, Data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		file{Name: "index.json", Mode: 0o644, Data: index})
 	for _, b := range [][]byte{cfg, manifest, layer} {
-		out = append(out, file{name: "blobs/sha256/" + digestOf(b)[7:], mode: 0o644, data: b})
+		out = append(out, file{Name: "blobs/sha256/" + digestOf(b)[7:], Mode: 0o644, Data: b})
 	}
 	tb, err := tarOf(out)
 	if err != nil {
