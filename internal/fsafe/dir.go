@@ -2,6 +2,7 @@ package fsafe
 
 import (
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,4 +29,11 @@ func ReadNames(fd int, budget int64) ([]string, bool, error) {
 			return names[:budget], true, nil
 		}
 	}
+}
+
+// Within reports whether the clean path p is dir or lies below it. Both
+// are absolute, or both relative to one root; dir "/" (absolute) or ""
+// (relative: the root itself) contains everything.
+func Within(p, dir string) bool {
+	return dir == "" || dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
 }

@@ -417,3 +417,17 @@ func TestReadNames(t *testing.T) {
 		t.Fatalf("%v %v %v", names, cut, err)
 	}
 }
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/tmp", "/tmp", true}, {"/tmp/x", "/tmp", true}, {"/tmpx", "/tmp", false}, {"/", "/tmp", false},
+		{"/etc", "/", true}, {"a/b", "a", true}, {"ab", "a", false}, {"a", "", true}, {"", "", true},
+	} {
+		if got := Within(tc.p, tc.dir); got != tc.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", tc.p, tc.dir, got, tc.want)
+		}
+	}
+}

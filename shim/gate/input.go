@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/walk"
 	"github.com/gensee/gensee/spec"
 )
@@ -143,9 +144,7 @@ func checkRel(rel string) error {
 
 // under reports whether p is q or below q (root-relative paths; "" is the
 // root and contains everything).
-func under(p, q string) bool {
-	return q == "" || p == q || strings.HasPrefix(p, q+"/")
-}
+func under(p, q string) bool { return fsafe.Within(p, q) }
 
 func joinRel(dir, name string) string {
 	if dir == "" {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -351,9 +352,7 @@ func CheckRootPath(resolved string, readonly bool, op Operator) error {
 }
 
 // under reports whether p is dir or inside it (both clean and absolute).
-func under(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
+func under(p, dir string) bool { return fsafe.Within(p, dir) }
 
 // MountDestinations lists the spec's mount destinations: runc stubs each in
 // the container's upperdir, so the gate excludes them from the diff.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
@@ -253,10 +254,7 @@ func under(p string) bool {
 }
 
 // within reports whether p is dir or lies below it (both clean).
-func within(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
+func within(p, dir string) bool { return fsafe.Within(p, dir) }
 
 // devices are the command's device nodes: major, minor.
 var devices = []struct {
