@@ -19,11 +19,19 @@ type Refusal = spec.Refusal
 // one line the command prints does: "FIELD: " starts it unless it names
 // the field already.
 func refuse(reason, field, fix, format string, args ...any) *Refusal {
-	msg := fmt.Sprintf(format, args...)
-	if field != "" && !strings.Contains(msg, field) {
-		msg = field + ": " + msg
+	return named(&spec.Refusal{Reason: reason, Message: fmt.Sprintf(format, args...), Fix: fix}, field)
+}
+
+// named gives rf (refuse's, or the engine's) field as its Field when it has
+// none, and makes its message name the field as refuse's do.
+func named(rf *Refusal, field string) *Refusal {
+	if rf.Field == "" {
+		rf.Field = field
 	}
-	return &spec.Refusal{Reason: reason, Field: field, Message: msg, Fix: fix}
+	if rf.Field != "" && !strings.Contains(rf.Message, rf.Field) {
+		rf.Message = rf.Field + ": " + rf.Message
+	}
+	return rf
 }
 
 // Reasons of refusals this front door adds to the admission's.

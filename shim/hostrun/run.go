@@ -123,15 +123,12 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (
 	now := time.Now()
 	cat, rf := engine.LoadTrust(req.Config, catPath, field, now)
 	if rf != nil {
-		return nil, rf
+		return nil, named(rf, "")
 	}
 	rec, rf := engine.Decide(cat, admission.Input{Facts: admission.Facts{Runtime: Runtime, User: cmd.User.Fact()},
 		InferenceEnvelope: req.Inference, PreflightObservation: req.Observation, Observation: obs, Now: now})
 	if rf != nil {
-		if rf.Field == "" {
-			rf.Field = fieldOf(admission.Reason(rf.Reason))
-		}
-		return nil, rf
+		return nil, named(rf, fieldOf(admission.Reason(rf.Reason)))
 	}
 	uid := cmd.User.UID
 	var interp *spec.HostFile
