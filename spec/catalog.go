@@ -10,13 +10,17 @@ const (
 	SchemaObservation = "gensee.observation/v1"
 	SchemaManifest    = "gensee.manifest/v1"
 	SchemaEvent       = "gensee.event/v1"
+	SchemaReceipt     = "gensee.receipt/v1"
+	SchemaPromotion   = "gensee.promotion/v1"
 
 	PayloadTypeCatalog   = "application/vnd.gensee.catalog.v1+json"
 	PayloadTypeInference = "application/vnd.gensee.inference.v1+json"
+	PayloadTypeReceipt   = "application/vnd.gensee.receipt.v1+json"
 )
 
 // Catalog is the signed payload an operator publishes: approved contracts,
-// delegated analyzers, caller selectors and their routes.
+// delegated analyzers, caller selectors and their routes, and the semantic
+// verifiers whose receipts gensee promote accepts.
 type Catalog struct {
 	Schema    string              `json:"schema"`
 	Version   uint64              `json:"version"`
@@ -25,6 +29,7 @@ type Catalog struct {
 	Contracts map[string]Contract `json:"contracts"`
 	Analyzers []Analyzer          `json:"analyzers,omitempty"`
 	Selectors []Selector          `json:"selectors"`
+	Verifiers []Verifier          `json:"verifiers,omitempty"`
 	// known holds the contracts of a catalog decoded by
 	// DecodeKnownCatalog (Contracts nil); read contracts through Contract.
 	known *knownContracts
@@ -40,6 +45,18 @@ type Analyzer struct {
 	MinConfidenceBP int      `json:"min_confidence_bp"`
 	MinMarginBP     int      `json:"min_margin_bp"`
 	MaxLifetime     string   `json:"max_lifetime"` // Go duration: expires_at - issued_at may not exceed it
+}
+
+// Verifier is a delegated semantic verifier: the key that signs its
+// receipts, the product classes it may judge, and how long one of its
+// receipts may live. A receipt is guidance from a party the operator
+// trusts; whether a product is promoted is decided by the host's checks
+// (gensee promote, docs/design.md §15).
+type Verifier struct {
+	ID          string   `json:"id"`
+	PublicKey   string   `json:"public_key"`   // 64 hex chars, ed25519
+	Classes     []string `json:"classes"`      // product classes (ClassBlob, ...)
+	MaxLifetime string   `json:"max_lifetime"` // Go duration: expires_at - issued_at may not exceed it
 }
 
 // Selector matches trusted facts about the caller exactly and routes

@@ -25,7 +25,7 @@ func DecodeKnownCatalog(payload []byte) (*Catalog, error) {
 		return nil, err
 	}
 	return &Catalog{Schema: k.Schema, Version: k.Version, IssuedAt: k.IssuedAt, ExpiresAt: k.ExpiresAt,
-		Analyzers: k.Analyzers, Selectors: k.Selectors, known: &knownContracts{raw: k.Contracts, decoded: map[string]Contract{}}}, nil
+		Analyzers: k.Analyzers, Selectors: k.Selectors, Verifiers: k.Verifiers, known: &knownContracts{raw: k.Contracts, decoded: map[string]Contract{}}}, nil
 }
 
 // knownCatalog is Catalog with its contracts left as JSON; its fields are
@@ -38,6 +38,7 @@ type knownCatalog struct {
 	Contracts map[string]json.RawMessage `json:"contracts"`
 	Analyzers []Analyzer                 `json:"analyzers,omitempty"`
 	Selectors []Selector                 `json:"selectors"`
+	Verifiers []Verifier                 `json:"verifiers,omitempty"`
 }
 
 // knownContracts are a DecodeKnownCatalog catalog's contracts: their JSON,

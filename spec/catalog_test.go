@@ -94,6 +94,26 @@ func TestCatalogValidate(t *testing.T) {
 		{"safe default only", func(c *Catalog) { c.Selectors[0].Routes = nil }, nil},
 		{"admits nothing", func(c *Catalog) { c.Selectors[0].Routes = nil; c.Selectors[0].SafeDefault = "" },
 			[]string{"selectors[0]: admits nothing"}},
+		{"verifier", func(c *Catalog) { c.Verifiers = []Verifier{validVerifier()} }, nil},
+		{"verifier id dup", func(c *Catalog) { c.Verifiers = []Verifier{validVerifier(), validVerifier()} },
+			[]string{`verifiers[1].id: "json-schema" duplicates verifiers[0].id`}},
+		{"verifier id bad", func(c *Catalog) { v := validVerifier(); v.ID = "-x"; c.Verifiers = []Verifier{v} },
+			[]string{`verifiers[0].id: "-x" is not a valid verifier id`}},
+		{"verifier key", func(c *Catalog) { v := validVerifier(); v.PublicKey = ""; c.Verifiers = []Verifier{v} },
+			[]string{"verifiers[0].public_key: is required"}},
+		{"verifier no classes", func(c *Catalog) { v := validVerifier(); v.Classes = nil; c.Verifiers = []Verifier{v} },
+			[]string{"verifiers[0].classes: at least one product class"}},
+		{"verifier class unknown and dup", func(c *Catalog) {
+			v := validVerifier()
+			v.Classes = []string{"build", "blob", "blob"}
+			c.Verifiers = []Verifier{v}
+		}, []string{`verifiers[0].classes[0]: "build" is not a product class`, `verifiers[0].classes[2]: "blob" duplicates classes[1]`}},
+		{"verifier lifetime missing", func(c *Catalog) { v := validVerifier(); v.MaxLifetime = ""; c.Verifiers = []Verifier{v} },
+			[]string{"verifiers[0].max_lifetime: is required"}},
+		{"verifier lifetime zero", func(c *Catalog) { v := validVerifier(); v.MaxLifetime = "0s"; c.Verifiers = []Verifier{v} },
+			[]string{`verifiers[0].max_lifetime: "0s" must be positive`}},
+		{"verifier lifetime negative", func(c *Catalog) { v := validVerifier(); v.MaxLifetime = "-1h"; c.Verifiers = []Verifier{v} },
+			[]string{`verifiers[0].max_lifetime: "-1h" is not a Go duration`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 )
 
 // Validate checks a catalog payload: schema, version, validity window,
-// every contract (paths "contracts.<id>..."), analyzers and selectors, and
-// the references between them. It returns every broken rule.
+// every contract (paths "contracts.<id>..."), analyzers, selectors and
+// verifiers, and the references between them. It returns every broken rule.
 func (c *Catalog) Validate() error {
 	p := newProblems()
 	checkSchema(p, c.Schema, SchemaCatalog)
@@ -34,6 +34,7 @@ func (c *Catalog) Validate() error {
 	}
 	classes := c.checkAnalyzers(p)
 	c.checkSelectors(p, classes)
+	c.checkVerifiers(p)
 	return p.err()
 }
 
@@ -70,6 +71,35 @@ func (c *Catalog) checkAnalyzers(p problems) map[string]bool {
 		}
 	}
 	return classes
+}
+
+// checkVerifiers validates verifiers: unique ids, a key, at least one
+// product class (each a known one, once), a positive max_lifetime.
+func (c *Catalog) checkVerifiers(p problems) {
+	ids := map[string]int{}
+	for i, v := range c.Verifiers {
+		vp := p.at(joinIndex("verifiers", i))
+		checkID(vp, "id", "verifier id", v.ID)
+		if j, dup := ids[v.ID]; dup && v.ID != "" {
+			vp.addf("id", "%q duplicates verifiers[%d].id", v.ID, j)
+		} else {
+			ids[v.ID] = i
+		}
+		checkHex64(vp, "public_key", "an ed25519 public key", v.PublicKey)
+		if len(v.Classes) == 0 {
+			vp.add("classes", "at least one product class is required")
+		}
+		checkUnique(vp, "classes", v.Classes, func(cp problems, s string) {
+			if !knownClass(s) {
+				cp.addf("", "%q is not a product class: use blob, blob_set, directory_tree, workspace_patch, structured_result or environment_snapshot", truncate(s, 80))
+			}
+		})
+		if v.MaxLifetime == "" {
+			vp.add("max_lifetime", `is required: a Go duration such as "24h"`)
+		} else {
+			checkDuration(vp, "max_lifetime", v.MaxLifetime)
+		}
+	}
 }
 
 func (c *Catalog) checkSelectors(p problems, classes map[string]bool) {

@@ -19,6 +19,7 @@ func corpusParsers() map[string]func([]byte) error {
 		"envelope":    func(b []byte) error { _, err := ParseEnvelope(b); return err },
 		"manifest":    func(b []byte) error { _, err := ParseManifest(b); return err },
 		"event":       func(b []byte) error { _, err := ParseEvent(b); return err },
+		"receipt":     func(b []byte) error { _, err := ParseReceipt(b); return err },
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package spec owns the declarative side of gensee: the contract, catalog,
-// inference, observation, manifest and boundary-event documents, their strict
+// inference, observation, manifest, boundary-event, receipt and promotion
+// documents, their strict
 // decoding and validation, their JSON Schemas, canonical digests, and the DSSE
 // signature envelopes that carry the signed ones.
 //

@@ -18,9 +18,9 @@ var schemaFS embed.FS
 const SchemaBaseURI = "https://schemas.gensee.dev/v1/"
 
 // SchemaNames lists the embedded schemas: contract, catalog, inference,
-// observation, envelope, manifest, event.
+// observation, envelope, manifest, event, receipt.
 func SchemaNames() []string {
-	return []string{"contract", "catalog", "inference", "observation", "envelope", "manifest", "event"}
+	return []string{"contract", "catalog", "inference", "observation", "envelope", "manifest", "event", "receipt"}
 }
 
 // Schema returns the JSON Schema document called name (see SchemaNames).

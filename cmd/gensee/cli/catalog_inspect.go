@@ -30,7 +30,7 @@ func catalogInspectCommand() *Command {
 		Long: `Applies the runtime's catalog rules (strict envelope, payloadType, signature
 by the given key, strict payload, not expired, not issued in the future)
 and prints the version, validity window, payload digest, contracts,
-analyzers and selectors. A refusal exits 1 and names the rule (format,
+analyzers, selectors and verifiers (whose receipts gensee promote accepts). A refusal exits 1 and names the rule (format,
 payload_type, signature, expired, not_yet_valid, ...). This administrative
 command is the only one that takes a trust key from its caller; it never
 reads or moves the runtime's catalog high-water mark. Without --catalog it
@@ -40,7 +40,8 @@ inspects the catalog the operator config names (catalog = ...).
 "gensee.catalog-inspect/v1", path, payload_type, keyid, version, issued_at,
 expires_at, digest, contracts[] {id, version, digest, network {mode,
 loopback, allow[]}, workspace, deadline, products[]}, analyzers[] (as in
-the catalog, plus keyid), selectors[] (as in the catalog).`,
+the catalog, plus keyid), selectors[] (as in the catalog), verifiers[] (as
+in the catalog, plus keyid).`,
 		Setup: func(fs *flag.FlagSet) Runner {
 			var o inspectOptions
 			fs.StringVar(&o.catalog, "catalog", "", "signed catalog envelope file `F` (default: the operator config's catalog)")
@@ -124,6 +125,7 @@ type InspectView struct {
 	Contracts   []InspectContract `json:"contracts"`
 	Analyzers   []InspectAnalyzer `json:"analyzers"`
 	Selectors   []spec.Selector   `json:"selectors"`
+	Verifiers   []InspectVerifier `json:"verifiers"`
 }
 
 // InspectContract is one approved contract, with its spec.Digest.
@@ -135,6 +137,12 @@ type InspectContract struct {
 	Workspace string         `json:"workspace"`
 	Deadline  string         `json:"deadline"`
 	Products  []spec.Product `json:"products"`
+}
+
+// InspectVerifier is a catalog verifier plus the keyid of its key.
+type InspectVerifier struct {
+	spec.Verifier
+	KeyID string `json:"keyid"`
 }
 
 // InspectAnalyzer is a catalog analyzer plus the keyid of its key.
@@ -149,6 +157,7 @@ func inspectView(path string, key ed25519.PublicKey, l *trust.Loaded) InspectVie
 		Schema: "gensee.catalog-inspect/v1", Path: path, PayloadType: spec.PayloadTypeCatalog,
 		KeyID: spec.KeyID(key), Version: l.Version, IssuedAt: c.IssuedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
 		Digest: l.Digest, Contracts: []InspectContract{}, Analyzers: []InspectAnalyzer{}, Selectors: []spec.Selector{},
+		Verifiers: []InspectVerifier{},
 	}
 	for _, id := range c.ContractIDs() {
 		ct, _ := c.Contract(id)
@@ -168,6 +177,13 @@ func inspectView(path string, key ed25519.PublicKey, l *trust.Loaded) InspectVie
 		v.Analyzers = append(v.Analyzers, ia)
 	}
 	v.Selectors = append(v.Selectors, c.Selectors...)
+	for _, vr := range c.Verifiers {
+		iv := InspectVerifier{Verifier: vr}
+		if k, err := vr.Key(); err == nil {
+			iv.KeyID = spec.KeyID(k)
+		}
+		v.Verifiers = append(v.Verifiers, iv)
+	}
 	return v
 }
 
@@ -206,6 +222,18 @@ func renderInspect(w io.Writer, v InspectView, now time.Time) {
 			routes = append(routes, class+"->"+s.Routes[class])
 		}
 		row(tw, "  "+s.ID, matchText(s.Match), orDash(strings.Join(routes, ",")), orDash(s.SafeDefault))
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nVERIFIERS\n")
+	if len(v.Verifiers) == 0 {
+		fmt.Fprintf(w, "  none: gensee promote accepts no receipt under this catalog\n")
+		return
+	}
+	tw = table(w)
+	row(tw, "  ID", "CLASSES", "MAX_LIFETIME", "KEYID")
+	for _, vr := range v.Verifiers {
+		row(tw, "  "+vr.ID, strings.Join(vr.Classes, ","), vr.MaxLifetime, vr.KeyID)
 	}
 	tw.Flush()
 }

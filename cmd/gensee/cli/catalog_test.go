@@ -85,7 +85,8 @@ func TestCatalogRoundTrip(t *testing.T) {
 	for _, key := range []string{kp.public, strings.TrimSpace(string(readFile(t, kp.public)))} {
 		std().run(t, "catalog", "inspect", "--catalog", signed, "--trusted-key", key).want(t, ExitOK,
 			[]string{"version     1", "2026-11-29T00:00:00Z", "2027-11-29T00:00:00Z", "sha256:", "offline-structured-result", "allow-exact", "allow_exact (2 tuples)",
-				"structured_result:out/result.json", "ref-analyzer", "ref-model-1", "build,fetch", "ci-builds", "containerd_namespace=builds", "build->offline-structured-result"}, nil)
+				"structured_result:out/result.json", "ref-analyzer", "ref-model-1", "build,fetch", "ci-builds", "containerd_namespace=builds", "build->offline-structured-result",
+				"VERIFIERS", "json-schema", "structured_result  24h"}, nil)
 	}
 
 	r := std().run(t, "catalog", "inspect", "--catalog", signed, "--trusted-key", kp.public, "--json")
@@ -94,7 +95,8 @@ func TestCatalogRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Version != 1 || len(v.Contracts) != 2 || v.Contracts[0].ID != "allow-exact" || len(v.Analyzers) != 1 || len(v.Selectors) != 1 || !strings.HasPrefix(v.Digest, "sha256:") {
+	if v.Version != 1 || len(v.Contracts) != 2 || v.Contracts[0].ID != "allow-exact" || len(v.Analyzers) != 1 || len(v.Selectors) != 1 || !strings.HasPrefix(v.Digest, "sha256:") ||
+		len(v.Verifiers) != 1 || v.Verifiers[0].ID != "json-schema" || len(v.Verifiers[0].KeyID) != 64 {
 		t.Errorf("unexpected view: %+v", v)
 	}
 	c, _ := spec.ParseContract(readFile(t, contrib(t, "allow-exact.json")))
