@@ -89,6 +89,11 @@ type Config struct {
 	// runtime scanning them for unix sockets (large trees the operator
 	// vouches for, e.g. a toolchain or dataset directory).
 	ReadableBindRoots []string `toml:"readable_bind_roots"`
+	// PromotionRoots are the host directories gensee promote may write
+	// below: a product is promoted only to a path strictly under one of
+	// them, reached without following a symlink. None (the default): no
+	// product is ever promoted.
+	PromotionRoots []string `toml:"promotion_roots"`
 	// Retention bounds the records under StateDir (operations/, the index,
 	// refusals.jsonl); the shim enforces it after a task's Delete, gensee
 	// prune on demand.
@@ -201,7 +206,7 @@ func Parse(path string, data []byte) (Config, error) {
 	c := Default()
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, logger_allowlist, writable_bind_roots, allowed_runtime_files, readable_bind_roots, containerd_root, [runc], [retention] max_age, max_count, max_bytes)", path, err)
+		return Config{}, fmt.Errorf("operator config %s: %w; fix the file (keys: catalog, trust_anchor, state_dir, gate_failed_exit_status, gate_timeout, notify_command, log_group, hook_allowlist, logger_allowlist, writable_bind_roots, allowed_runtime_files, readable_bind_roots, containerd_root, promotion_roots, [runc], [retention] max_age, max_count, max_bytes)", path, err)
 	}
 	c.Path = path
 	if err := c.Retention.validate(); err != nil {
@@ -215,11 +220,16 @@ func Parse(path string, data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("operator config %s: %s %q must be an absolute, clean path", path, name, p)
 		}
 	}
-	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "logger_allowlist": c.LoggerAllowlist, "writable_bind_roots": c.WritableBindRoots, "allowed_runtime_files": c.AllowedRuntimeFiles, "readable_bind_roots": c.ReadableBindRoots} {
+	for key, list := range map[string][]string{"hook_allowlist": c.HookAllowlist, "logger_allowlist": c.LoggerAllowlist, "writable_bind_roots": c.WritableBindRoots, "allowed_runtime_files": c.AllowedRuntimeFiles, "readable_bind_roots": c.ReadableBindRoots, "promotion_roots": c.PromotionRoots} {
 		for _, h := range list {
 			if !filepath.IsAbs(h) || filepath.Clean(h) != h || h == "/" {
 				return Config{}, fmt.Errorf("operator config %s: %s entry %q must be an absolute, clean path other than /", path, key, h)
 			}
+		}
+	}
+	for _, r := range c.PromotionRoots {
+		if fsafe.Within(r, c.StateDir) || fsafe.Within(c.StateDir, r) {
+			return Config{}, fmt.Errorf("operator config %s: promotion_roots entry %q overlaps state_dir %q, whose records are the evidence a promotion is checked against; name a directory outside it", path, r, c.StateDir)
 		}
 	}
 	return c, nil

@@ -24,3 +24,20 @@ func TestLoadMissingDefault(t *testing.T) {
 		t.Fatal("a named config that does not exist was not an error")
 	}
 }
+
+// TestPromotionRoots: promotion_roots are absolute, clean paths other
+// than /, outside the state dir and not above it.
+func TestPromotionRoots(t *testing.T) {
+	c, err := Parse("/etc/gensee/config.toml", []byte(`promotion_roots = ["/srv/promoted", "/var/lib/artifacts"]`+"\n"))
+	if err != nil || len(c.PromotionRoots) != 2 || c.PromotionRoots[0] != "/srv/promoted" {
+		t.Fatalf("Parse: %+v, %v", c.PromotionRoots, err)
+	}
+	if len(Default().PromotionRoots) != 0 {
+		t.Fatal("the default config promotes somewhere")
+	}
+	for _, bad := range []string{`"/"`, `"srv"`, `"/srv/../etc"`, `"/srv/"`, `"/var/lib/gensee/operations"`, `"/var/lib"`} {
+		if _, err := Parse("/etc/gensee/config.toml", []byte("promotion_roots = ["+bad+"]\n")); err == nil {
+			t.Errorf("promotion_roots = [%s] accepted", bad)
+		}
+	}
+}
