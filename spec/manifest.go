@@ -285,7 +285,10 @@ type Unclaimed struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// Excluded counts changes under excluded names (ExcludedName).
+// Excluded counts what the gate left out on purpose: entries under
+// excluded names (ExcludedName), mount stubs, and entries still as they
+// were in the upper directory before the workload started (the gate's
+// baseline).
 type Excluded struct {
 	Count int64 `json:"count"`
 }

@@ -47,7 +47,7 @@ func fillGate(m *spec.Manifest, ran bool, r *gate.Result, gateErr, drainErr erro
 		m.Products = append(m.Products, pr)
 	}
 	m.Unclaimed = spec.Unclaimed{Count: r.Unclaimed.Count, Digest: r.Unclaimed.Digest}
-	m.Excluded = spec.Excluded{Count: r.Excluded.Entries + r.Excluded.MountStubs}
+	m.Excluded = spec.Excluded{Count: r.Excluded.Entries + r.Excluded.MountStubs + r.Excluded.Baseline}
 }
 
 // EntryRecord is a gate entry as the manifest lists it.

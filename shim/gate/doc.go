@@ -96,12 +96,40 @@
 //     directory's entry; more take one syncfs(2) of the staging file system
 //     (figures at SyncFileLimit). A failed sync removes what was staged and
 //     is a gate error, like a failed Run.
-//   - Unclaimed changes (outside every product, exclusion and mount stub)
-//     are counted and digested; with Input.FailUnclaimed (the contract's
-//     unclaimed "fail") each is also an anomaly, rule unclaimed_change, so
-//     the gate fails while the products themselves are still judged and
-//     staged. The bind layout cannot see deletions, so there only additions
-//     and writes count.
+//   - Baseline. What was in the upperdir before the workload's first
+//     instruction is not the workload's: podman's /etc/mtab (libpod makes
+//     it before the container starts), runc's stubs, what an earlier run
+//     of a restarted container or the client (a reused or pre-written
+//     snapshot) left there. A front door that can reach the upperdir before
+//     the init runs takes TakeBaseline there (the OCI hooks and the shim,
+//     at bind, the init blocked in runc init) and hands it in as
+//     Input.Baseline: for every entry, walked as the gate walks, its path,
+//     file type, inode and ctime (ns). At exit an entry whose four all
+//     match, and whose ctime is before StartTime-FreshSlack (the coarse
+//     clock could stamp a replacement made just after the start with the
+//     same ctime), is as it was: no change (never unclaimed, never a patch
+//     line), counted in Excluded.Baseline (structural directories aside),
+//     and never part of a product: a non-directory at or below a slot
+//     fails the product ("partial"), and a directory slot that matches
+//     with nothing of the workload's below it is "partial" too. A matched
+//     directory is still walked: what the workload wrote below it is its
+//     own. Any change to a recorded object (content, mode, owner, times,
+//     xattrs, links, a rename onto or off its path, a replacement) changes
+//     its ctime or its inode, and ctime cannot be set from userspace, so
+//     the workload cannot hide a change behind the baseline. Names that
+//     are not valid UTF-8 are left out of it (they count as the
+//     workload's). A baseline holds at most MaxBaselineEntries (4096)
+//     entries; past that TakeBaseline fails (ErrBaselineTooLarge) and the
+//     door refuses the container with the fix (a fresh snapshot). The bind
+//     layout needs none: its ctime rule already leaves out what predates
+//     the start. Cost: about 9 µs for an empty upperdir, 70 µs for eight
+//     entries, 16 ms at the bound (BenchmarkTakeBaseline, 2-vCPU VM).
+//   - Unclaimed changes (outside every product, exclusion, mount stub and
+//     baseline) are counted and digested; with Input.FailUnclaimed (the
+//     contract's unclaimed "fail") each is also an anomaly, rule
+//     unclaimed_change, so the gate fails while the products themselves
+//     are still judged and staged. The bind layout cannot see deletions,
+//     so there only additions and writes count.
 //   - Any anomaly (metacopy, redirect, xwhiteout, bad or forged overlay
 //     markers, entries that changed during the walk, scan caps, copy-ups
 //     that could not be compared with the image) fails the gate; products

@@ -79,6 +79,11 @@ type Input struct {
 	// image's over the whole run; 0 means DefaultCompareBytes. Reaching it
 	// fails the gate (the files past it count as modified).
 	CompareBytes int64
+	// Baseline is UpperDir as TakeBaseline found it before the workload's
+	// first instruction (overlay layout only; nil: none taken). An entry
+	// still as it was then is not the workload's: counted in
+	// Result.Excluded.Baseline, never unclaimed, never part of a product.
+	Baseline *Baseline
 }
 
 // layout returns the root directory, walk options and layout name.
@@ -97,6 +102,9 @@ func (in *Input) layout() (string, walk.Options, string, error) {
 	case in.RootDir != "":
 		if len(in.LowerDirs) > 0 {
 			return "", walk.Options{}, "", errors.New("gate input: LowerDirs given with RootDir (bind layout has no layers)")
+		}
+		if in.Baseline != nil {
+			return "", walk.Options{}, "", errors.New("gate input: Baseline given with RootDir (bind layout: ctime already tells what predates the start)")
 		}
 		return in.RootDir, walk.Options{}, LayoutBind, nil
 	}

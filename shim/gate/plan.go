@@ -23,6 +23,7 @@ type gater struct {
 	mounts      map[string]bool // mount destinations, root-relative
 	structural  map[string]bool // ancestors of the workspace, mounts and slots: never changes
 	fresh       time.Time       // StartTime - FreshSlack
+	base        *baselineSet    // Input.Baseline; nil: none
 	scanEntries int64
 	scanDepth   int
 	handlers    []handler // declaration order
@@ -74,6 +75,9 @@ func newGater(in Input) (*gater, error) {
 		res:          &Result{Layout: layout, Workspace: wsPath, Excluded: Excluded{Names: []string{}}},
 	}
 	g.compareLeft = g.compareBytes
+	if g.base, err = newBaselineSet(in.Baseline, g.fresh); err != nil {
+		return nil, err
+	}
 	if g.overlay {
 		g.res.XattrNS = opts.XattrNS
 	}

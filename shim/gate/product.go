@@ -28,6 +28,9 @@ type visit struct {
 	rel  string // relative to the handler's root ("" at the root)
 	path string // workspace-relative; container-absolute outside the workspace
 	ch   change // what the entry changed relative to the image
+	// before: the entry is as the baseline found it before the start
+	// (ch is then chNone): not the workload's.
+	before bool
 }
 
 // product is the state every class shares.

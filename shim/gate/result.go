@@ -76,9 +76,12 @@ type Unclaimed struct {
 }
 
 // Excluded counts what the gate skipped on purpose: excluded subtrees (each
-// counted once, at its top) and mount-point stubs.
+// counted once, at its top), mount-point stubs, and entries still as the
+// baseline found them before the workload started (Input.Baseline;
+// structural directories aside, which are never changes).
 type Excluded struct {
 	Entries    int64    `json:"entries"`
 	MountStubs int64    `json:"mount_stubs"`
+	Baseline   int64    `json:"baseline"`
 	Names      []string `json:"names"`
 }

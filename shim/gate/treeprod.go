@@ -20,6 +20,11 @@ type treeProduct struct {
 	*product
 	staged bool
 	stack  []stagedDir // staged directories along the current walk path
+	// before: the slot's directory is as the baseline found it (no entry
+	// added to or removed from it since the start); written: an entry
+	// below the slot is the workload's. A slot that is before and not
+	// written holds nothing the workload wrote.
+	before, written bool
 }
 
 type stagedDir struct {
@@ -30,7 +35,7 @@ type stagedDir struct {
 func (t *treeProduct) begin(*gater) error { return nil }
 
 func (t *treeProduct) root(g *gater, v *visit) (bool, error) {
-	t.resolved = true
+	t.resolved, t.before = true, v.before
 	e := v.e
 	if !t.kindOK(e, v.path, true) {
 		return false, nil
@@ -64,6 +69,7 @@ func (t *treeProduct) root(g *gater, v *visit) (bool, error) {
 
 func (t *treeProduct) child(g *gater, v *visit) (bool, error) {
 	e := v.e
+	t.written = t.written || !v.before
 	if why := badName(g, e.Name); why != "" {
 		t.violate(RuleBadName, v.path, why)
 		return false, nil
@@ -199,6 +205,9 @@ func (t *treeProduct) finish(g *gater) error {
 	t.closeStack()
 	if t.valid && !t.resolved {
 		t.missing(g)
+	}
+	if t.before && !t.written && !t.failed {
+		t.violate(RulePartial, t.slot, "the directory was in the upper directory before the workload started and nothing below it is the workload's: it did not write this product; write the product during the task")
 	}
 	if !t.failed {
 		t.res.TreeDigest = TreeDigest(t.slot, t.res.Entries)

@@ -22,8 +22,10 @@ type owner struct {
 //
 // Order of checks: scan cap, mount stubs, exclusions (these end the
 // subtree unread), then overlay markers and walk errors (anomalies), then
-// the change against the image (a copy-up that could not be compared is an
-// anomaly too), then the owning products and the unclaimed listing.
+// the baseline (an entry as it was before the start is no change and no
+// product's) or else the change against the image (a copy-up that could
+// not be compared is an anomaly too), then the owning products and the
+// unclaimed listing.
 func (g *gater) visit(e *walk.Entry) (bool, error) {
 	g.res.Scanned++
 	p := e.Path
@@ -67,21 +69,38 @@ func (g *gater) visit(e *walk.Entry) (bool, error) {
 		}
 		return false, nil
 	}
-	ch, bad := g.changeOf(e, structural)
-	if bad != nil {
-		g.anomaly(bad.Rule, p, bad.Detail)
-		for _, o := range owners {
-			o.h.base().violate(bad.Rule, wsPath, bad.Detail)
+	v := &visit{e: e, path: wsPath, before: g.base.holds(e)}
+	if v.before {
+		// Not the workload's: no change (so no unclaimed line and no patch
+		// line), and below (a directory) whatever the workload did write.
+		if !structural {
+			g.res.Excluded.Baseline++
+		}
+	} else {
+		var bad *Violation
+		if v.ch, bad = g.changeOf(e, structural); bad != nil {
+			g.anomaly(bad.Rule, p, bad.Detail)
+			for _, o := range owners {
+				o.h.base().violate(bad.Rule, wsPath, bad.Detail)
+			}
 		}
 	}
-	v := &visit{e: e, path: wsPath, ch: ch}
 	descend, claimed := structural, inWS && g.patches > 0
 	for _, o := range owners {
 		b := o.h.base()
-		if _, isPatch := o.h.(*patchProduct); !isPatch {
+		_, isPatch := o.h.(*patchProduct)
+		if !isPatch {
 			claimed = true
 		}
 		if b.stopped {
+			continue
+		}
+		if v.before && e.Kind != walk.KindDir && !isPatch {
+			// A product never holds what was there before the start; a
+			// directory is the container of what is below it, judged
+			// there (treeProduct.finish for the slot itself).
+			b.violate(RulePartial, wsPath, baselineDetail)
+			b.resolved = b.resolved || o.root
 			continue
 		}
 		v.rel = o.rel

@@ -111,7 +111,7 @@ func renderManifest(w io.Writer, op *operation) error {
 	tw.Flush()
 	renderProducts(w, m)
 	fmt.Fprintf(w, "\nunclaimed: %d change(s) outside every product%s\n", m.Unclaimed.Count, digestSuffix(m.Unclaimed.Digest))
-	fmt.Fprintf(w, "excluded: %d entr(ies) under excluded names or mount stubs, never staged\n", m.Excluded.Count)
+	fmt.Fprintf(w, "excluded: %d entr(ies) under excluded names, mount stubs or left as they were before the start, never staged\n", m.Excluded.Count)
 	fmt.Fprintf(w, "semantically verified: %s (the gate checks structure, never meaning)\n", yesNo(m.SemanticallyVerified))
 	fmt.Fprintf(w, "promoted: %s (products stay under %s/staged)\n", yesNo(m.Promoted), op.dir)
 	return nil
