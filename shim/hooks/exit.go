@@ -65,10 +65,14 @@ func (op *operation) gate() engine.InProcess {
 }
 
 // gateInput is the gate's input: the container's upperdir, read from
-// when the table was installed.
+// when the table was installed, less what bind's baseline found there.
 func (op *operation) gateInput(started time.Time) (gate.Input, error) {
 	src, c := op.adm.Diff, op.adm.Contract
 	dir, err := op.store.OperationDir(op.req.OperationID)
+	if err != nil {
+		return gate.Input{}, err
+	}
+	base, err := op.baseline()
 	if err != nil {
 		return gate.Input{}, err
 	}
@@ -76,7 +80,7 @@ func (op *operation) gateInput(started time.Time) (gate.Input, error) {
 		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr,
 		Workspace: c.WorkspaceOrDefault(), Products: c.Products,
 		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: started,
-		ExcludeMounts: op.adm.Mounts, FailUnclaimed: c.FailUnclaimed(),
+		ExcludeMounts: op.adm.Mounts, FailUnclaimed: c.FailUnclaimed(), Baseline: base,
 	}, nil
 }
 

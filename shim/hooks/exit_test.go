@@ -24,12 +24,15 @@ func TestRunGateFailUnclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	upper, lower := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(upper, "stray"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	adm := &admissionRecord{Diff: diffSource{Upper: upper, Lowers: []string{lower}}}
 	adm.Contract = spec.Contract{ID: "c", Unclaimed: spec.UnclaimedFail}
 	op := &operation{req: MonitorRequest{OperationID: id}, store: st, adm: adm, log: log.L, ready: time.Now().Add(-time.Minute)}
+	if err := op.takeBaseline(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(upper, "stray"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	o := op.gate().Run(context.Background(), op.ready)
 	res := o.Res
 	if o.Err != nil || !o.Ran || res == nil || res.Verdict != gate.Fail {

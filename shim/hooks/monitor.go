@@ -18,11 +18,11 @@ import (
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/nsfile"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -132,8 +132,9 @@ func (op *operation) report(ms monitorStatus) {
 	op.req.Status = nil
 }
 
-// bind identifies the init, opens its netns, and installs the table there
-// bound to its cgroup, read back, with the NFLOG reader already bound.
+// bind identifies the init, opens its netns, records the upperdir's
+// baseline, and installs the table there bound to its cgroup, read back,
+// with the NFLOG reader already bound.
 func (op *operation) bind(ctx context.Context) error {
 	var adm admissionRecord
 	if err := op.store.ReadJSON(op.req.OperationID, record.AdmissionFile, &adm); err != nil {
@@ -172,6 +173,12 @@ func (op *operation) bind(ctx context.Context) error {
 		return err
 	}
 	op.adm.Subject = &spec.Subject{InitPID: pid, StartTime: st.Start, CgroupPath: path, CgroupID: id}
+	// Before the table, while nothing of the image has run: what the
+	// upperdir holds now is not the workload's (takeBaseline).
+	if err := op.takeBaseline(ctx); err != nil {
+		f.Close()
+		return err
+	}
 	me, err := selfOwner()
 	if err != nil {
 		f.Close()

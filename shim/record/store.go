@@ -20,7 +20,10 @@ const (
 	EventsFile    = "events.jsonl"
 	StagedDir     = "staged"
 	CleanedMarker = "cleaned"
-	refusalsFile  = "refusals.jsonl"
+	// BaselineFile is the gate's baseline of the upperdir (gate.Baseline),
+	// taken before the workload ran, where a door keeps it on disk.
+	BaselineFile = "baseline.json"
+	refusalsFile = "refusals.jsonl"
 )
 
 // Store is the state directory.
