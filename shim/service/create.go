@@ -382,7 +382,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 // records are durable before anything of the image runs, and the hash and
 // the journal commits leave Create's path. Create waits before it binds
 // the boundary (the monitor's log lives in the operation's directory) and
-// rolls the task back if they failed (a *refusedError when complete
+// rolls the task back if they failed (a *spec.Refusal when complete
 // refused it: nothing is written then). Until the wait returns, only
 // persist touches op.admission.
 func (op *operation) persist(adm *admitted) func() error {
