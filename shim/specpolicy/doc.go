@@ -16,5 +16,5 @@
 // allow rule the caller did not ask for), never touch the kernel or the filesystem
 // (the optional Operator.FSTyper seam is the shim's, called only on caller-chosen bind
 // sources), and never guess: anything it cannot interpret exactly is refused with a
-// *Refusal naming the rule, the spec field and the fix.
+// *spec.Refusal naming the rule, the spec field and the fix.
 package specpolicy
