@@ -96,6 +96,10 @@ func (g runGate) Run(ctx context.Context, started time.Time) engine.GateOutcome 
 	}()
 	return engine.InProcess{Input: func(started time.Time) (gate.Input, error) {
 		c := g.r.contract
+		// No Baseline: the run makes its upper dir itself (makeUpper),
+		// empty, in the operation's new record directory, and nothing
+		// but the command writes there: everything in it is the
+		// command's.
 		return gate.Input{
 			// The lower layer is the directory checked and mounted,
 			// through its fd: never whatever the workspace path names at

@@ -339,6 +339,9 @@ func (s *service) bindInit(ctx context.Context, c *creation, pid int) error {
 	t := time.Now()
 	defer func() { c.bindTook = time.Since(t) }()
 	if err := op.bind(ctx, pid); err != nil {
+		if rf, ok := spec.AsRefusal(err); ok { // the upperdir's baseline
+			return rolledBack(rf)
+		}
 		op.logger(ctx).WithError(err).Error("install network boundary")
 		return errgrpc.ToGRPCf(errdefs.ErrFailedPrecondition, "gensee: network boundary not installed, task refused: %v", err)
 	}

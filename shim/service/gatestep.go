@@ -63,7 +63,7 @@ func (g *helperGate) input(started time.Time) (gate.Input, error) {
 		UpperDir: src.Upper, LowerDirs: src.Lowers, UserXattr: src.UserXattr, RootDir: src.Root,
 		Workspace: op.contract.WorkspaceOrDefault(), Products: op.contract.Products,
 		StagingDir: filepath.Join(dir, record.StagedDir), StartTime: started,
-		ExcludeMounts: op.mounts, FailUnclaimed: op.contract.FailUnclaimed(),
+		ExcludeMounts: op.mounts, FailUnclaimed: op.contract.FailUnclaimed(), Baseline: op.baseline,
 	}, nil
 }
 

@@ -11,15 +11,16 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/spec"
 )
 
-// bind identifies the created init, opens its netns and installs the
-// operation's table there, read back against the plan. The init is still
-// blocked in `runc init`: no image code has run.
+// bind identifies the created init, opens its netns, records the
+// upperdir's baseline and installs the operation's table there, read back
+// against the plan. The init is still blocked in `runc init`: no image
+// code has run.
 func (op *operation) bind(ctx context.Context, pid int) error {
 	sub, err := readSubject(pid)
 	if err != nil {
@@ -44,6 +45,12 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 		return err
 	}
 	op.admission.Subject = sub
+	// Before the table, while nothing of the image has run: what the
+	// upperdir holds now is not the task's (takeBaseline).
+	if err := op.takeBaseline(ctx); err != nil {
+		f.Close()
+		return err
+	}
 	_, err = op.net.Bind(ctx, engine.BindSpec{
 		OperationID: op.id, Network: op.contract.Network, Netns: f, LogGroup: op.cfg.LogGroup,
 		Cgroup: netpolicy.CgroupRef{ID: sub.CgroupID, Level: cgroup.Level(sub.CgroupPath), Path: sub.CgroupPath},

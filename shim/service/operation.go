@@ -14,6 +14,7 @@ import (
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/events"
+	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
@@ -167,11 +168,12 @@ type operation struct {
 	userns      bool             // the container has a user namespace
 	wantUserns  nsID             // a joined user namespace as checked at admission; zero otherwise
 	uidMappings []specs.LinuxIDMapping
-	initPID     int        // set by bind
-	diff        diffSource // where the gate reads the task's changes
-	mounts      []string   // mount destinations of config.json (runc stubs them in the upperdir)
-	ownRootfs   bool       // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
-	ownPidns    bool       // runc makes the container its own pid namespace (privatePidns)
+	initPID     int            // set by bind
+	diff        diffSource     // where the gate reads the task's changes
+	baseline    *gate.Baseline // the upperdir before the init ran (takeBaseline); set by bind, read by the gate
+	mounts      []string       // mount destinations of config.json (runc stubs them in the upperdir)
+	ownRootfs   bool           // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
+	ownPidns    bool           // runc makes the container its own pid namespace (privatePidns)
 	// execPolicy is what Create admitted that an exec is held to (the
 	// oom_score_adj floor, the init's LSM labels and rlimits).
 	execPolicy specpolicy.Operator
