@@ -18,9 +18,16 @@ import (
 // cost. TakeBaseline fails past it (ErrBaselineTooLarge).
 const MaxBaselineEntries = 4096
 
+// MaxBaselinePathBytes bounds the bytes of a baseline's paths (each entry's
+// full relative path): 4096 entries of 256 bytes. Entries alone would not
+// bound them (a chain of nested directories with long names), nor the
+// memory and the JSON a door keeps (the gate helper's input is capped at
+// HelperInputLimit). Past it TakeBaseline fails too.
+const MaxBaselinePathBytes = 1 << 20
+
 // ErrBaselineTooLarge is TakeBaseline's error when the upper directory
-// holds more than MaxBaselineEntries entries; the front door refuses the
-// container with a fix.
+// holds more than MaxBaselineEntries entries or MaxBaselinePathBytes of
+// paths; the front door refuses the container with a fix.
 var ErrBaselineTooLarge = errors.New("upper directory too large for a baseline")
 
 // Baseline is an overlay upper directory as it was before the workload's
@@ -50,8 +57,8 @@ type BaselineEntry struct {
 // walk could not examine, and names that are not valid UTF-8 (JSON would
 // not carry them faithfully), are left out with what is below them: they
 // count as the workload's at exit, never the reverse. More than
-// MaxBaselineEntries entries is ErrBaselineTooLarge, wrapped in a
-// sentence that says what to do.
+// MaxBaselineEntries entries or MaxBaselinePathBytes of paths is
+// ErrBaselineTooLarge, wrapped in a sentence that says what to do.
 func TakeBaseline(ctx context.Context, upper string) (*Baseline, error) {
 	tree, err := walk.Open(upper, walk.Options{MaxNames: MaxBaselineEntries})
 	if err != nil {
@@ -59,7 +66,11 @@ func TakeBaseline(ctx context.Context, upper string) (*Baseline, error) {
 	}
 	defer tree.Close()
 	b := &Baseline{Entries: []BaselineEntry{}}
+	pathBytes := 0
 	err = tree.Walk(ctx, func(e *walk.Entry) (bool, error) {
+		if pathBytes += len(e.Path); pathBytes > MaxBaselinePathBytes {
+			return false, ErrBaselineTooLarge
+		}
 		if e.Err != nil || !utf8.ValidString(e.Path) {
 			return false, nil
 		}
@@ -69,9 +80,9 @@ func TakeBaseline(ctx context.Context, upper string) (*Baseline, error) {
 	})
 	var le *walk.LimitError
 	switch {
-	case errors.As(err, &le):
-		return nil, fmt.Errorf("the container's upper directory %s holds more than %d entries before its workload runs (a snapshot an earlier run or the client wrote into): the gate cannot tell them from the workload's own changes; run it on a fresh snapshot (a new container, a new snapshot key): %w",
-			upper, MaxBaselineEntries, ErrBaselineTooLarge)
+	case errors.As(err, &le) || errors.Is(err, ErrBaselineTooLarge):
+		return nil, fmt.Errorf("the container's upper directory %s holds more than %d entries or %d bytes of paths before its workload runs (a snapshot an earlier run or the client wrote into): the gate cannot tell them from the workload's own changes; run it on a fresh snapshot (a new container, a new snapshot key): %w",
+			upper, MaxBaselineEntries, MaxBaselinePathBytes, ErrBaselineTooLarge)
 	case err != nil:
 		return nil, fmt.Errorf("gate baseline: %w", err)
 	}
@@ -92,8 +103,13 @@ func newBaselineSet(b *Baseline, fresh time.Time) (*baselineSet, error) {
 		return nil, fmt.Errorf("gate input: baseline of %d entries, more than %d", len(b.Entries), MaxBaselineEntries)
 	}
 	s := &baselineSet{byPath: make(map[string]BaselineEntry, len(b.Entries)), fresh: fresh}
+	n := 0
 	for _, e := range b.Entries {
 		s.byPath[e.Path] = e
+		n += len(e.Path)
+	}
+	if n > MaxBaselinePathBytes {
+		return nil, fmt.Errorf("gate input: baseline of %d bytes of paths, more than %d", n, MaxBaselinePathBytes)
 	}
 	return s, nil
 }

@@ -224,8 +224,9 @@ func TestBaselineProducts(t *testing.T) {
 	}
 }
 
-// TestBaselineBound: a baseline holds at most MaxBaselineEntries entries;
-// more is ErrBaselineTooLarge with a fix. A baseline is for the overlay
+// TestBaselineBound: a baseline holds at most MaxBaselineEntries entries
+// and MaxBaselinePathBytes of paths; more is ErrBaselineTooLarge with a
+// fix. A baseline is for the overlay
 // layout only, and one larger than the bound is bad input.
 func TestBaselineBound(t *testing.T) {
 	upper := memDir(t)
@@ -241,6 +242,24 @@ func TestBaselineBound(t *testing.T) {
 	_, err = TakeBaseline(context.Background(), upper)
 	if !errors.Is(err, ErrBaselineTooLarge) || !strings.Contains(err.Error(), "fresh snapshot") {
 		t.Fatalf("%d entries: %v, want ErrBaselineTooLarge with a fix", MaxBaselineEntries+1, err)
+	}
+
+	// 100 nested directories of 255-byte names: few entries, 1.3 MB of
+	// paths (made fd-relative: the deep ones are past PATH_MAX).
+	deep := memDir(t)
+	fd, err := unix.Open(deep, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	must(t, err)
+	name := strings.Repeat("n", 255)
+	for range 100 {
+		must(t, unix.Mkdirat(fd, name, 0o755))
+		next, err := unix.Openat(fd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+		unix.Close(fd)
+		must(t, err)
+		fd = next
+	}
+	unix.Close(fd)
+	if _, err := TakeBaseline(context.Background(), deep); !errors.Is(err, ErrBaselineTooLarge) {
+		t.Fatalf("1.3 MB of paths: %v, want ErrBaselineTooLarge", err)
 	}
 
 	f := newFakeOverlay(t)

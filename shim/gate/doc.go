@@ -119,8 +119,9 @@
 //     the workload cannot hide a change behind the baseline. Names that
 //     are not valid UTF-8 are left out of it (they count as the
 //     workload's). A baseline holds at most MaxBaselineEntries (4096)
-//     entries; past that TakeBaseline fails (ErrBaselineTooLarge) and the
-//     door refuses the container with the fix (a fresh snapshot). The bind
+//     entries and MaxBaselinePathBytes (1 MiB) of paths; past either
+//     TakeBaseline fails (ErrBaselineTooLarge) and the door refuses the
+//     container with the fix (a fresh snapshot). The bind
 //     layout needs none: its ctime rule already leaves out what predates
 //     the start. Cost: about 9 µs for an empty upperdir, 70 µs for eight
 //     entries, 16 ms at the bound (BenchmarkTakeBaseline, 2-vCPU VM).
