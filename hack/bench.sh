@@ -18,8 +18,9 @@
 # GENSEE_PROFILE_HEAP_AFTER=3s a heap profile and the runtime's memory
 # statistics of the settled shim (P5). The shim's log carries per-phase
 # wall times (checks_ms, catalog_ms, observe_ms, admission_ms,
-# runc_create_ms, boundary_ms; drain_ms, gate_ms (beside the network's
-# end), status_ms, manifest_ms).
+# runc_create_ms, boundary_ms (of which baseline_ms, the gate's baseline
+# of the upperdir, with baseline_entries); drain_ms, gate_ms (beside the
+# network's end), status_ms, manifest_ms).
 # Off by default.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

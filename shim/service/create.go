@@ -138,6 +138,7 @@ func (s *service) create(ctx context.Context, c *creation) (*taskAPI.CreateTaskR
 	c.op.logger(ctx).WithField("contract", c.op.contract.ID).
 		WithField("checks_ms", ms(c.admitAt.Sub(c.started))).WithField("catalog_ms", ms(c.adm.catalogTook)).WithField("observe_ms", ms(c.adm.observeTook)).
 		WithField("admission_ms", ms(c.runcAt.Sub(c.admitAt))).WithField("runc_create_ms", ms(c.createdAt.Sub(c.runcAt))).WithField("boundary_ms", ms(c.bindTook)).
+		WithField("baseline_ms", ms(c.op.baselineDur)).WithField("baseline_entries", c.op.baselineEntries()).
 		WithField("bound", c.bound).WithField("after_create_ms", ms(time.Since(c.createdAt))).
 		Info("admitted; network boundary installed and read back")
 	return resp, nil

@@ -171,6 +171,7 @@ type operation struct {
 	initPID     int            // set by bind
 	diff        diffSource     // where the gate reads the task's changes
 	baseline    *gate.Baseline // the upperdir before the init ran (takeBaseline); set by bind, read by the gate
+	baselineDur time.Duration  // what takeBaseline took, for Create's log
 	mounts      []string       // mount destinations of config.json (runc stubs them in the upperdir)
 	ownRootfs   bool           // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
 	ownPidns    bool           // runc makes the container its own pid namespace (privatePidns)
