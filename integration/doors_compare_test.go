@@ -49,7 +49,7 @@ var doorOwn = map[string]string{
 	"enforcement.seccomp":                    "the shim merges its socket rule into the spec's profile, the hook verifies podman's profile holds it, a host run installs its own filter (host.sandbox.seccomp)",
 	"enforcement.exec_no_new_privileges":     "the shim forces no_new_privs on every exec; no hook runs for podman exec (listed in not_enforced); a host run's command has it in host.no_new_privileges",
 	"enforcement.not_enforced":               "each door lists the gaps its own path leaves (hooks: execs, exit status, exit ordering; host runs: UDP/ICMP, SYN-ACKs, workspace size, locks, sockets; the shim: exec'd programs, the image's other files)",
-	"excluded":                               "mount stubs the engine leaves in the diff are counted here: runc's for ctr, podman's binds (hosts, resolv.conf, hostname, .containerenv); a host run has no rootfs, only its workspace",
+	"excluded":                               "mount stubs the engine leaves in the diff are counted here: runc's for ctr, podman's binds (hosts, resolv.conf, hostname, .containerenv), and what the upperdir held before the workload started (the gate's baseline: podman's /etc/mtab); a host run has no rootfs, only its workspace",
 }
 
 // meanings are the fields compared across doors.
