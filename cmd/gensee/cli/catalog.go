@@ -24,7 +24,7 @@ func catalogCommand() *Command {
 
 type keygenOptions struct {
 	out    string
-	group  string // "catalog" or "inference", for messages
+	group  string // "catalog", "inference" or "verify", for messages
 	prefix string // file name prefix
 }
 
@@ -36,7 +36,14 @@ keep it offline, it signs catalogs) and DIR/catalog-root-public-key.hex (mode
 public key once installed as the trust anchor, owned by root:root with mode
 0400, in a directory only root can write:
   install -o root -g root -m 0400 DIR/catalog-root-public-key.hex ` + config.DefaultTrustAnchor
-	if group == "inference" {
+	switch group {
+	case "verify":
+		summary = "write a new verifier ed25519 key pair into a directory"
+		long = `Writes DIR/verifier-private-key.hex (mode 0600; the verifier signs
+receipts with it) and DIR/verifier-public-key.hex (mode 0644). Refuses to
+overwrite either file. Put the public key's 64 hex characters in the
+catalog's verifiers[].public_key.`
+	case "inference":
 		summary = "write a new analyzer ed25519 key pair into a directory"
 		long = `Writes DIR/analyzer-private-key.hex (mode 0600; the reference analyzer signs
 inferences with it) and DIR/analyzer-public-key.hex (mode 0644). Refuses to
@@ -70,8 +77,12 @@ func (o *keygenOptions) run(_ context.Context, env *Env) error {
 	}
 	fmt.Fprintf(env.Stdout, "wrote %s (0600): keep it secret and offline\n", kp.private)
 	fmt.Fprintf(env.Stdout, "wrote %s: keyid %s\n", kp.public, spec.KeyID(pub))
-	if o.group == "inference" {
+	switch o.group {
+	case "inference":
 		fmt.Fprintf(env.Stdout, "put this in the catalog's analyzers[].public_key: %x\n", []byte(pub))
+		return nil
+	case "verify":
+		fmt.Fprintf(env.Stdout, "put this in the catalog's verifiers[].public_key: %x\n", []byte(pub))
 		return nil
 	}
 	fmt.Fprintf(env.Stdout, "the runtime trusts it only as a root-owned 0400 trust anchor (needs root):\n  install -o root -g root -m 0400 %s %s\n", kp.public, config.DefaultTrustAnchor)

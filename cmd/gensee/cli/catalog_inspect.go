@@ -30,8 +30,9 @@ func catalogInspectCommand() *Command {
 		Long: `Applies the runtime's catalog rules (strict envelope, payloadType, signature
 by the given key, strict payload, not expired, not issued in the future)
 and prints the version, validity window, payload digest, contracts,
-analyzers, selectors and verifiers (whose receipts gensee promote accepts). A refusal exits 1 and names the rule (format,
-payload_type, signature, expired, not_yet_valid, ...). This administrative
+analyzers, selectors and verifiers (whose receipts gensee promote
+accepts). A refusal exits 1 and names the rule (format, payload_type,
+signature, expired, not_yet_valid, ...). This administrative
 command is the only one that takes a trust key from its caller; it never
 reads or moves the runtime's catalog high-water mark. Without --catalog it
 inspects the catalog the operator config names (catalog = ...).

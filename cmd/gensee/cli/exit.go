@@ -10,7 +10,7 @@ import (
 // Exit codes. The top-level help lists them; scripts rely on them.
 const (
 	ExitOK       = 0 // done
-	ExitRefused  = 1 // a document is invalid, a signature, expiry or trust rule refused it, staged products do not match their manifest, or attention clear found nothing set
+	ExitRefused  = 1 // a document is invalid, a signature, expiry or trust rule refused it, staged products do not match their manifest, a promotion check refused, a verifier judged a product fail, or attention clear found nothing set
 	ExitUsage    = 2 // usage error, or a file could not be read or written
 	ExitObserved = 3 // boundary audit: some granted control is not verified enforceable here
 	ExitDefeated = 4 // boundary audit --operation: a control_defeat signature fired (a control was defeated)

@@ -13,15 +13,16 @@ import (
 const rootIntro = `gensee is the operator CLI of the gensee containerd runtime
 (io.containerd.gensee.v2): check contracts, sign catalogs and inferences,
 preflight observations, see what this host can enforce, read and verify
-the effect manifests of operations, and read their boundary events and
-control-defeat attention.`
+the effect manifests of operations, read their boundary events and
+control-defeat attention, and promote verified products.`
 
 // exitCodesHelp is part of the interface: scripts branch on these codes.
 const exitCodesHelp = `Exit codes:
   0  ok
   1  refused or invalid: a document breaks a rule, a signature, expiry
      or trust check refused it, staged products do not match their
-     manifest, or attention clear found no attention set
+     manifest, a promotion check refused, a verifier judged a product
+     fail, or attention clear found no attention set
   2  usage error, or a file could not be read or written
   3  boundary audit: some granted control is only observed (or could not
      be verified) on this host

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gensee/gensee/shim/promote"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/retention"
 )
@@ -22,17 +23,18 @@ type lsOptions struct {
 func lsCommand() *Command {
 	return &Command{
 		Name:    "ls",
-		Summary: "list operations: id, container, contract, gate verdict, attention, age",
+		Summary: "list operations: id, container, contract, gate verdict, attention, promotions, age",
 		Args:    "[-q] [-n NS] [--json] [--config F]",
 		Long: `Lists the operation records under the operator config's state_dir, newest
 first: operation id, namespace/container, contract, the gate's verdict
 (running while the task has no manifest yet), attention ("SET (n)": a
 finding no person has cleared, of n ever raised; "cleared (n)": n findings,
-all cleared; "-": none), and the age since the task was created. With -n NS (or $CONTAINERD_NAMESPACE)
+all cleared; "-": none), how many promotions gensee promote recorded
+("-": none), and the age since the task was created. With -n NS (or $CONTAINERD_NAMESPACE)
 only the operations of that namespace; host runs are in namespace "host".
 -q prints only the operation ids. --json prints an array with sorted keys:
 [{operation_id, namespace, container, contract, verdict, state, attention,
-findings, created_at, finished_at}], state being running | exited |
+findings, promotions, created_at, finished_at}], state being running | exited |
 deleted, attention true while a finding is open.
 
 An id printed here is what gensee manifest show, events, boundary audit and
@@ -56,8 +58,9 @@ type LsItem struct {
 	Contract    string     `json:"contract"`
 	Verdict     string     `json:"verdict"`
 	State       string     `json:"state"`
-	Attention   bool       `json:"attention"` // a finding is open
-	Findings    int        `json:"findings"`  // findings ever raised, cleared or not
+	Attention   bool       `json:"attention"`  // a finding is open
+	Findings    int        `json:"findings"`   // findings ever raised, cleared or not
+	Promotions  int        `json:"promotions"` // promotion records (gensee promote)
 	CreatedAt   time.Time  `json:"created_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 }
@@ -70,7 +73,8 @@ func (o *lsOptions) run(_ context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	ops, err := retention.Scan(record.Store{Dir: cfg.StateDir}, false)
+	store := record.Store{Dir: cfg.StateDir}
+	ops, err := retention.Scan(store, false)
 	if err != nil {
 		return fail(ExitUsage, "list operations", err, "run as root, or pass --config F naming the runtime's state_dir")
 	}
@@ -82,6 +86,11 @@ func (o *lsOptions) run(_ context.Context, env *Env) error {
 		}
 		it := LsItem{OperationID: op.ID, Namespace: op.Namespace, Container: op.Container, Contract: op.ContractID,
 			Verdict: op.Verdict, State: op.State, Attention: op.Attention, Findings: op.Findings, CreatedAt: op.Created.UTC()}
+		ps, err := promote.Records(store, op.ID)
+		if err != nil {
+			env.warnf("promotion records of operation %s: %v", op.ID, err)
+		}
+		it.Promotions = len(ps)
 		if !op.Finished.IsZero() {
 			t := op.Finished.UTC()
 			it.FinishedAt = &t
@@ -111,7 +120,7 @@ func (o *lsOptions) run(_ context.Context, env *Env) error {
 
 func renderLs(w io.Writer, items []LsItem, now time.Time) error {
 	tw := table(w)
-	row(tw, "OPERATION", "CONTAINER", "CONTRACT", "VERDICT", "ATTENTION", "AGE")
+	row(tw, "OPERATION", "CONTAINER", "CONTRACT", "VERDICT", "ATTENTION", "PROMOTED", "AGE")
 	for _, it := range items {
 		who := "-"
 		if it.Container != "" {
@@ -131,7 +140,11 @@ func renderLs(w io.Writer, items []LsItem, now time.Time) error {
 		case it.Findings > 0:
 			attention = fmt.Sprintf("cleared (%d)", it.Findings)
 		}
-		row(tw, it.OperationID, safeText(who), safeText(orText(it.Contract, "-")), safeText(orText(verdict, "-")), attention, age(now.Sub(it.CreatedAt)))
+		promoted := "-"
+		if it.Promotions > 0 {
+			promoted = strconv.Itoa(it.Promotions)
+		}
+		row(tw, it.OperationID, safeText(who), safeText(orText(it.Contract, "-")), safeText(orText(verdict, "-")), attention, promoted, age(now.Sub(it.CreatedAt)))
 	}
 	return tw.Flush()
 }

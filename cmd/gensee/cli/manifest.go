@@ -201,10 +201,19 @@ stored. --in-toto prints an in-toto Statement v1 with predicateType
 whose subjects are the staged files with their sha256 (a directory product
 contributes one subject per file, named <slot>/<path>) and whose predicate
 is the manifest; with nothing staged there is no subject and it exits 1.
+For each promotion of the operation (gensee promote) one more statement
+follows, each its own JSON document, with predicateType
+  ` + inTotoPromotionType + `
+whose subjects are the promoted files at the destination (<dest>, or
+<dest>/<path> in a directory product) and whose predicate is the promotion
+record, the receipt envelope included.
 
 The summary says what the manifest does not: products are checked for
 structure, never meaning (semantically verified: no), and stay staged
-(promoted: no). Use gensee manifest verify to re-hash the staged copies.`,
+(promoted: no: the manifest describes the run). It then lists the
+operation's promotions (promotions.jsonl), if any: when, the slot, where
+to, its digest, the receipt and its verifier, and who. Use gensee manifest
+verify to re-hash the staged copies.`,
 		Setup: func(fs *flag.FlagSet) Runner {
 			var o manifestShowOptions
 			o.ref.flags(fs)
@@ -236,8 +245,19 @@ func (o *manifestShowOptions) run(_ context.Context, env *Env) error {
 			return serr
 		}
 		err = writeJSON(env.Stdout, st)
+		for _, p := range promotionsOf(env, op) {
+			if err != nil {
+				break
+			}
+			var ps *inTotoStmt
+			if ps, err = promotionStatement(p, op.m); err == nil {
+				err = writeJSON(env.Stdout, ps)
+			}
+		}
 	default:
-		err = renderManifest(env.Stdout, op)
+		if err = renderManifest(env.Stdout, op); err == nil {
+			renderPromotions(env.Stdout, promotionsOf(env, op))
+		}
 	}
 	if err != nil {
 		return fail(ExitUsage, "write output", err, "")

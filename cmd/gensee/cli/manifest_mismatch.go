@@ -22,12 +22,19 @@ func raiseMismatch(env *Env, op *operation, res *verify.Result, now time.Time) {
 			"run gensee manifest verify --operation ID (with --config F naming the runtime's config) to flag it", op.dir)
 		return
 	}
-	r := verify.Raise(store, op.id, res, now)
+	reportRaised(env, op.id, op.who, op.notify, verify.Raise(store, op.id, res, now), "gensee manifest verify")
+}
+
+// reportRaised says on stderr what a re-hash raised (verify.Raise) on
+// operation opID, warns of what it could not record, and hands the new
+// findings to the operator's notify command (argv), whose runtime field
+// names the command that found them.
+func reportRaised(env *Env, opID, who string, argv []string, r verify.Raised, runtime string) {
 	for _, err := range r.Errs {
 		env.warnf("%v (run as root)", err)
 	}
-	if len(op.notify) > 0 && len(r.New) > 0 {
-		n := notify.New(notify.Config{Argv: op.notify, OperationID: op.id, ContainerID: op.who, Runtime: "gensee manifest verify"})
+	if len(argv) > 0 && len(r.New) > 0 {
+		n := notify.New(notify.Config{Argv: argv, OperationID: opID, ContainerID: who, Runtime: runtime})
 		for _, f := range r.New {
 			n.Finding(f)
 		}
@@ -36,9 +43,9 @@ func raiseMismatch(env *Env, op *operation, res *verify.Result, now time.Time) {
 	switch {
 	case r.Findings > 0:
 		fmt.Fprintf(env.Stderr, "gensee: attention raised on operation %s: %s %s (gensee attention list shows it)\n",
-			op.id, plural(r.Findings, "finding"), watchdog.SignatureProductMismatch)
+			opID, plural(r.Findings, "finding"), watchdog.SignatureProductMismatch)
 	case r.Already > 0:
-		fmt.Fprintf(env.Stderr, "gensee: operation %s already has attention for these problems (gensee attention list)\n", op.id)
+		fmt.Fprintf(env.Stderr, "gensee: operation %s already has attention for these problems (gensee attention list)\n", opID)
 	}
 }
 
