@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gensee/gensee/hooks"
+	"github.com/gensee/gensee/shim/hooks"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gensee/gensee/hooks"
 	"github.com/gensee/gensee/integration/testimage"
 	"github.com/gensee/gensee/internal/roottest"
+	"github.com/gensee/gensee/shim/hooks"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gensee/gensee/hooks"
 	"github.com/gensee/gensee/shim/cgroup"
+	"github.com/gensee/gensee/shim/hooks"
 	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/nsfile"
 	"github.com/gensee/gensee/shim/record"

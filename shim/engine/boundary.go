@@ -11,8 +11,8 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/drain"
-	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -31,10 +31,10 @@ type Boundary struct {
 	starting sync.WaitGroup
 
 	mu      sync.Mutex
-	netns   *os.File         // guarded by mu; nil once removed
-	plan    *netpolicy.Plan  // guarded by mu
+	netns   *os.File           // guarded by mu; nil once removed
+	plan    *netpolicy.Plan    // guarded by mu
 	mon     *telemetry.Monitor // guarded by mu
-	removed string           // how the table went, once it did; guarded by mu
+	removed string             // how the table went, once it did; guarded by mu
 }
 
 // NewBoundary is an empty boundary for a workload whose sockets live in a

@@ -52,9 +52,9 @@ func Manifest(store record.Store, d Door, x Facts) *spec.Manifest {
 		Enforcement: spec.Enforcement{
 			Network: spec.NetworkEnforcement{Mechanism: "nftables", Scope: "cgroupv2", Mode: c.Mode, Loopback: c.Loopback,
 				Table: a.Table, Allow: c.Allow, Serve: c.Serve, Status: spec.NetworkEnforced},
-			Seccomp:             a.Seccomp,
-			ExecNoNewPrivileges: d.ExecNoNewPrivileges,
-			CapabilitiesRemoved: d.CapabilitiesRemoved,
+			Seccomp:                  a.Seccomp,
+			ExecNoNewPrivileges:      d.ExecNoNewPrivileges,
+			CapabilitiesRemoved:      d.CapabilitiesRemoved,
 			CapabilitiesRemovedExecs: d.CapabilitiesRemovedExecs,
 		},
 	}

@@ -12,10 +12,10 @@ import (
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/engine"
-	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/notify"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/telemetry"
 	"github.com/gensee/gensee/spec"
 )
 
