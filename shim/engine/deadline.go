@@ -3,6 +3,9 @@ package engine
 import (
 	"sync"
 	"time"
+
+	"github.com/containerd/log"
+	"github.com/gensee/gensee/spec"
 )
 
 // Deadline is the contract deadline's timer and whether it fired.
@@ -35,4 +38,25 @@ func (d *Deadline) Stop() bool {
 		d.timer.Stop()
 	}
 	return d.hit
+}
+
+// ArmDeadline arms d with the contract's deadline (none: nothing): when it
+// passes, kill ends the workload first (nothing — a blocked log write, a
+// stopped terminal — may hold the kill up), then b notes deadline_exceeded
+// and the log says so. what names the workload ("task", "container",
+// "command").
+func ArmDeadline(d *Deadline, c spec.Contract, b *Boundary, what string, kill func() error, l *log.Entry) {
+	after, err := c.DeadlineDuration()
+	if err != nil {
+		return // a malformed one never passes catalog validation
+	}
+	d.Arm(after, func() {
+		kerr := kill()
+		b.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: c.Deadline,
+			Detail: "the contract deadline " + c.Deadline + " passed; the " + what + " was killed"})
+		if kerr != nil {
+			l.WithError(kerr).Error("kill at deadline")
+		}
+		l.WithField("deadline", c.Deadline).Warn("contract deadline exceeded; the " + what + " was killed")
+	})
 }

@@ -286,18 +286,10 @@ func (op *operation) drain(ctx context.Context) drain.Result {
 // startDeadline kills the container's cgroup when the contract's deadline
 // passes.
 func (op *operation) startDeadline() {
-	d, err := op.adm.Contract.DeadlineDuration()
-	if err != nil {
-		return
-	}
-	op.deadline.Arm(d, func() {
-		op.log.WithField("deadline", op.adm.Contract.Deadline).Warn("contract deadline exceeded; killing the container's cgroup")
-		op.net.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.adm.Contract.Deadline,
-			Detail: "the contract deadline " + op.adm.Contract.Deadline + " passed; the container was killed"})
-		if _, err := cgroup.Drain(context.Background(), op.adm.Subject.CgroupPath); err != nil {
-			op.log.WithError(err).Error("kill at deadline")
-		}
-	})
+	engine.ArmDeadline(&op.deadline, op.adm.Contract, op.net, "container", func() error {
+		_, err := cgroup.Drain(context.Background(), op.adm.Subject.CgroupPath)
+		return err
+	}, op.log)
 }
 
 // poststopReply is the monitor's answer to poststop.

@@ -127,26 +127,6 @@ func (rl runRelease) Release(*spec.Manifest, *uint32) error {
 	return nil
 }
 
-// armDeadline kills the run's cgroup when the contract's deadline passes.
-func (r *run) armDeadline(dl *engine.Deadline, h *held) {
-	d, err := r.contract.DeadlineDuration()
-	if err != nil {
-		return
-	}
-	cg, net := h.cg, h.net
-	dl.Arm(d, func() {
-		// Kill first: nothing (a blocked log write, a stopped terminal)
-		// may hold up the kill.
-		kerr := cg.kill()
-		net.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: r.contract.Deadline,
-			Detail: "the contract deadline " + r.contract.Deadline + " passed; the command was killed"})
-		if kerr != nil {
-			r.log.WithError(kerr).Error("kill at deadline")
-		}
-		r.log.WithField("deadline", r.contract.Deadline).Warn("contract deadline exceeded; the command was killed")
-	})
-}
-
 // forwardSignals forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the
 // wrapper (which hands them to the command); Grace after the first, the
 // cgroup is killed. SIGTSTP, SIGTTIN and SIGTTOU are ignored: nothing the

@@ -64,7 +64,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 	h.net.StartSensors(r.adm.Subject)
 	started := time.Now()
 	var dl engine.Deadline
-	r.armDeadline(&dl, h)
+	engine.ArmDeadline(&dl, r.contract, h.net, "command", h.cg.kill, r.log)
 	stopSignals := r.forwardSignals(w.c.Process, h)
 	if _, err := w.ctl.Write([]byte{'g'}); err != nil {
 		r.log.WithError(err).Warn("send go to the wrapper")

@@ -70,19 +70,10 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 
 // startDeadline kills the task when the contract's deadline passes.
 func (s *service) startDeadline(op *operation) {
-	d, err := op.contract.DeadlineDuration()
-	if err != nil || d <= 0 {
-		return // no deadline (a malformed one never passes catalog validation)
-	}
-	op.deadline.Arm(d, func() {
-		ctx := s.ctx
-		op.logger(ctx).WithField("deadline", op.contract.Deadline).Warn("contract deadline exceeded; killing the task")
-		op.net.Note(spec.Event{Kind: spec.EventDeadlineExceeded, Control: "deadline", Rule: op.contract.Deadline,
-			Detail: "the contract deadline " + op.contract.Deadline + " passed; the task was killed"})
-		if _, err := s.TTRPCTaskService.Kill(ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true}); err != nil {
-			op.logger(ctx).WithError(err).Error("kill at deadline")
-		}
-	})
+	engine.ArmDeadline(&op.deadline, op.contract, op.net, "task", func() error {
+		_, err := s.TTRPCTaskService.Kill(s.ctx, &taskAPI.KillRequest{ID: op.containerID, Signal: uint32(unix.SIGKILL), All: true})
+		return err
+	}, op.logger(s.ctx))
 }
 
 // watchExit waits for the init to exit, then runs the exit pipeline,
