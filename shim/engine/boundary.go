@@ -65,9 +65,14 @@ type BindSpec struct {
 	Mark func(table string) error
 }
 
-// ErrPlan is Bind's error for a contract's network section no table can be
-// planned from (the contract is at fault, not the host).
-var ErrPlan = errors.New("plan network table")
+// Bind's errors a door may refuse on: a contract's network section no
+// table can be planned from (ErrPlan: the contract is at fault), and a
+// table the kernel would not install or read back as planned (ErrInstall:
+// the host lacks what the plan needs). Any other is the runtime's failure.
+var (
+	ErrPlan    = errors.New("plan network table")
+	ErrInstall = errors.New("install network table")
+)
 
 // The kernel-facing steps of Bind; the ordering tests replace them.
 var (
@@ -117,7 +122,7 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	b.plan = plan
 	b.mu.Unlock()
 	if err := applyTable(ctx, int(s.Netns.Fd()), plan); err != nil {
-		return plan, fmt.Errorf("install and read back table %s: %w", plan.Table, err)
+		return plan, fmt.Errorf("%w %s and read it back: %w", ErrInstall, plan.Table, err)
 	}
 	return plan, nil
 }

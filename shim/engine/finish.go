@@ -122,7 +122,11 @@ type Finish struct {
 	// GateFailedStatus is the operator's gate_failed_exit_status; 0 keeps
 	// the workload's status.
 	GateFailedStatus uint32
-	Log              *log.Entry
+	// Settle, when set, runs once the gate and the network's end are done
+	// (or the gate was left at its limit), before the manifest: a host run
+	// gives back the space it reserved for its records there.
+	Settle func()
+	Log    *log.Entry
 }
 
 // Run runs the exit path for a workload that exited with what x says. It
@@ -145,6 +149,9 @@ func (p *Finish) Run(ctx context.Context, x Facts) (*spec.Manifest, error) {
 	p.finishNetwork(ctx, &x)
 	g := <-gated
 	x.GateRan, x.GateRes, x.GateErr = g.Ran, g.Res, g.Err
+	if p.Settle != nil {
+		p.Settle()
+	}
 	t2 := time.Now()
 	if x.WaitStatus != nil {
 		x.Status = x.WaitStatus()

@@ -214,3 +214,20 @@ func TestFinishStoreError(t *testing.T) {
 		t.Fatalf("err %v, calls %v", err, f.c.Get())
 	}
 }
+
+// Settle runs once the gate and the network's end are done, before the
+// manifest; also when the gate was left at its limit.
+func TestFinishSettle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 0)
+		f.p.Settle = func() { f.c.Add("settle") }
+		hang := make(chan struct{})
+		defer close(hang)
+		f.gate.RunFunc = func(context.Context) engine.GateOutcome { <-hang; return engine.GateOutcome{Ran: true} }
+		f.p.GateLimit = time.Second
+		f.p.Run(context.Background(), engine.Facts{})
+		f.c.Before(t, "net.remove", "settle")
+		f.c.Before(t, "settle", "store.manifest "+spec.VerdictFail)
+		f.c.Before(t, "settle", "noteDeferred "+spec.EventGateRejected)
+	})
+}

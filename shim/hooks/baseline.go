@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gensee/gensee/shim/gate"
@@ -21,6 +22,9 @@ func (op *operation) takeBaseline(ctx context.Context) error {
 		return nil // no upperdir to gate (gate.NoDiff at exit)
 	}
 	b, err := gate.TakeBaseline(ctx, src.Upper)
+	if errors.Is(err, gate.ErrBaselineTooLarge) {
+		return refuse(ReasonRootfsReused, "podman rm the container and run it again from its image (a fresh container has a fresh upperdir)", "%v", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/spec"
 )
 
 // Options are what the binary's flags and the operator config give the
@@ -85,6 +86,9 @@ func CreateRuntime(ctx context.Context, o Options, s State) error {
 	if err := startMonitor(o, id, dir, s.Pid); err != nil {
 		st.Unindex(Namespace, s.ID, id)
 		st.RemoveOperation(id)
+		if rf, ok := spec.AsRefusal(err); ok {
+			return refused(ctx, st, s, rf)
+		}
 		return refused(ctx, st, s, refuse(ReasonNetwork, "check that nftables with the socket cgroupv2 expression is available and the container's cgroup is on cgroup2 ("+filepath.Join(dir, MonitorLog)+" was removed with the operation)",
 			"network boundary not installed, container refused: %v", err))
 	}
@@ -97,6 +101,9 @@ func CreateRuntime(ctx context.Context, o Options, s State) error {
 type monitorStatus struct {
 	Ready bool   `json:"ready"`
 	Error string `json:"error,omitempty"`
+	// Refusal is a bind that refused the container on its own grounds
+	// (the upperdir's baseline), not the network boundary's.
+	Refusal *spec.Refusal `json:"refusal,omitempty"`
 }
 
 // startMonitor starts the operation's monitor process in its own session
@@ -148,6 +155,9 @@ func startMonitor(o Options, id, dir string, pid int) error {
 	if !ms.Ready {
 		cmd.Process.Kill()
 		cmd.Wait()
+		if ms.Refusal != nil {
+			return ms.Refusal
+		}
 		if b, err := os.ReadFile(filepath.Join(dir, MonitorLog)); err == nil && len(b) > 0 {
 			return fmt.Errorf("%s (monitor log: %s)", ms.Error, tailOf(b, 600))
 		}

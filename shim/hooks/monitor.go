@@ -69,7 +69,9 @@ func RunMonitor(ctx context.Context, req MonitorRequest) error {
 	defer notify.Wait()
 	op.log = log.G(ctx).WithField("operation_id", req.OperationID)
 	if err := op.bind(ctx); err != nil {
-		op.report(monitorStatus{Error: err.Error()})
+		ms := monitorStatus{Error: err.Error()}
+		ms.Refusal, _ = spec.AsRefusal(err)
+		op.report(ms)
 		op.undo(ctx)
 		return err
 	}

@@ -36,6 +36,9 @@ const (
 	ReasonBindSource     = "bind_source"
 	ReasonRootPath       = "root_path"
 	ReasonNetwork        = "network_boundary"
+	// ReasonRootfsReused: the upperdir holds more than a baseline can
+	// record (a container restarted after its earlier runs wrote much).
+	ReasonRootfsReused = "rootfs_reused"
 )
 
 // refused appends rf to the refusals log and returns it.

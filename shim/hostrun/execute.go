@@ -159,8 +159,10 @@ func (r *run) bind(ctx context.Context, h *held) (*Refusal, error) {
 	switch {
 	case errors.Is(err, engine.ErrPlan):
 		return refuse(ReasonNetwork, "contract.network", "fix the contract's network section", "%v", err), nil
-	case err != nil:
+	case errors.Is(err, engine.ErrInstall):
 		return refuse(ReasonNetwork, "nftables", "check that nftables with the socket cgroupv2 expression is available (gensee boundary audit --contract F says what this host enforces)", "%v", err), nil
+	case err != nil:
+		return nil, err
 	}
 	r.adm.Table = plan.Table
 	return nil, nil

@@ -42,10 +42,19 @@ func (r *run) exit(ctx context.Context, h *held, hx hostExit) (*Result, error) {
 		Drain:     runDrain{h: h, hx: hx},
 		Network:   h.net,
 		Store:     engine.RecordStore{Store: r.store, ID: r.id},
-		Release:   runRelease{r: r, h: h},
+		Release:   runRelease{r: r, h: h, dir: dir},
 		Manifest:  func(x engine.Facts) *spec.Manifest { return r.manifest(x, hx) },
 		GateLimit: r.req.Config.GateTimeout.Duration,
-		Log:       r.log,
+		// The command may have filled the state dir's file system through
+		// the upper dir (the gate's staging then failed, and says so): the
+		// reserve's blocks are what the last events and the manifest are
+		// written into, given back once the gate is done or left.
+		Settle: func() {
+			if err := releaseSpace(dir); err != nil {
+				r.log.WithError(err).Error("release the records' reserve")
+			}
+		},
+		Log: r.log,
 	}
 	st := hx.status
 	m, err := p.Run(ctx, engine.Facts{Status: &st, Started: hx.started, Exit: engine.Exit{Deadline: hx.deadline}})
@@ -77,10 +86,7 @@ func (d runDrain) Drain(ctx context.Context) drain.Result {
 }
 
 // runGate gates the overlay's upper dir against the workspace, in this
-// process (engine.InProcess), then gives the records' reserve back: the
-// command may have filled the state dir's file system through the upper
-// dir (the gate's staging then failed, and says so), and the reserve's
-// blocks are what the events and the manifest are written into.
+// process (engine.InProcess).
 type runGate struct {
 	r   *run
 	dir string
@@ -89,11 +95,6 @@ type runGate struct {
 func (g runGate) Prepare(context.Context, time.Time) {}
 
 func (g runGate) Run(ctx context.Context, started time.Time) engine.GateOutcome {
-	defer func() {
-		if err := releaseSpace(g.dir); err != nil {
-			g.r.log.WithError(err).Error("release the records' reserve")
-		}
-	}()
 	return engine.InProcess{Input: func(started time.Time) (gate.Input, error) {
 		c := g.r.contract
 		// No Baseline: the run makes its upper dir itself (makeUpper),
@@ -115,15 +116,20 @@ func (g runGate) Run(ctx context.Context, started time.Time) engine.GateOutcome 
 // durable (the cgroup; the table went in the network's end) and marks the
 // records cleaned; anything left stays marked for the next run.
 type runRelease struct {
-	r *run
-	h *held
+	r   *run
+	h   *held
+	dir string
 }
 
 func (rl runRelease) Release(*spec.Manifest, *uint32) error {
 	if rl.r.undo(context.Background(), rl.h) {
 		return errors.New("the run's cgroup or table could not be removed; a later gensee boundary run retries")
 	}
-	_ = rl.r.store.MarkCleaned(rl.r.id, "") // losing it only keeps the record longer
+	// Cleaned only with its manifest: a record without one is kept, and
+	// says so.
+	if _, err := os.Stat(filepath.Join(rl.dir, record.ManifestFile)); err == nil {
+		_ = rl.r.store.MarkCleaned(rl.r.id, "") // losing it only keeps the record longer
+	}
 	return nil
 }
 

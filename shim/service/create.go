@@ -341,6 +341,10 @@ func (s *service) bindInit(ctx context.Context, c *creation, pid int) error {
 	defer func() { c.bindTook = time.Since(t) }()
 	if err := op.bind(ctx, pid); err != nil {
 		if rf, ok := spec.AsRefusal(err); ok { // the upperdir's baseline
+			// Refused before the table: the refusal line is all that
+			// stays (docs/design.md §13 I1), not the record persist made.
+			op.store.Unindex(op.namespace, op.containerID, op.id)
+			op.store.RemoveOperation(op.id)
 			return rolledBack(rf)
 		}
 		op.logger(ctx).WithError(err).Error("install network boundary")

@@ -253,8 +253,10 @@ func under(p string) bool {
 	return false
 }
 
-// within reports whether p is dir or lies below it (both clean).
-func within(p, dir string) bool { return fsafe.Within(p, dir) }
+// within reports whether p is dir or lies below it. Both are cleaned
+// first: a socket's path in /proc/net/unix is as its binder wrote it
+// ("/tmp/../home/u/agent.sock" lies outside /tmp).
+func within(p, dir string) bool { return fsafe.Within(filepath.Clean(p), filepath.Clean(dir)) }
 
 // devices are the command's device nodes: major, minor.
 var devices = []struct {

@@ -33,3 +33,12 @@ func TestUnderPrivateTmp(t *testing.T) {
 		}
 	}
 }
+
+// A socket's path is as its binder wrote it: one that only names /tmp or
+// /run on its way out of them is outside them, and masked.
+func TestSplitUnderUncleanPaths(t *testing.T) {
+	out, in := splitUnder([]string{"/tmp/../home/alice/agent.sock", "/run/../srv/db.sock", "/ws/../etc/s.sock"}, "/ws")
+	if len(out) != 3 || len(in) != 0 {
+		t.Fatalf("outside %v, inside %v: every one lies outside /tmp, /run and the workspace", out, in)
+	}
+}
