@@ -138,7 +138,7 @@ func CheckBinding(r *spec.Receipt, opID, slot string, m *spec.Manifest) (*spec.P
 	for _, w := range want {
 		if w.receipt != w.manifest {
 			return nil, refuse(RuleReceiptBinding, "verify this very product (gensee verify ... --operation "+opID+" --slot "+slot+") and promote with that receipt",
-				"the receipt's %s is %q, the manifest's product has %q: the receipt judged another product", w.field, w.receipt, w.manifest)
+				"the receipt's %s is %q where this product's is %q: the receipt judged another product", w.field, w.receipt, w.manifest)
 		}
 	}
 	return pr, nil
