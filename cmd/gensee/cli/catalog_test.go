@@ -218,3 +218,19 @@ func TestCatalogInspectFindsCatalogByOperatorConfig(t *testing.T) {
 	h.run(t, "catalog", "inspect", "--trusted-key", kp.public).want(t, ExitUsage, nil, []string{"load operator config", "GENSEE_CONFIG"})
 	std().run(t, "catalog", "inspect", "--config", cfg, "--catalog", signed, "--trusted-key", kp.public).want(t, ExitUsage, nil, []string{"exclude each other"})
 }
+
+// TestCatalogInspectNoVerifiers: a catalog without verifiers stays valid,
+// and inspect says that no receipt is accepted under it.
+func TestCatalogInspectNoVerifiers(t *testing.T) {
+	kp := keys(t)
+	payload := string(readFile(t, contrib(t, "catalog.json")))
+	i := strings.Index(payload, `,
+  "verifiers"`)
+	if i < 0 {
+		t.Fatal("the example catalog has no verifiers to remove")
+	}
+	payload = payload[:i] + "\n}\n"
+	signed := signCatalog(t, std(), kp, payload, "catalog.signed.json")
+	std().run(t, "catalog", "inspect", "--catalog", signed, "--trusted-key", kp.public).want(t, ExitOK,
+		[]string{"VERIFIERS", "none: gensee promote accepts no receipt under this catalog"}, nil)
+}
