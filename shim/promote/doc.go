@@ -33,5 +33,7 @@
 // no existing path is replaced; a patch is never applied; a refusal leaves
 // the destination as it was. The checks in check.go are pure and
 // table-tested; the file work is fd-relative (internal/fsafe). It imports
-// spec, record, events, verify and fsafe, and is imported only by the CLI.
+// spec, record, events, verify, gate (the tree digest), trust (the clock
+// skew) and fsafe, and is imported only by the CLI; the catalog comes in
+// through Request.Trust (the CLI hands it engine.LoadTrust).
 package promote
