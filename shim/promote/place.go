@@ -47,6 +47,10 @@ func place(opDir string, pr *spec.ProductRecord, t Target, allowExec bool) (plac
 
 	var st unix.Stat_t
 	switch err := unix.Fstatat(dst, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && (st.Uid != 0 || st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink != 1):
+		// A re-run finds what root placed, and nothing else.
+		return placed{}, refuse(RuleDestExists, "choose another --to, or move what is there away first: a promotion never replaces anything",
+			"%s exists and was not placed by a promotion (owner uid %d, %d links)", t.Dest(), st.Uid, st.Nlink)
 	case err == nil:
 		return existing(src, srcName, dst, name, pr, t, limit)
 	case !errors.Is(err, unix.ENOENT):
@@ -163,6 +167,20 @@ func openTargetParent(t Target) (int, string, *Refusal) {
 			"the way from promotion root %s to %s passes a symlink or a non-directory, which is never followed", t.Root, t.Dest())
 	case err != nil:
 		return -1, "", refuse(RuleDestParent, "check the destination's directory", "open %s: %v", path.Join(t.Root, dir), err)
+	}
+	// Only root may write the destination's directory: a user who can
+	// could swap the temporary before its rename, put a look-alike at the
+	// destination first, or move a root-owned tree to the temporary's name
+	// for the cleanup to remove.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, "", refuse(RuleDestParent, "check the destination's directory", "stat %s: %v", path.Join(t.Root, dir), err)
+	}
+	if st.Uid != 0 || st.Mode&0o022 != 0 {
+		unix.Close(fd)
+		return -1, "", refuse(RuleDestWritable, "promote into a directory only root can write (chown root, chmod go-w), and hand the product on from there",
+			"the destination's directory %s is owned by uid %d with mode %04o: someone other than root can write it", path.Join(t.Root, dir), st.Uid, st.Mode&0o7777)
 	}
 	return fd, path.Base(t.Rel), nil
 }

@@ -300,6 +300,28 @@ func TestPromoteRefusals(t *testing.T) {
 		{"destination exists", RuleDestExists, "", nil, func(t *testing.T, f *fixture, _ *Request) {
 			must(t, os.WriteFile(filepath.Join(f.root, "result.json"), []byte("other\n"), 0o644))
 		}},
+		{"destination's directory writable by others", RuleDestWritable, "", nil, func(t *testing.T, f *fixture, req *Request) {
+			shared := filepath.Join(f.root, "shared")
+			must(t, os.Mkdir(shared, 0o755))
+			must(t, os.Chmod(shared, 0o1777))
+			req.Dest = filepath.Join(shared, "result.json")
+		}},
+		{"destination's directory owned by a user", RuleDestWritable, "", nil, func(t *testing.T, f *fixture, req *Request) {
+			home := filepath.Join(f.root, "home")
+			must(t, os.Mkdir(home, 0o755))
+			must(t, os.Chown(home, 65534, 65534))
+			req.Dest = filepath.Join(home, "result.json")
+		}},
+		{"look-alike placed by a user", RuleDestExists, "", nil, func(t *testing.T, f *fixture, _ *Request) {
+			p := filepath.Join(f.root, "result.json")
+			must(t, os.WriteFile(p, []byte(resultBody), 0o644))
+			must(t, os.Chown(p, 65534, 65534))
+		}},
+		{"look-alike hard-linked", RuleDestExists, "", nil, func(t *testing.T, f *fixture, _ *Request) {
+			p := filepath.Join(f.root, "result.json")
+			must(t, os.WriteFile(p, []byte(resultBody), 0o644))
+			must(t, os.Link(p, filepath.Join(f.root, "other.json")))
+		}},
 		{"destination's directory missing", RuleDestParent, "", nil, func(t *testing.T, f *fixture, req *Request) {
 			req.Dest = filepath.Join(f.root, "missing", "result.json")
 		}},

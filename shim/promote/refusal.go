@@ -8,6 +8,7 @@ const (
 	RuleNoRoots          = "no_promotion_roots"
 	RuleOutsideRoots     = "destination_outside_roots"
 	RuleDestParent       = "destination_parent"
+	RuleDestWritable     = "destination_parent_writable"
 	RuleDestExists       = "destination_exists"
 	RuleTrust            = "trust"
 	RuleReceiptFormat    = "receipt_format"
