@@ -112,31 +112,39 @@ func Promote(req Request) (*Result, error) {
 		return nil, rf
 	}
 
+	return res, promoteChecked(req, opDir, target, pr, opened, res)
+}
+
+// promoteChecked places the product once every check passed and records
+// the promotion, once: a re-run to a destination that holds the product
+// records it only if no record names it yet.
+func promoteChecked(req Request, opDir string, target Target, pr *spec.ProductRecord, opened *spec.OpenedReceipt, res *Result) error {
 	p := spec.Promotion{
 		Schema: spec.SchemaPromotion, OperationID: req.OperationID, Slot: pr.Slot, Class: pr.Class,
 		ProductDigest: pr.Digest(), Destination: target.Dest(), At: req.Now.UTC(), By: req.By,
 		ReceiptDigest: opened.Digest, Verifier: opened.Verifier.ID, VerifierVersion: opened.Receipt.VerifierVersion,
 		ConsumerContract: opened.Receipt.ConsumerContract,
 	}
+	var err error
 	if p.Receipt, err = spec.ParseEnvelope(req.Receipt); err != nil {
-		return nil, refuse(RuleReceiptFormat, "", "%v", err) // opened above: not reached
+		return refuse(RuleReceiptFormat, "", "%v", err) // opened above: not reached
 	}
 	done, err := place(opDir, pr, target, opened.Receipt.ConsumerContract != "")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Promotion, res.Changed = p, done.changed
 	records, err := readRecords(opDir)
 	if err != nil && !done.changed {
-		return res, fmt.Errorf("%s already holds the product, but the promotion records cannot be read to tell whether this promotion is recorded: %w", p.Destination, err)
+		return fmt.Errorf("%s already holds the product, but the promotion records cannot be read to tell whether this promotion is recorded: %w", p.Destination, err)
 	}
 	if done.changed || !recorded(records, p) {
 		if err := appendRecord(opDir, p); err != nil {
-			return res, fmt.Errorf("promoted to %s, but the promotion record was not written: %w", p.Destination, err)
+			return fmt.Errorf("promoted to %s, but the promotion record was not written: %w", p.Destination, err)
 		}
 		res.Recorded = true
 	}
-	return res, nil
+	return nil
 }
 
 // readManifest reads and strictly parses the operation's manifest.
