@@ -3,6 +3,8 @@ package integration
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +28,19 @@ func productsContract() spec.Contract {
 	return c
 }
 
+// manifest reads the operation's manifest, waiting (bounded) for the exit
+// path to write it: `ctr tasks ls` shows a task stopped once runc's
+// service has handled the init's exit, which the exit path runs beside.
 func (e *env) manifest(ns, id string) spec.Manifest {
 	e.t.Helper()
+	st, op := record.Store{Dir: e.state}, e.operation(ns, id)
 	var m spec.Manifest
-	must(e.t, record.Store{Dir: e.state}.ReadJSON(e.operation(ns, id), record.ManifestFile, &m))
+	err := st.ReadJSON(op, record.ManifestFile, &m)
+	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, fs.ErrNotExist) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		err = st.ReadJSON(op, record.ManifestFile, &m)
+	}
+	must(e.t, err)
 	return m
 }
 
