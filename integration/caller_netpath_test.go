@@ -132,7 +132,7 @@ func TestSourceRoutedSends(t *testing.T) {
 	n := newTestNet(t)
 	script := "/bin/probe connect udp " + serverIP + ":8080; echo allowed=$?; " +
 		"for r in lsrr,192.0.2.2,203.0.113.9:8080 ssrr,192.0.2.2,203.0.113.9:8080 'rt6,2001:db8::2,[2001:db8:99::9]:8080'; do " +
-		"/bin/probe srcroute $r; echo $r=$?; done"
+		"/bin/probe srcroute $r 2>&1; echo $r=$?; done"
 	n.echoUDP(serverIP + ":8080")
 	out, code := e.run("it-srcroute", "srcroute", []string{"--with-ns", "network:" + n.ClientPath}, "/bin/sh", "-c", script)
 	if code != 0 {
