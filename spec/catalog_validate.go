@@ -44,12 +44,7 @@ func (c *Catalog) checkAnalyzers(p problems) map[string]bool {
 	ids := map[string]int{}
 	for i, a := range c.Analyzers {
 		ap := p.at(joinIndex("analyzers", i))
-		checkID(ap, "id", "analyzer id", a.ID)
-		if j, dup := ids[a.ID]; dup && a.ID != "" {
-			ap.addf("id", "%q duplicates analyzers[%d].id", a.ID, j)
-		} else {
-			ids[a.ID] = i
-		}
+		checkEntryID(ap, "analyzer id", "analyzers", i, a.ID, ids)
 		if len(a.Models) == 0 {
 			ap.add("models", "at least one model id is required")
 		}
@@ -64,11 +59,7 @@ func (c *Catalog) checkAnalyzers(p problems) map[string]bool {
 		}
 		checkBP(ap, "min_confidence_bp", a.MinConfidenceBP)
 		checkBP(ap, "min_margin_bp", a.MinMarginBP)
-		if a.MaxLifetime == "" {
-			ap.add("max_lifetime", `is required: a Go duration such as "1h"`)
-		} else {
-			checkDuration(ap, "max_lifetime", a.MaxLifetime)
-		}
+		checkMaxLifetime(ap, a.MaxLifetime, "1h")
 	}
 	return classes
 }
@@ -79,12 +70,7 @@ func (c *Catalog) checkVerifiers(p problems) {
 	ids := map[string]int{}
 	for i, v := range c.Verifiers {
 		vp := p.at(joinIndex("verifiers", i))
-		checkID(vp, "id", "verifier id", v.ID)
-		if j, dup := ids[v.ID]; dup && v.ID != "" {
-			vp.addf("id", "%q duplicates verifiers[%d].id", v.ID, j)
-		} else {
-			ids[v.ID] = i
-		}
+		checkEntryID(vp, "verifier id", "verifiers", i, v.ID, ids)
 		checkHex64(vp, "public_key", "an ed25519 public key", v.PublicKey)
 		if len(v.Classes) == 0 {
 			vp.add("classes", "at least one product class is required")
@@ -94,11 +80,7 @@ func (c *Catalog) checkVerifiers(p problems) {
 				cp.addf("", "%q is not a product class: use blob, blob_set, directory_tree, workspace_patch, structured_result or environment_snapshot", truncate(s, 80))
 			}
 		})
-		if v.MaxLifetime == "" {
-			vp.add("max_lifetime", `is required: a Go duration such as "24h"`)
-		} else {
-			checkDuration(vp, "max_lifetime", v.MaxLifetime)
-		}
+		checkMaxLifetime(vp, v.MaxLifetime, "24h")
 	}
 }
 
@@ -110,12 +92,7 @@ func (c *Catalog) checkSelectors(p problems, classes map[string]bool) {
 	matches := map[SelectorMatch]int{}
 	for i, s := range c.Selectors {
 		sp := p.at(joinIndex("selectors", i))
-		checkID(sp, "id", "selector id", s.ID)
-		if j, dup := ids[s.ID]; dup && s.ID != "" {
-			sp.addf("id", "%q duplicates selectors[%d].id", s.ID, j)
-		} else {
-			ids[s.ID] = i
-		}
+		checkEntryID(sp, "selector id", "selectors", i, s.ID, ids)
 		if s.Match.check(sp.at("match")) {
 			if j, dup := matches[s.Match]; dup {
 				sp.addf("match", "matches the same facts as selectors[%d]; exactly one selector must match a caller", j)
@@ -194,4 +171,26 @@ func checkBP(p problems, path string, v int) {
 	if v < 0 || v > maxBP {
 		p.add(path, fmt.Sprintf("%d is out of range 0-10000 (basis points)", v))
 	}
+}
+
+// checkEntryID checks the id of entry i of a list (what names it) and
+// that no entry before it has the same one; ids maps each id to the first
+// entry that had it.
+func checkEntryID(p problems, what, list string, i int, id string, ids map[string]int) {
+	checkID(p, "id", what, id)
+	if j, dup := ids[id]; dup && id != "" {
+		p.addf("id", "%q duplicates %s[%d].id", id, list, j)
+	} else {
+		ids[id] = i
+	}
+}
+
+// checkMaxLifetime checks a required max_lifetime (example: a duration to
+// suggest).
+func checkMaxLifetime(p problems, v, example string) {
+	if v == "" {
+		p.add("max_lifetime", "is required: a Go duration such as \""+example+"\"")
+		return
+	}
+	checkDuration(p, "max_lifetime", v)
 }
