@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/log"
-
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/record"
-	"github.com/gensee/gensee/spec"
 )
 
 // TestGateBaseline: podman's /etc/mtab, in the upperdir before bind took
@@ -20,18 +17,11 @@ import (
 // it is an unclaimed change. Without baseline.json the gate fails rather
 // than guess.
 func TestGateBaseline(t *testing.T) {
-	st := record.Store{Dir: t.TempDir()}
-	id := "0123456789abcdef0123456789abcdef"
-	if _, err := st.CreateOperation(id, Namespace, "c1"); err != nil {
-		t.Fatal(err)
-	}
-	upper, lower := t.TempDir(), t.TempDir()
+	op, upper := gateOperation(t)
+	st, id := op.store, op.req.OperationID
 	mtab := filepath.Join(upper, "etc", "mtab")
 	must(t, os.MkdirAll(filepath.Dir(mtab), 0o755))
 	must(t, os.Symlink("/proc/mounts", mtab))
-	adm := &admissionRecord{Diff: diffSource{Upper: upper, Lowers: []string{lower}}}
-	adm.Contract = spec.Contract{ID: "c", Unclaimed: spec.UnclaimedFail}
-	op := &operation{req: MonitorRequest{OperationID: id}, store: st, adm: adm, log: log.L}
 	must(t, op.takeBaseline(context.Background()))
 	time.Sleep(gate.FreshSlack + 10*time.Millisecond)
 	op.ready = time.Now()

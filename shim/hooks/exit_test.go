@@ -18,15 +18,9 @@ import (
 // a change outside every product fails the gate, and without a diff to
 // read the gate fails rather than not running.
 func TestRunGateFailUnclaimed(t *testing.T) {
-	st := record.Store{Dir: t.TempDir()}
-	id := "0123456789abcdef0123456789abcdef"
-	if _, err := st.CreateOperation(id, Namespace, "c1"); err != nil {
-		t.Fatal(err)
-	}
-	upper, lower := t.TempDir(), t.TempDir()
-	adm := &admissionRecord{Diff: diffSource{Upper: upper, Lowers: []string{lower}}}
-	adm.Contract = spec.Contract{ID: "c", Unclaimed: spec.UnclaimedFail}
-	op := &operation{req: MonitorRequest{OperationID: id}, store: st, adm: adm, log: log.L, ready: time.Now().Add(-time.Minute)}
+	op, upper := gateOperation(t)
+	adm := op.adm
+	op.ready = time.Now().Add(-time.Minute)
 	if err := op.takeBaseline(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -49,4 +43,20 @@ func TestRunGateFailUnclaimed(t *testing.T) {
 	if o := op.gate().Run(context.Background(), op.ready); !o.Ran || o.Err == nil {
 		t.Fatalf("no diff under unclaimed fail: %+v, want a failed gate", o)
 	}
+}
+
+// gateOperation is an operation of this door with a recorded operation,
+// an empty upperdir (returned) over an empty lower dir, and a contract
+// whose unclaimed changes fail the gate.
+func gateOperation(t *testing.T) (*operation, string) {
+	t.Helper()
+	st := record.Store{Dir: t.TempDir()}
+	id := "0123456789abcdef0123456789abcdef"
+	if _, err := st.CreateOperation(id, Namespace, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	upper, lower := t.TempDir(), t.TempDir()
+	adm := &admissionRecord{Diff: diffSource{Upper: upper, Lowers: []string{lower}}}
+	adm.Contract = spec.Contract{ID: "c", Unclaimed: spec.UnclaimedFail}
+	return &operation{req: MonitorRequest{OperationID: id}, store: st, adm: adm, log: log.L}, upper
 }
