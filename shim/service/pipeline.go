@@ -15,14 +15,12 @@ import (
 // and the release of Wait, Delete and the held TaskExit.
 func exitPipelineFor(op *operation) *engine.Finish {
 	return &engine.Finish{
-		Gate:    &helperGate{op: op},
-		Drain:   cgroupDrain{op: op},
-		Network: op.net,
-		Store:   engine.RecordStore{Store: op.store, ID: op.id},
-		Release: &opRelease{op: op},
-		Manifest: func(x engine.Facts) *spec.Manifest {
-			return op.manifest(x)
-		},
+		Gate:             &helperGate{op: op},
+		Drain:            cgroupDrain{op: op},
+		Network:          op.net,
+		Store:            engine.RecordStore{Store: op.store, ID: op.id},
+		Release:          &opRelease{op: op},
+		Manifest:         op.manifest,
 		GateLimit:        op.cfg.GateTimeout.Duration,
 		GateFailedStatus: op.cfg.GateFailedExitStatus,
 		Log:              op.logger(op.ctx),
