@@ -64,6 +64,31 @@ type AdmissionDecision struct {
 	CatalogExpiresAt  time.Time          `json:"catalog_expires_at"`
 	Observation       Observation        `json:"observation"`
 	ObservationDigest string             `json:"observation_digest"`
+	// Analyzer is what asking the selector's node analyzer came to, when
+	// the runtime asked it (no inference was attached).
+	Analyzer *AnalyzerConsult `json:"analyzer,omitempty"`
+}
+
+// Outcomes of asking a node analyzer (AnalyzerConsult.Outcome).
+const (
+	ConsultAnswered    = "answered"    // a signed inference came back and was verified
+	ConsultNoClass     = "no_class"    // the analyzer named no class (novel, tie, low confidence)
+	ConsultTimeout     = "timeout"     // no answer within the selector's timeout
+	ConsultUnreachable = "unreachable" // nothing listens on the endpoint
+	ConsultMalformed   = "malformed"   // the answer is not an analyzer answer
+	ConsultRejected    = "rejected"    // the inference failed verification (Detail: the reason)
+)
+
+// AnalyzerConsult records one request to a node analyzer: which, where,
+// how long it took and what came of it. An outcome other than answered is
+// "no inference": the selector's safe_default, or a refusal.
+type AnalyzerConsult struct {
+	Analyzer   string `json:"analyzer"`
+	Endpoint   string `json:"endpoint"`
+	Outcome    string `json:"outcome"`
+	Detail     string `json:"detail,omitempty"`
+	TookMicros int64  `json:"took_us"`
+	History    int    `json:"history,omitempty"` // earlier manifests the request named
 }
 
 // AdmittedInference describes an inference whose signature verified against

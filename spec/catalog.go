@@ -45,6 +45,10 @@ type Analyzer struct {
 	MinConfidenceBP int      `json:"min_confidence_bp"`
 	MinMarginBP     int      `json:"min_margin_bp"`
 	MaxLifetime     string   `json:"max_lifetime"` // Go duration: expires_at - issued_at may not exceed it
+	// RulesKey is the operator key (ed25519, 64 hex) that signs the rule
+	// sets of the reference analyzer (gensee analyzer serve) running as
+	// this analyzer; empty when this analyzer is not the reference one.
+	RulesKey string `json:"rules_key,omitempty"`
 }
 
 // Verifier is a delegated semantic verifier: the key that signs its
@@ -66,6 +70,21 @@ type Selector struct {
 	Match       SelectorMatch     `json:"match"`
 	Routes      map[string]string `json:"routes,omitempty"`
 	SafeDefault string            `json:"safe_default,omitempty"`
+	// Analyzer names the node analyzer the runtime asks for an inference
+	// when the caller attached none (docs/design.md §3.1).
+	Analyzer *SelectorAnalyzer `json:"analyzer,omitempty"`
+	// VolatileEnv lists environment variables (names, or patterns with a
+	// leading and/or trailing '*') whose values this selector's callers
+	// vary from run to run: they are left out of the command digest, and
+	// the observation records their names (StableEnv, docs/design.md §3.2).
+	VolatileEnv []string `json:"volatile_env,omitempty"`
+}
+
+// SelectorAnalyzer is where and how long the runtime asks an analyzer.
+type SelectorAnalyzer struct {
+	ID       string `json:"id"`       // an analyzer of this catalog; its key must sign the answer
+	Endpoint string `json:"endpoint"` // absolute path of the analyzer's unix socket on the node
+	Timeout  string `json:"timeout"`  // Go duration, at most MaxAnalyzerTimeout: past it, no inference
 }
 
 // SelectorMatch lists the trusted facts a selector requires. Every field that
@@ -106,4 +125,7 @@ type Observation struct {
 	GID              uint32 `json:"gid"`
 	ExecutableSHA256 string `json:"executable_sha256"` // hex
 	CommandDigest    string `json:"command_digest"`    // "sha256:<hex>"
+	// VolatileEnv names the environment variables the selector's
+	// volatile_env left out of CommandDigest (sorted, distinct).
+	VolatileEnv []string `json:"volatile_env,omitempty"`
 }

@@ -60,6 +60,9 @@ func (c *Catalog) checkAnalyzers(p problems) map[string]bool {
 		checkBP(ap, "min_confidence_bp", a.MinConfidenceBP)
 		checkBP(ap, "min_margin_bp", a.MinMarginBP)
 		checkMaxLifetime(ap, a.MaxLifetime, "1h")
+		if a.RulesKey != "" {
+			checkHex64(ap, "rules_key", "an ed25519 public key", a.RulesKey)
+		}
 	}
 	return classes
 }
@@ -113,6 +116,8 @@ func (c *Catalog) checkSelectors(p problems, classes map[string]bool) {
 		if s.SafeDefault != "" && !c.hasContract(s.SafeDefault) {
 			sp.addf("safe_default", "%q is not a contract in this catalog", truncate(s.SafeDefault, 80))
 		}
+		c.checkSelectorAnalyzer(sp, s.Analyzer)
+		checkVolatile(sp, s.VolatileEnv)
 		if len(s.Routes) == 0 && s.SafeDefault == "" {
 			sp.add("", "admits nothing: add routes or a safe_default")
 		}

@@ -40,5 +40,6 @@ func (o *Observation) Validate() error {
 	checkSchema(p, o.Schema, SchemaObservation)
 	checkHex64(p, "executable_sha256", "executable_sha256", o.ExecutableSHA256)
 	checkDigest(p, "command_digest", o.CommandDigest)
+	checkVolatileNames(p, o.VolatileEnv)
 	return p.err()
 }

@@ -40,8 +40,21 @@ type Input struct {
 	InferenceEnvelope    []byte           // annotation io.gensee.boundary.inference; may be empty
 	PreflightObservation []byte           // annotation io.gensee.boundary.observation; may be empty
 	Observation          spec.Observation // re-derived by the runtime (shim/observe)
-	Now                  time.Time
+	// Command is what Observation.CommandDigest covers, as the bundle has
+	// it; needed when the selector lists volatile_env (Stabilize).
+	Command spec.Command
+	Now     time.Time
+	// Ask asks the selector's node analyzer (nil: none is asked). Decide
+	// calls it only when no inference is attached, the selector names an
+	// analyzer, and the observation is complete.
+	Ask Asker
 }
+
+// Asker asks the analyzer sel names about the stable observation obs
+// (digest obsDigest) of command cmd, within sel's timeout. It returns the
+// answer's inference envelope (nil when there is none) and the record of
+// the request; a consult that is not answered carries why in Outcome.
+type Asker func(sel *spec.Selector, obs spec.Observation, obsDigest string, cmd spec.Command) ([]byte, spec.AnalyzerConsult)
 
 // InferenceSummary describes an inference whose signature verified against
 // the catalog's analyzer key (nil in a Decision otherwise).
@@ -58,6 +71,10 @@ type Decision struct {
 	Selector          string            `json:"selector,omitempty"`
 	CatalogVersion    uint64            `json:"catalog_version"`
 	ObservationDigest string            `json:"observation_digest,omitempty"` // the re-derived one
+	// Observation is the observation decided on: the re-derived one with
+	// the selector's volatile env left out of its command digest.
+	Observation spec.Observation      `json:"-"`
+	Analyzer    *spec.AnalyzerConsult `json:"analyzer,omitempty"`
 	Inference         *InferenceSummary `json:"inference,omitempty"`
 	Reason            Reason            `json:"reason"`
 	Message           string            `json:"message"` // "<reason>: <what failed>; <fix>"
@@ -97,16 +114,22 @@ func Decide(in Input) Decision {
 		return refuse(d, f)
 	}
 	d.Selector = sel.ID
+	if d.Observation, f = Stabilize(in.Observation, in.Command, sel.VolatileEnv); f != nil {
+		return refuse(d, f)
+	}
 	// The observation matters only to check an inference or a preflight;
 	// without either, a safe_default does not depend on it.
-	d.ObservationDigest, f = observationDigest(in.Observation)
+	d.ObservationDigest, f = observationDigest(d.Observation)
 	if f != nil && (len(in.InferenceEnvelope) > 0 || len(in.PreflightObservation) > 0) {
 		return refuse(d, f)
 	}
-	if f = checkPreflight(in.PreflightObservation, in.Observation, d.ObservationDigest); f != nil {
+	if f = checkPreflight(in.PreflightObservation, d.Observation, d.ObservationDigest); f != nil {
 		return refuse(d, f)
 	}
-	class, summary, f := evaluate(in, sel, d.ObservationDigest)
+	if len(in.InferenceEnvelope) == 0 && sel.Analyzer != nil && in.Ask != nil {
+		in.InferenceEnvelope, d.Analyzer = consult(in, sel, d.Observation, d.ObservationDigest)
+	}
+	class, summary, f := evaluate(in, sel, d.ObservationDigest, d.Analyzer)
 	d.Inference = summary
 	if f == nil {
 		id := sel.Routes[class]
@@ -118,7 +141,13 @@ func Decide(in Input) Decision {
 			return d
 		}
 	}
-	if !f.reason.Fallback() || sel.SafeDefault == "" {
+	if d.Analyzer != nil && d.Analyzer.Outcome == spec.ConsultAnswered && f.reason != ReasonUnrouted {
+		// the analyzer's inference verified, but the catalog routes it nowhere
+		d.Analyzer.Outcome, d.Analyzer.Detail = spec.ConsultRejected, string(f.reason)
+	}
+	// A caller's annotation that fails an integrity check refuses; the
+	// analyzer's answer, which the runtime asked for, is "no inference".
+	if !(f.reason.Fallback() || d.Analyzer != nil) || sel.SafeDefault == "" {
 		return refuse(d, f)
 	}
 	fb, err := admit(d, cat, sel.SafeDefault)

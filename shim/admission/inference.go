@@ -13,14 +13,21 @@ import (
 // evaluate checks the inference annotation for selector sel and returns
 // the top class it decides. The summary is set once a catalog analyzer's
 // key verified the envelope, even if a later check fails.
-func evaluate(in Input, sel *spec.Selector, obsDigest string) (string, *InferenceSummary, *failure) {
+func evaluate(in Input, sel *spec.Selector, obsDigest string, c *spec.AnalyzerConsult) (string, *InferenceSummary, *failure) {
 	if len(in.InferenceEnvelope) == 0 {
+		if c != nil {
+			return "", nil, unanswered(sel, c)
+		}
 		return "", nil, fail(ReasonNoInference, "no annotation "+AnnotationInference,
 			fmt.Sprintf("attach an analyzer's signed inference for observation %s, or give selector %q a safe_default", orUnknown(obsDigest), sel.ID))
 	}
 	inf, a, f := open(in.Catalog, in.InferenceEnvelope)
+	if f == nil && c != nil && a.ID != sel.Analyzer.ID {
+		f = fail(ReasonBadSignature, fmt.Sprintf("the answer from %s is signed by analyzer %s, but selector %q names analyzer %s", c.Endpoint, a.ID, sel.ID, sel.Analyzer.ID),
+			"run the analyzer the selector names on that socket")
+	}
 	if f != nil {
-		return "", nil, f
+		return "", nil, rejected(c, f)
 	}
 	sum := sha256.Sum256(in.InferenceEnvelope)
 	top := inf.Candidates[0] // Validate guarantees 1..16 candidates ranked highest first
@@ -33,7 +40,7 @@ func evaluate(in Input, sel *spec.Selector, obsDigest string) (string, *Inferenc
 		ObservationDigest: inf.ObservationDigest, EnvelopeSHA256: hex.EncodeToString(sum[:]),
 		IssuedAt: inf.IssuedAt, ExpiresAt: inf.ExpiresAt,
 	}
-	return top.Class, s, accept(in.Now, inf, a, sel, obsDigest, margin)
+	return top.Class, s, rejected(c, accept(in.Now, inf, a, sel, obsDigest, margin))
 }
 
 // accept applies the catalog's rules to a verified inference.

@@ -34,6 +34,11 @@ const (
 	ReasonTieOrLowMargin      Reason = "tie_or_low_margin"
 	ReasonUnrouted            Reason = "unrouted"
 	ReasonInternal            Reason = "internal_error"
+	// The selector's node analyzer gave no inference: it did not answer
+	// in time, or its answer was not one (spec.AnalyzerConsult).
+	ReasonAnalyzerUnavailable Reason = "analyzer_unavailable"
+	// The selector's node analyzer answered that it names no class.
+	ReasonAnalyzerNoClass Reason = "analyzer_no_class"
 )
 
 // ClockSkew is how far in the future an inference's issued_at may lie.
@@ -46,7 +51,7 @@ func (r Reason) Fallback() bool {
 	switch r {
 	case ReasonNoInference, ReasonInferenceMalformed, ReasonUnknownModel, ReasonExpired,
 		ReasonLifetimeExceeded, ReasonClassOutOfScope, ReasonNovelClass, ReasonLowConfidence,
-		ReasonTieOrLowMargin, ReasonUnrouted:
+		ReasonTieOrLowMargin, ReasonUnrouted, ReasonAnalyzerUnavailable, ReasonAnalyzerNoClass:
 		return true
 	}
 	return false

@@ -41,9 +41,8 @@ func Decide(cat *trust.Loaded, in admission.Input) (admission.Recorded, *spec.Re
 	if !d.Admitted {
 		return admission.Recorded{}, d.Refusal()
 	}
-	digest, err := in.Observation.Digest()
-	if err != nil {
-		return admission.Recorded{}, spec.Refuse(string(admission.ReasonObservationInvalid), "", "", "digest observation: %v", err)
+	if d.ObservationDigest == "" {
+		return admission.Recorded{}, spec.Refuse(string(admission.ReasonObservationInvalid), "", "", "the observation admitted under %q is incomplete", d.ContractID)
 	}
-	return admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt, in.Observation, digest), nil
+	return admission.Record(d, cat.Version, cat.Digest, cat.Catalog.ExpiresAt), nil
 }

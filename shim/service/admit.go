@@ -90,9 +90,7 @@ func decisionRefusal(d admission.Decision) *spec.Refusal {
 
 // admitted is everything Create needs from a positive decision.
 type admitted struct {
-	decision    admission.Decision
-	observation spec.Observation
-	obsDigest   string
+	decision    admission.Decision // its Observation is the one decided on
 	catalog     *trust.Loaded
 	facts       admission.Facts
 	// How long the catalog's load and the observation took (Create's
@@ -134,11 +132,10 @@ func (a *admitted) complete() error {
 		d.SafeDefault != was.SafeDefault || d.Reason != was.Reason || d.FallbackFrom != was.FallbackFrom || d.CatalogVersion != was.CatalogVersion {
 		return refuse("observation", "the decision with the executable's hash (contract %q, %s) differs from the one the task was created under (contract %q, %s); create the task again", d.ContractID, d.Reason, was.ContractID, was.Reason)
 	}
-	digest, err := obs.Digest()
-	if err != nil {
-		return fmt.Errorf("digest observation: %w", err)
+	if d.ObservationDigest == "" {
+		return refuse("observation", "the observation with the executable's hash is incomplete; create the task again")
 	}
-	a.decision, a.observation, a.obsDigest = d, obs, digest
+	a.decision = d
 	return nil
 }
 
@@ -243,7 +240,7 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		Observation:          o.obs,
 		Now:                  s.now(),
 	}
-	adm := &admitted{decision: admission.Decide(in), observation: o.obs, catalog: cat, facts: f,
+	adm := &admitted{decision: admission.Decide(in), catalog: cat, facts: f,
 		catalogTook: catalogTook, observeTook: o.took, pending: o.p, input: in}
 	o.p = nil // adm holds it now
 	if !adm.decision.Admitted && adm.pending != nil {
@@ -256,12 +253,9 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 	if !adm.decision.Admitted {
 		return nil, decisionRefusal(adm.decision)
 	}
-	if adm.pending == nil && adm.obsDigest == "" {
-		var err error
-		if adm.obsDigest, err = o.obs.Digest(); err != nil {
-			adm.close()
-			return nil, fmt.Errorf("digest observation: %w", err)
-		}
+	if adm.pending == nil && adm.decision.ObservationDigest == "" {
+		adm.close()
+		return nil, fmt.Errorf("digest observation: the observation admitted under %q is incomplete", adm.decision.ContractID)
 	}
 	return adm, nil
 }

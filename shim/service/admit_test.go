@@ -66,7 +66,7 @@ func completeFixture(t *testing.T) (*admitted, string) {
 	}
 	in := admission.Input{Catalog: cat, CatalogVersion: 3, Facts: admission.Facts{ContainerdNamespace: "builds", Runtime: RuntimeName},
 		Observation: p.Partial(), Now: now}
-	adm := &admitted{decision: admission.Decide(in), observation: p.Partial(), pending: p, input: in}
+	adm := &admitted{decision: admission.Decide(in), pending: p, input: in}
 	if !adm.decision.Admitted {
 		t.Fatalf("provisional decision: %+v", adm.decision)
 	}
@@ -82,11 +82,11 @@ func TestAdmittedComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte("#!/bin/sh\n"))
-	if adm.pending != nil || adm.observation.ExecutableSHA256 != hex.EncodeToString(sum[:]) {
-		t.Fatalf("observation %+v (pending %v), want %s's hash", adm.observation, adm.pending, exe)
+	if adm.pending != nil || adm.decision.Observation.ExecutableSHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("observation %+v (pending %v), want %s's hash", adm.decision.Observation, adm.pending, exe)
 	}
-	if adm.obsDigest == "" || adm.decision.ObservationDigest != adm.obsDigest || adm.decision.ContractID != "offline" {
-		t.Fatalf("decision %+v, digest %q", adm.decision, adm.obsDigest)
+	if want, _ := adm.decision.Observation.Digest(); adm.decision.ObservationDigest != want || want == "" || adm.decision.ContractID != "offline" {
+		t.Fatalf("decision %+v, digest %q", adm.decision, want)
 	}
 	if err := adm.complete(); err != nil {
 		t.Fatalf("second complete: %v", err)

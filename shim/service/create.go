@@ -411,7 +411,7 @@ func (op *operation) persist(adm *admitted) func() error {
 
 // admissionRecord is the decision as admission.json records it.
 func admissionRecord(adm *admitted) admission.Recorded {
-	return admission.Record(adm.decision, adm.catalog.Version, adm.catalog.Digest, adm.catalog.Catalog.ExpiresAt, adm.observation, adm.obsDigest)
+	return admission.Record(adm.decision, adm.catalog.Version, adm.catalog.Digest, adm.catalog.Catalog.ExpiresAt)
 }
 
 // inBackground runs fn in its own goroutine and returns the wait for its
