@@ -63,22 +63,22 @@ type InferenceSummary = spec.AdmittedInference
 // Decision is the outcome. Admitted implies Contract, ContractID and
 // ContractDigest are set; otherwise Reason and Message say why not.
 type Decision struct {
-	Admitted          bool              `json:"admitted"`
-	Contract          *spec.Contract    `json:"-"` // a copy; its slices are the catalog's: read only
-	ContractID        string            `json:"contract_id,omitempty"`
-	ContractDigest    string            `json:"contract_digest,omitempty"`
-	SafeDefault       bool              `json:"safe_default"`
-	Selector          string            `json:"selector,omitempty"`
-	CatalogVersion    uint64            `json:"catalog_version"`
-	ObservationDigest string            `json:"observation_digest,omitempty"` // the re-derived one
+	Admitted          bool           `json:"admitted"`
+	Contract          *spec.Contract `json:"-"` // a copy; its slices are the catalog's: read only
+	ContractID        string         `json:"contract_id,omitempty"`
+	ContractDigest    string         `json:"contract_digest,omitempty"`
+	SafeDefault       bool           `json:"safe_default"`
+	Selector          string         `json:"selector,omitempty"`
+	CatalogVersion    uint64         `json:"catalog_version"`
+	ObservationDigest string         `json:"observation_digest,omitempty"` // the re-derived one
 	// Observation is the observation decided on: the re-derived one with
 	// the selector's volatile env left out of its command digest.
-	Observation spec.Observation      `json:"-"`
-	Analyzer    *spec.AnalyzerConsult `json:"analyzer,omitempty"`
-	Inference         *InferenceSummary `json:"inference,omitempty"`
-	Reason            Reason            `json:"reason"`
-	Message           string            `json:"message"` // "<reason>: <what failed>; <fix>"
-	FallbackFrom      Reason            `json:"fallback_from,omitempty"`
+	Observation  spec.Observation      `json:"-"`
+	Analyzer     *spec.AnalyzerConsult `json:"analyzer,omitempty"`
+	Inference    *InferenceSummary     `json:"inference,omitempty"`
+	Reason       Reason                `json:"reason"`
+	Message      string                `json:"message"` // "<reason>: <what failed>; <fix>"
+	FallbackFrom Reason                `json:"fallback_from,omitempty"`
 	// what failed and the fix of a refusal, apart (Refusal).
 	what, fix string
 }

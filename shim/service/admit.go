@@ -90,9 +90,9 @@ func decisionRefusal(d admission.Decision) *spec.Refusal {
 
 // admitted is everything Create needs from a positive decision.
 type admitted struct {
-	decision    admission.Decision // its Observation is the one decided on
-	catalog     *trust.Loaded
-	facts       admission.Facts
+	decision admission.Decision // its Observation is the one decided on
+	catalog  *trust.Loaded
+	facts    admission.Facts
 	// How long the catalog's load and the observation took (Create's
 	// log; they run side by side).
 	catalogTook, observeTook time.Duration
