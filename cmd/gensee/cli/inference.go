@@ -142,7 +142,7 @@ func (o *makeOptions) run(_ context.Context, env *Env) error {
 	if err := in.Validate(); err != nil {
 		return invalid(env.Stderr, "inference", err, "fix the flags named by the listed fields")
 	}
-	payload, err := spec.CanonicalJSON(in)
+	payload, err := spec.InferencePayload(in) // what the reference analyzer signs too
 	if err != nil {
 		return fail(ExitRefused, "encode inference", err, "")
 	}
