@@ -92,9 +92,13 @@ func TestHistory(t *testing.T) {
 // withholds that class, whatever the clean runs say.
 func TestHistoryWithholds(t *testing.T) {
 	for name, mut := range map[string]func(*spec.Manifest){
-		"gate failed":    func(m *spec.Manifest) { m.Gate.Verdict = spec.VerdictFail },
-		"finding":        func(m *spec.Manifest) { m.Findings = []spec.Finding{{Signature: "deny_then_reach", Detail: "x", Evidence: []spec.Event{}}} },
-		"denied attempt": func(m *spec.Manifest) { m.Observation.DeniedAttempts.Items = []spec.DeniedAttempt{{Target: "10.0.0.1:443", Proto: "tcp"}} },
+		"gate failed": func(m *spec.Manifest) { m.Gate.Verdict = spec.VerdictFail },
+		"finding": func(m *spec.Manifest) {
+			m.Findings = []spec.Finding{{Signature: "deny_then_reach", Detail: "x", Evidence: []spec.Event{}}}
+		},
+		"denied attempt": func(m *spec.Manifest) {
+			m.Observation.DeniedAttempts.Items = []spec.DeniedAttempt{{Target: "10.0.0.1:443", Proto: "tcp"}}
+		},
 		"denied packets": func(m *spec.Manifest) { m.Observation.Counters.DeniedPackets = 3 },
 		"escape":         func(m *spec.Manifest) { m.Enforcement.Network.Status = spec.NetworkEscapeDetected },
 		"drift":          func(m *spec.Manifest) { m.Enforcement.Network.Status = spec.NetworkDriftDetected },
@@ -104,7 +108,7 @@ func TestHistoryWithholds(t *testing.T) {
 			fx := newFixture(t)
 			a := fx.load()
 			req := fx.request(exeMake, "make", "go", "mod", "download") // fetch-mod does not match: argv is 5 long
-			req.Image = "registry.example/ci:1"                           // build at 8500
+			req.Image = "registry.example/ci:1"                         // build at 8500
 			d := req.ObservationDigest
 			req.History = []spec.HistoryRef{fx.manifest(opid(1), d, "build", nil), fx.manifest(opid(2), d, "build", mut), fx.manifest(opid(3), d, "build", nil)}
 			res, err := a.Infer(context.Background(), req, fx.now)
