@@ -182,10 +182,10 @@ func TestContribParses(t *testing.T) {
 	k := loadKit(t)
 	for _, p := range []string{
 		"containerd/gensee-runtime.toml", "gensee/config.toml", "systemd/containerd.service.d/10-gensee.conf",
-		"systemd/gensee-verify.service", "systemd/gensee-verify.timer",
+		"systemd/gensee-verify.service", "systemd/gensee-verify.timer", "systemd/gensee-analyzer.service",
 		"catalogs/ci.catalog.json", "catalogs/image-builder.catalog.json", "contracts/pod-sandbox-deny.json",
 		"kubernetes/runtimeclass.yaml", "kubernetes/install/namespace.yaml", "kubernetes/install/configmap.yaml",
-		"kubernetes/install/catalog.yaml", "kubernetes/install/secret.yaml", "kubernetes/install/daemonset.yaml",
+		"kubernetes/install/catalog.yaml", "kubernetes/install/secret.yaml", "kubernetes/install/daemonset.yaml", "kubernetes/analyzer/daemonset.yaml",
 	} {
 		if _, ok := k.raw[p]; !ok {
 			t.Errorf("contrib/%s is missing", p)

@@ -7,6 +7,7 @@ func root() *Command {
 	return &Command{
 		Name: "gensee",
 		Subs: []*Command{
+			analyzerCommand(),
 			attentionCommand(),
 			boundaryCommand(),
 			catalogCommand(),
