@@ -41,6 +41,7 @@ var doorOwn = map[string]string{
 	"subject":                                "the run's own process and cgroup: init pid, start time, cgroup path and id",
 	"observation_digest":                     "the observation is of the door's own process: the image's busybox sh with the image's env (podman adds its own) and cwd /, or the host's sh in the staged workspace",
 	"command_digest":                         "the same: argv, env and cwd as each door hands them to the workload",
+	"volatile_env":                           "the names each door's selector left out of command_digest, of the env that door hands the workload (CRI's HOSTNAME and Service links, podman's own)",
 	"deadlines.task_expires_at":              "the run's own start plus the contract's deadline (deadlines.task is compared)",
 	"deadlines.catalog_expires_at":           "each door's env signs its own copy of the catalog a moment apart (catalog_version is compared)",
 	"enforcement.network.table":              "named after the operation id",

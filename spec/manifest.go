@@ -18,8 +18,9 @@ type Manifest struct {
 	Subject           Subject          `json:"subject"`
 	Contract          ContractRef      `json:"contract"`
 	CatalogVersion    uint64           `json:"catalog_version"`
-	ObservationDigest string           `json:"observation_digest"` // "sha256:<hex>"
-	CommandDigest     string           `json:"command_digest"`     // "sha256:<hex>"
+	ObservationDigest string           `json:"observation_digest"`     // "sha256:<hex>"
+	CommandDigest     string           `json:"command_digest"`         // "sha256:<hex>"
+	VolatileEnv       []string         `json:"volatile_env,omitempty"` // names the selector's volatile_env left out of command_digest
 	Inference         InferenceSummary `json:"inference"`
 	Deadlines         Deadlines        `json:"deadlines"`
 	Enforcement       Enforcement      `json:"enforcement"`
@@ -63,7 +64,21 @@ type InferenceSummary struct {
 	ConfidenceBP int    `json:"confidence_bp"`
 	SafeDefault  bool   `json:"safe_default"`
 	Reason       string `json:"reason,omitempty"`
+	// Source is where the inference came from: InferenceFromAnnotation
+	// (the caller attached it) or InferenceFromAnalyzer (the runtime asked
+	// the selector's node analyzer); "" when there was none to weigh.
+	Source string `json:"source,omitempty"`
+	// AnalyzerOutcome is what asking the analyzer came to when it gave no
+	// inference admission accepted (an AnalyzerConsult outcome: no_class,
+	// timeout, unreachable, malformed, rejected).
+	AnalyzerOutcome string `json:"analyzer_outcome,omitempty"`
 }
+
+// Sources of an inference (InferenceSummary.Source).
+const (
+	InferenceFromAnnotation = "annotation"
+	InferenceFromAnalyzer   = "analyzer"
+)
 
 // Deadlines records the time limits in force.
 type Deadlines struct {

@@ -1,6 +1,9 @@
 package spec
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Size caps for runtime-written records read back by the CLI.
 const (
@@ -26,7 +29,9 @@ func (m *Manifest) Validate() error {
 	if m.CommandDigest != "" {
 		checkDigest(p, "command_digest", m.CommandDigest)
 	}
+	checkVolatileNames(p, m.VolatileEnv)
 	checkBP(p, "inference.confidence_bp", m.Inference.ConfidenceBP)
+	m.Inference.check(p)
 	switch m.Gate.Verdict {
 	case VerdictPass, VerdictFail, VerdictNotRun:
 	default:
@@ -69,3 +74,25 @@ func ParseEvent(data []byte) (*Event, error) {
 	}
 	return &e, nil
 }
+
+// check validates how an inference summary says the contract was chosen:
+// a known source, and an analyzer outcome only from the analyzer.
+func (in *InferenceSummary) check(p problems) {
+	switch in.Source {
+	case "", InferenceFromAnnotation, InferenceFromAnalyzer:
+	default:
+		p.addf("inference.source", "%q is not a source: use annotation or analyzer", truncate(in.Source, 80))
+	}
+	if in.AnalyzerOutcome == "" {
+		return
+	}
+	if !slices.Contains(consultOutcomes, in.AnalyzerOutcome) || in.AnalyzerOutcome == ConsultAnswered {
+		p.addf("inference.analyzer_outcome", "%q is not the outcome of an analyzer that gave no accepted inference", truncate(in.AnalyzerOutcome, 80))
+	}
+	if in.Source != InferenceFromAnalyzer {
+		p.add("inference.analyzer_outcome", "is set only when the source is the analyzer")
+	}
+}
+
+// consultOutcomes lists every AnalyzerConsult outcome.
+var consultOutcomes = []string{ConsultAnswered, ConsultNoClass, ConsultTimeout, ConsultUnreachable, ConsultMalformed, ConsultRejected}

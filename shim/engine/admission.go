@@ -9,15 +9,20 @@ import (
 )
 
 // Admission fills what every front door's manifest says of its admission:
-// the contract and catalog, the observation and command digests, how the
-// contract was chosen, and the deadlines in force (the task's counted from
-// started, when the subject started). Deadlines.Exceeded is the caller's.
+// the contract and catalog, the observation and command digests (and the
+// volatile env left out of the latter), how the contract was chosen, and
+// the deadlines in force (the task's counted from started, when the
+// subject started). Deadlines.Exceeded is the caller's.
 func Admission(m *spec.Manifest, r admission.Recorded, started time.Time) {
 	m.Contract = spec.ContractRef{ID: r.ContractID, Digest: r.ContractDigest}
 	m.CatalogVersion = r.CatalogVersion
 	m.ObservationDigest = r.ObservationDigest
 	m.CommandDigest = r.Observation.CommandDigest
-	m.Inference = spec.InferenceSummary{SafeDefault: r.SafeDefault, Reason: r.FallbackFrom}
+	m.VolatileEnv = r.Observation.VolatileEnv
+	m.Inference = spec.InferenceSummary{SafeDefault: r.SafeDefault, Reason: r.FallbackFrom, Source: inferenceSource(r)}
+	if a := r.Analyzer; a != nil && a.Outcome != spec.ConsultAnswered {
+		m.Inference.AnalyzerOutcome = a.Outcome
+	}
 	m.Deadlines.Task = r.Contract.Deadline
 	m.Deadlines.CatalogExpiresAt = r.CatalogExpiresAt
 	if inf := r.Inference; inf != nil {
@@ -28,6 +33,19 @@ func Admission(m *spec.Manifest, r admission.Recorded, started time.Time) {
 	if d, err := r.Contract.DeadlineDuration(); err == nil && d > 0 && !started.IsZero() {
 		m.Deadlines.TaskExpiresAt = started.Add(d).UTC()
 	}
+}
+
+// inferenceSource is where r's inference came from: the analyzer when the
+// runtime asked one (no inference was attached), the caller's annotation
+// when one was verified or weighed and fell back, "" when there was none.
+func inferenceSource(r admission.Recorded) string {
+	switch {
+	case r.Analyzer != nil:
+		return spec.InferenceFromAnalyzer
+	case r.Inference != nil || r.FallbackFrom != "" && r.FallbackFrom != string(admission.ReasonNoInference):
+		return spec.InferenceFromAnnotation
+	}
+	return ""
 }
 
 // Counters is the manifest's aggregate of a table's counters: every packet

@@ -36,3 +36,31 @@ func TestCounters(t *testing.T) {
 		t.Fatalf("counters %+v", c)
 	}
 }
+
+func TestAdmissionSource(t *testing.T) {
+	inf := &admission.InferenceSummary{Analyzer: "a", Model: "m", Class: "build", ConfidenceBP: 9300}
+	asked := func(outcome string) *spec.AnalyzerConsult {
+		return &spec.AnalyzerConsult{Analyzer: "a", Endpoint: "/run/a.sock", Outcome: outcome}
+	}
+	cases := []struct {
+		name            string
+		r               admission.Recorded
+		source, outcome string
+	}{
+		{"annotation", admission.Recorded{Inference: inf}, spec.InferenceFromAnnotation, ""},
+		{"annotation fell back", admission.Recorded{SafeDefault: true, FallbackFrom: "expired", Inference: inf}, spec.InferenceFromAnnotation, ""},
+		{"bad annotation fell back", admission.Recorded{SafeDefault: true, FallbackFrom: "inference_malformed"}, spec.InferenceFromAnnotation, ""},
+		{"none", admission.Recorded{SafeDefault: true, FallbackFrom: "no_inference"}, "", ""},
+		{"analyzer", admission.Recorded{Inference: inf, Analyzer: asked(spec.ConsultAnswered)}, spec.InferenceFromAnalyzer, ""},
+		{"analyzer timed out", admission.Recorded{SafeDefault: true, FallbackFrom: "analyzer_unavailable", Analyzer: asked(spec.ConsultTimeout)}, spec.InferenceFromAnalyzer, spec.ConsultTimeout},
+		{"analyzer rejected", admission.Recorded{SafeDefault: true, FallbackFrom: "expired", Inference: inf, Analyzer: asked(spec.ConsultRejected)}, spec.InferenceFromAnalyzer, spec.ConsultRejected},
+	}
+	for _, tc := range cases {
+		var m spec.Manifest
+		tc.r.Observation = spec.Observation{CommandDigest: "sha256:cmd", VolatileEnv: []string{"HOSTNAME"}}
+		Admission(&m, tc.r, time.Time{})
+		if m.Inference.Source != tc.source || m.Inference.AnalyzerOutcome != tc.outcome || len(m.VolatileEnv) != 1 {
+			t.Errorf("%s: source %q outcome %q volatile %v; want %q %q", tc.name, m.Inference.Source, m.Inference.AnalyzerOutcome, m.VolatileEnv, tc.source, tc.outcome)
+		}
+	}
+}

@@ -262,12 +262,27 @@ func (p *Finish) writeManifest(x Facts, last []spec.Event) (*spec.Manifest, erro
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // RecordStore writes the manifest into the operation's records, fsynced
-// (record.Store.WriteJSON).
+// (record.Store.WriteJSONBytes), and indexes it by its command digest for
+// the analyzer's history (record.Store.AppendHistory).
 type RecordStore struct {
 	Store record.Store
 	ID    string
+	Log   *log.Entry // where a failure to index is logged; nil: log.L
 }
 
+// WriteManifest makes m durable. A failure to index it is logged, never
+// returned: the index is a hint to analyzers, the manifest the record.
 func (s RecordStore) WriteManifest(m *spec.Manifest) error {
-	return s.Store.WriteJSON(s.ID, record.ManifestFile, m)
+	b, err := s.Store.WriteJSONBytes(s.ID, record.ManifestFile, m)
+	if err != nil || m.CommandDigest == "" {
+		return err
+	}
+	if err := s.Store.AppendHistory(m.CommandDigest, s.ID, b); err != nil {
+		l := s.Log
+		if l == nil {
+			l = log.L
+		}
+		l.WithError(err).Warn("index the manifest by its command digest")
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/gensee/gensee/shim/hostfacts"
 	"github.com/gensee/gensee/shim/nsfile"
 	"github.com/gensee/gensee/shim/observe"
+	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
 )
@@ -37,7 +39,7 @@ const SeccompFix = "run the container with the profile `gensee-oci-hook seccomp-
 // admitSpec runs every check that needs no kernel object of the container:
 // namespaces, the spec policy on a copy, bind sources, root.path and the
 // diff, the observation and the admission decision.
-func admitSpec(cfg config.Config, s State, oci *specs.Spec, self string, now time.Time) (*admissionRecord, *Refusal) {
+func admitSpec(ctx context.Context, cfg config.Config, s State, oci *specs.Spec, self string, now time.Time) (*admissionRecord, *Refusal) {
 	kind, nsPath, rf := namespaces(oci)
 	if rf != nil {
 		return nil, rf
@@ -67,7 +69,7 @@ func admitSpec(cfg config.Config, s State, oci *specs.Spec, self string, now tim
 	if rf != nil {
 		return nil, rf
 	}
-	adm, rf := decide(cfg, oci, obs, now)
+	adm, rf := decide(ctx, cfg, oci, obs, now)
 	if rf != nil {
 		return nil, rf
 	}
@@ -203,17 +205,23 @@ func observeRoot(root string, oci *specs.Spec) (spec.Observation, *Refusal) {
 }
 
 // decide loads the trust inputs and decides, as every door does
-// (engine.LoadTrust, engine.Decide).
-func decide(cfg config.Config, oci *specs.Spec, obs spec.Observation, now time.Time) (*admissionRecord, *Refusal) {
+// (engine.LoadTrust, engine.Decide). Without an inference annotation, the
+// selector's node analyzer is asked (engine.Asker): a Dockerfile's
+// containers (BuildKit's OCI worker, podman build) carry none.
+func decide(ctx context.Context, cfg config.Config, oci *specs.Spec, obs spec.Observation, now time.Time) (*admissionRecord, *Refusal) {
 	cat, rf := engine.LoadTrust(cfg, cfg.Catalog, "catalog", now)
 	if rf != nil {
 		return nil, rf
 	}
 	f := facts()
+	p := oci.Process // namespaces checked it is there
 	rec, rf := engine.Decide(cat, admission.Input{Facts: f,
 		InferenceEnvelope:    []byte(oci.Annotations[admission.AnnotationInference]),
 		PreflightObservation: []byte(oci.Annotations[admission.AnnotationObservation]),
-		Observation:          obs, Now: now})
+		Observation:          obs, Now: now,
+		// what observe.Prepare digested: process.args, env, cwd verbatim
+		Command: spec.Command{Args: p.Args, Env: p.Env, Cwd: p.Cwd},
+		Ask:     engine.Asker(ctx, spec.DoorHooks, record.Store{Dir: cfg.StateDir}, "")})
 	if rf != nil {
 		return nil, rf
 	}

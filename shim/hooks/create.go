@@ -67,7 +67,7 @@ func CreateRuntime(ctx context.Context, o Options, s State) error {
 	if err != nil {
 		return refused(ctx, st, s, refuse("bundle", "", "%v", err))
 	}
-	adm, rf := admitSpec(o.Config, s, oci, o.Self, time.Now())
+	adm, rf := admitSpec(ctx, o.Config, s, oci, o.Self, time.Now())
 	if rf != nil {
 		return refused(ctx, st, s, rf)
 	}
@@ -92,8 +92,11 @@ func CreateRuntime(ctx context.Context, o Options, s State) error {
 		return refused(ctx, st, s, refuse(ReasonNetwork, "check that nftables with the socket cgroupv2 expression is available and the container's cgroup is on cgroup2 ("+filepath.Join(dir, MonitorLog)+" was removed with the operation)",
 			"network boundary not installed, container refused: %v", err))
 	}
-	log.G(ctx).WithField("container_id", s.ID).WithField("operation_id", id).WithField("contract", adm.ContractID).
-		Info("admitted; network boundary installed and read back")
+	l := log.G(ctx).WithField("container_id", s.ID).WithField("operation_id", id).WithField("contract", adm.ContractID)
+	if a := adm.Analyzer; a != nil {
+		l = l.WithField("analyzer", a.Analyzer).WithField("analyzer_outcome", a.Outcome).WithField("analyzer_took_us", a.TookMicros)
+	}
+	l.Info("admitted; network boundary installed and read back")
 	return nil
 }
 

@@ -34,7 +34,7 @@ func (op *operation) finish(ctx context.Context, poststop bool) (*spec.Manifest,
 		Gate:     op.gate(),
 		Drain:    hookDrain{op},
 		Network:  op.net,
-		Store:    engine.RecordStore{Store: op.store, ID: op.req.OperationID},
+		Store:    engine.RecordStore{Store: op.store, ID: op.req.OperationID, Log: op.log},
 		Release:  hookRelease{op},
 		Manifest: func(x engine.Facts) *spec.Manifest { return op.manifest(x, end) },
 		// One operation per monitor process: the gate runs here, and a

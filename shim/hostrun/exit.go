@@ -41,7 +41,7 @@ func (r *run) exit(ctx context.Context, h *held, hx hostExit) (*Result, error) {
 		Gate:      runGate{r: r, dir: dir},
 		Drain:     runDrain{h: h, hx: hx},
 		Network:   h.net,
-		Store:     engine.RecordStore{Store: r.store, ID: r.id},
+		Store:     engine.RecordStore{Store: r.store, ID: r.id, Log: r.log},
 		Release:   runRelease{r: r, h: h, dir: dir},
 		Manifest:  func(x engine.Facts) *spec.Manifest { return r.manifest(x, hx) },
 		GateLimit: r.req.Config.GateTimeout.Duration,

@@ -86,7 +86,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, refused(ctx, st, req.User, rf)
 	}
 	defer exe.Close()
-	adm, rf := admit(req, cmd, obs, exe)
+	adm, rf := admit(ctx, req, cmd, obs, exe)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
@@ -114,8 +114,9 @@ func observeCommand(cmd Command) (*sealedCommand, spec.Observation, *Refusal) {
 	return exe, obs, nil
 }
 
-// admit loads the trust inputs and decides, exactly as for a container.
-func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (*spec.Admission, *Refusal) {
+// admit loads the trust inputs and decides, exactly as for a container:
+// without --inference, the selector's node analyzer is asked.
+func admit(ctx context.Context, req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (*spec.Admission, *Refusal) {
 	catPath, field := req.Catalog, "--catalog"
 	if catPath == "" {
 		catPath, field = req.Config.Catalog, "catalog"
@@ -126,9 +127,12 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (
 		return nil, named(rf, "")
 	}
 	rec, rf := engine.Decide(cat, admission.Input{Facts: admission.Facts{Runtime: Runtime, User: cmd.User.Fact()},
-		InferenceEnvelope: req.Inference, PreflightObservation: req.Observation, Observation: obs, Now: now})
+		InferenceEnvelope: req.Inference, PreflightObservation: req.Observation, Observation: obs, Now: now,
+		// what observeCommand digested (observe.HostObservation)
+		Command: spec.Command{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd},
+		Ask:     engine.Asker(ctx, spec.DoorHost, record.Store{Dir: req.Config.StateDir}, "")})
 	if rf != nil {
-		return nil, named(rf, fieldOf(admission.Reason(rf.Reason)))
+		return nil, named(rf, fieldOf(admission.Reason(rf.Reason), len(req.Inference) > 0))
 	}
 	uid := cmd.User.UID
 	var interp *spec.HostFile
@@ -144,9 +148,13 @@ func admit(req Request, cmd Command, obs spec.Observation, exe *sealedCommand) (
 	}, nil
 }
 
-// fieldOf names the input an admission reason is about.
-func fieldOf(r admission.Reason) string {
+// fieldOf names the input an admission reason is about; attached says
+// whether the caller gave --inference (else an inference's failure is the
+// selector's analyzer's answer).
+func fieldOf(r admission.Reason, attached bool) string {
 	switch r {
+	case admission.ReasonAnalyzerUnavailable, admission.ReasonAnalyzerNoClass:
+		return "analyzer"
 	case admission.ReasonPreflightMismatch:
 		return "--observation"
 	case admission.ReasonNoSelector, admission.ReasonAmbiguousSelector:
@@ -155,6 +163,9 @@ func fieldOf(r admission.Reason) string {
 		return "--catalog"
 	case admission.ReasonObservationInvalid:
 		return "argv"
+	}
+	if !attached && r != admission.ReasonNoInference {
+		return "analyzer"
 	}
 	return "--inference"
 }

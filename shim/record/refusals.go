@@ -53,24 +53,35 @@ func (s Store) AppendRefusal(v any) error {
 	return errors.New("append refusal: the log kept being replaced")
 }
 
-var errReplaced = errors.New("refusals log replaced while waiting for its lock")
+var errReplaced = errors.New("file replaced while waiting for its lock")
 
 // lockRefusals opens the log with flags and takes its exclusive lock; it
 // returns errReplaced when the path names another file once locked.
 func (s Store) lockRefusals(flags int) (*os.File, error) {
-	p := s.RefusalsPath()
+	return lockFile(s.RefusalsPath(), flags, "refusals log")
+}
+
+// lockFile opens the file at p (what names it in errors) with flags,
+// never through a symlink, and takes its exclusive lock; it returns
+// errReplaced when p names another file once locked (a writer replaced
+// it meanwhile: the caller opens it again).
+func lockFile(p string, flags int, what string) (*os.File, error) {
 	f, err := os.OpenFile(p, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open refusals log: %w", err)
+		return nil, fmt.Errorf("open %s: %w", what, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock refusals log: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
 	var held, now unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &held); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stat refusals log: %w", err)
+		return nil, fmt.Errorf("stat %s: %w", what, err)
+	}
+	if held.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %s is not a regular file", what, p)
 	}
 	if err := unix.Lstat(p, &now); err != nil || now.Ino != held.Ino || now.Dev != held.Dev {
 		f.Close()

@@ -124,15 +124,22 @@ func (s Store) Lookup(namespace, container string) (string, error) {
 
 // WriteJSON writes v as indented JSON to name inside the operation dir.
 func (s Store) WriteJSON(id, name string, v any) error {
+	_, err := s.WriteJSONBytes(id, name, v)
+	return err
+}
+
+// WriteJSONBytes is WriteJSON returning the bytes it wrote.
+func (s Store) WriteJSONBytes(id, name string, v any) ([]byte, error) {
 	dir, err := s.OperationDir(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", name, err)
+		return nil, fmt.Errorf("encode %s: %w", name, err)
 	}
-	return WriteFileAtomic(filepath.Join(dir, name), append(b, '\n'), 0o600)
+	b = append(b, '\n')
+	return b, WriteFileAtomic(filepath.Join(dir, name), b, 0o600)
 }
 
 // WriteMarker writes v as <state>/<sub>/<id>.json, atomically: the

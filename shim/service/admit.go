@@ -38,6 +38,7 @@ const (
 	AnnotationSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
 	AnnotationContainerName    = "io.kubernetes.cri.container-name"
 	AnnotationSandboxID        = "io.kubernetes.cri.sandbox-id"
+	AnnotationImageName        = "io.kubernetes.cri.image-name"
 	CRINamespace               = "k8s.io"
 )
 
@@ -98,7 +99,8 @@ type admitted struct {
 	catalogTook, observeTook time.Duration
 	// pending is the observation whose executable is still to be hashed
 	// (nil once complete): without an inference or a preflight
-	// observation to check, the decision does not depend on the hash, so
+	// observation to check, or an analyzer to ask (hashForAnalyzer), the
+	// decision does not depend on the hash, so
 	// complete takes it while runc creates the task (the init stays
 	// blocked in runc init until Start) and decides again with it.
 	pending *observe.Pending
@@ -193,7 +195,7 @@ func facts(namespace string, s *specs.Spec) admission.Facts {
 // It runs before runc creates anything for the task. The task's snapshot
 // is mounted where runc runs it (mountRootfs): on a refusal admit unmounts
 // it; otherwise Create owns that mount.
-func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec, early *earlyMount) (_ *admitted, retErr error) {
+func (s *service) admit(ctx context.Context, load *catalogLoad, store record.Store, namespace string, r *taskAPI.CreateTaskRequest, oci *specs.Spec, early *earlyMount) (_ *admitted, retErr error) {
 	if early != nil {
 		early.taken = true
 	}
@@ -204,7 +206,9 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 	// for the observation; a trust anchor or catalog refusal still comes
 	// first. The hash waits for runc only when nothing runs before the
 	// image: with spec hooks (the operator's allowlisted ones run during
-	// runc create) the decision is final before runc starts.
+	// runc create) the decision is final before runc starts. It waits for
+	// no one either when the selector's analyzer is asked, which needs it
+	// (hashForAnalyzer, once the catalog is known).
 	hashNow := len(inference) > 0 || len(preflight) > 0 || specpolicy.HasHooks(oci)
 	oc := s.startObservation(ctx, r, oci, early, hashNow)
 	var o observed
@@ -231,6 +235,9 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		return nil, observationRefusal(o.err)
 	}
 	f := facts(namespace, oci)
+	if rf := hashForAnalyzer(&o, cat.Catalog, f, len(inference) > 0 || len(preflight) > 0); rf != nil {
+		return nil, rf
+	}
 	in := admission.Input{
 		Catalog:              cat.Catalog,
 		CatalogVersion:       cat.Version,
@@ -238,7 +245,10 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		InferenceEnvelope:    inference,
 		PreflightObservation: preflight,
 		Observation:          o.obs,
-		Now:                  s.now(),
+		// what observe.Prepare digested: process.args, env, cwd verbatim
+		Command: spec.Command{Args: oci.Process.Args, Env: oci.Process.Env, Cwd: oci.Process.Cwd},
+		Now:     s.now(),
+		Ask:     engine.Asker(ctx, spec.DoorShim, store, criImage(namespace, oci.Annotations)),
 	}
 	adm := &admitted{decision: admission.Decide(in), catalog: cat, facts: f,
 		catalogTook: catalogTook, observeTook: o.took, pending: o.p, input: in}
@@ -258,6 +268,36 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, namespace string
 		return nil, fmt.Errorf("digest observation: the observation admitted under %q is incomplete", adm.decision.ContractID)
 	}
 	return adm, nil
+}
+
+// hashForAnalyzer completes a pending observation now when the decision
+// will ask the selector's node analyzer (no inference or preflight
+// attached, and the one matching selector names an analyzer): the
+// analyzer must see the executable's hash, and the decision is then made
+// once, not again at complete.
+func hashForAnalyzer(o *observed, cat *spec.Catalog, f admission.Facts, attached bool) *spec.Refusal {
+	if o.p == nil || attached || !admission.NeedsAnalyzer(cat, f) {
+		return nil
+	}
+	t := time.Now()
+	p := o.p
+	o.p = nil
+	obs, err := p.Hash()
+	o.took += time.Since(t)
+	if err != nil {
+		return observationRefusal(err)
+	}
+	o.obs = obs
+	return nil
+}
+
+// criImage is the image reference CRI wrote for the container, told to
+// the analyzer as a claim; "" outside CRI's namespace.
+func criImage(namespace string, a map[string]string) string {
+	if namespace != CRINamespace {
+		return ""
+	}
+	return a[AnnotationImageName]
 }
 
 // observed is the observation admit waits for: pending (p) when its hash

@@ -135,12 +135,15 @@ func (s *service) create(ctx context.Context, c *creation) (*taskAPI.CreateTaskR
 	if err := s.bindTask(ctx, c, early, int(resp.Pid)); err != nil {
 		return nil, err
 	}
-	c.op.logger(ctx).WithField("contract", c.op.contract.ID).
+	l := c.op.logger(ctx).WithField("contract", c.op.contract.ID).
 		WithField("checks_ms", ms(c.admitAt.Sub(c.started))).WithField("catalog_ms", ms(c.adm.catalogTook)).WithField("observe_ms", ms(c.adm.observeTook)).
 		WithField("admission_ms", ms(c.runcAt.Sub(c.admitAt))).WithField("runc_create_ms", ms(c.createdAt.Sub(c.runcAt))).WithField("boundary_ms", ms(c.bindTook)).
 		WithField("baseline_ms", ms(c.op.baselineDur)).WithField("baseline_entries", c.op.baselineEntries()).
-		WithField("bound", c.bound).WithField("after_create_ms", ms(time.Since(c.createdAt))).
-		Info("admitted; network boundary installed and read back")
+		WithField("bound", c.bound).WithField("after_create_ms", ms(time.Since(c.createdAt)))
+	if a := c.adm.decision.Analyzer; a != nil {
+		l = l.WithField("analyzer", a.Analyzer).WithField("analyzer_outcome", a.Outcome).WithField("analyzer_ms", ms(time.Duration(a.TookMicros)*time.Microsecond))
+	}
+	l.Info("admitted; network boundary installed and read back")
 	return resp, nil
 }
 
@@ -188,7 +191,7 @@ func (s *service) preflight(ctx context.Context, c *creation) error {
 func (s *service) admitTask(ctx context.Context, c *creation) error {
 	r, oci := c.r, c.oci
 	c.admitAt = time.Now()
-	adm, err := s.admit(ctx, c.catalog, c.ns, r, oci, c.mounting)
+	adm, err := s.admit(ctx, c.catalog, record.Store{Dir: c.cfg.StateDir}, c.ns, r, oci, c.mounting)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func exitPipelineFor(op *operation) *engine.Finish {
 		Gate:             &helperGate{op: op},
 		Drain:            cgroupDrain{op: op},
 		Network:          op.net,
-		Store:            engine.RecordStore{Store: op.store, ID: op.id},
+		Store:            engine.RecordStore{Store: op.store, ID: op.id, Log: op.logger(op.ctx)},
 		Release:          &opRelease{op: op},
 		Manifest:         op.manifest,
 		GateLimit:        op.cfg.GateTimeout.Duration,

@@ -87,7 +87,8 @@ func newOpFixture(t *testing.T) *opFixture {
 		CatalogVersion:    3,
 		ObservationDigest: "sha256:" + strings.Repeat("cd", 32),
 		CommandDigest:     "sha256:" + strings.Repeat("ef", 32),
-		Inference:         spec.InferenceSummary{SafeDefault: true, Reason: "low_confidence"},
+		VolatileEnv:       []string{"HOSTNAME", "KUBERNETES_PORT"},
+		Inference:         spec.InferenceSummary{SafeDefault: true, Reason: "low_confidence", Source: spec.InferenceFromAnalyzer, AnalyzerOutcome: spec.ConsultRejected},
 		Deadlines: spec.Deadlines{Task: "10m", TaskExpiresAt: time.Date(2027, 1, 1, 12, 10, 0, 0, time.UTC),
 			CatalogExpiresAt: time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC)},
 		Enforcement: spec.Enforcement{

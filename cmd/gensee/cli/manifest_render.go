@@ -29,6 +29,9 @@ func renderManifest(w io.Writer, op *operation) error {
 	row(tw, "contract", orText(m.Contract.ID, "not recorded")+"  "+m.Contract.Digest)
 	row(tw, "catalog", "version "+strconv.FormatUint(m.CatalogVersion, 10))
 	row(tw, "chosen by", chosenBy(m.Inference))
+	if len(m.VolatileEnv) > 0 {
+		row(tw, "volatile env", volatileLine(m.VolatileEnv))
+	}
 	row(tw, "subject", subjectLine(m.Subject))
 	row(tw, "exit status", strconv.FormatUint(uint64(m.ExitStatus), 10))
 	row(tw, "drained", fmt.Sprintf("%d process(es) left in the cgroup were killed after init exited", m.Drained))
@@ -222,7 +225,22 @@ func chosenBy(in spec.InferenceSummary) string {
 	} else {
 		b.WriteString("; no inference recorded")
 	}
+	switch in.Source {
+	case spec.InferenceFromAnalyzer:
+		b.WriteString("; asked the node analyzer")
+		if in.AnalyzerOutcome != "" {
+			b.WriteString(", which gave no accepted inference (" + safeText(in.AnalyzerOutcome) + ")")
+		}
+	case spec.InferenceFromAnnotation:
+		b.WriteString("; from the caller's annotation")
+	}
 	return b.String()
+}
+
+// volatileLine names the environment variables left out of the command
+// digest.
+func volatileLine(names []string) string {
+	return safeText(strings.Join(names, ", ")) + " (values left out of command_digest by the selector's volatile_env)"
 }
 
 func subjectLine(s spec.Subject) string {

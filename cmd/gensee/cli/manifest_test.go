@@ -16,7 +16,8 @@ func TestManifestShowSummary(t *testing.T) {
 	want := []string{
 		"operation", fxOperation, fxNamespace + "/" + fxContainer,
 		"ci-builds", m.Contract.Digest, "version 3",
-		"safe_default: yes", "low_confidence",
+		"safe_default: yes", "low_confidence", "asked the node analyzer, which gave no accepted inference (rejected)",
+		"volatile env", "HOSTNAME, KUBERNETES_PORT",
 		"init pid 4242", "/sys/fs/cgroup/builds/job-1",
 		"exit status", "drained", "task 10m", "exceeded: no",
 		"nftables", "mode allow_exact", "loopback deny", "gensee_0123456789ab, deleted at exit",
