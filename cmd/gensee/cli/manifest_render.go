@@ -26,12 +26,7 @@ func renderManifest(w io.Writer, op *operation) error {
 	if op.who != "" {
 		row(tw, "container", op.who)
 	}
-	row(tw, "contract", orText(m.Contract.ID, "not recorded")+"  "+m.Contract.Digest)
-	row(tw, "catalog", "version "+strconv.FormatUint(m.CatalogVersion, 10))
-	row(tw, "chosen by", chosenBy(m.Inference))
-	if len(m.VolatileEnv) > 0 {
-		row(tw, "volatile env", volatileLine(m.VolatileEnv))
-	}
+	admissionRows(tw, m)
 	row(tw, "subject", subjectLine(m.Subject))
 	row(tw, "exit status", strconv.FormatUint(uint64(m.ExitStatus), 10))
 	row(tw, "drained", fmt.Sprintf("%d process(es) left in the cgroup were killed after init exited", m.Drained))
@@ -210,6 +205,17 @@ func tableRemoved(n spec.NetworkEnforcement) string {
 		return ", removed: " + safeText(n.TableRemoved)
 	}
 	return ", not recorded as removed"
+}
+
+// admissionRows are the summary's rows on admission: the contract, the
+// catalog, how the contract was chosen, the env left out of the digest.
+func admissionRows(tw *tabwriter.Writer, m *spec.Manifest) {
+	row(tw, "contract", orText(m.Contract.ID, "not recorded")+"  "+m.Contract.Digest)
+	row(tw, "catalog", "version "+strconv.FormatUint(m.CatalogVersion, 10))
+	row(tw, "chosen by", chosenBy(m.Inference))
+	if len(m.VolatileEnv) > 0 {
+		row(tw, "volatile env", volatileLine(m.VolatileEnv))
+	}
 }
 
 func chosenBy(in spec.InferenceSummary) string {
