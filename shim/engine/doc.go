@@ -13,7 +13,10 @@
 //     network's end (sensors stopped, counters, denied attempts, table
 //     removed), the exit status, the manifest made durable, the release;
 //   - Manifest: one effect manifest builder, fed the door's own account
-//     (Door) and what the exit path learned (Facts, Exit).
+//     (Door) and what the exit path learned (Facts, Exit);
+//   - Asker: a door's request to the selector's node analyzer when its
+//     caller attached no inference (shim/analyzer does the exchange,
+//     shim/admission verifies what comes back).
 //
 // The manifest claims only what a control enforced or a sensor observed;
 // nothing here ever marks a product verified or promoted, and nothing here
