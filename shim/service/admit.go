@@ -206,9 +206,9 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, store record.Sto
 	// for the observation; a trust anchor or catalog refusal still comes
 	// first. The hash waits for runc only when nothing runs before the
 	// image: with spec hooks (the operator's allowlisted ones run during
-	// runc create) the decision is final before runc starts. It waits for
-	// no one either when the selector's analyzer is asked, which needs it
-	// (hashForAnalyzer, once the catalog is known).
+	// runc create) the decision is final before runc starts. Nor does it
+	// wait when the selector's analyzer is asked, which needs the hash
+	// (hashForAnalyzer hashes it once the catalog is known).
 	hashNow := len(inference) > 0 || len(preflight) > 0 || specpolicy.HasHooks(oci)
 	oc := s.startObservation(ctx, r, oci, early, hashNow)
 	var o observed
