@@ -9,6 +9,10 @@
 #   P3  gate of a 1 GiB blob with staging vs sha256 of the same bytes
 #   P4  gate of a 100,000-file directory_tree (entries/s)
 #   P6  a host run (gensee boundary run) of `sh -c true` vs `sh -c true`: time added
+#   P7  `ctr run --rm` admitted through the node analyzer (gensee analyzer serve
+#       on a unix socket) vs the same selector's safe_default without one: the
+#       time the analyzer adds to Create, and the consult's own time from
+#       admission.json (target <= 5 ms)
 # Not a test: the figures go into the closing notes. Needs root.
 # Profiling the shim: GENSEE_PROFILE=DIR in the daemon's environment (export
 # it before this script; gensee_daemon_start passes it on) makes every gensee
@@ -43,6 +47,9 @@ gensee_daemon_start "$dir"
 gensee_image "$dir"
 gensee_ctr demo images import "$dir/image.tar" >/dev/null
 gensee_ctr demo-allow images import "$dir/image.tar" >/dev/null
+gensee_ctr demo-analyzer images import "$dir/image.tar" >/dev/null
+gensee_analyzer "$dir"
+trap 'gensee_analyzer_stop; gensee_daemon_stop "$dir" demo; rm -rf "$dir"' EXIT
 
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 run_once() { # RUNTIME ID [NAMESPACE]
@@ -118,6 +125,24 @@ dm=$(printf '%s\n' "${d[@]}" | median)
 p1a="P1a ctr run --rm, 1024 allow tuples: median ${am} ms, deny_all median ${dm} ms, ratio $(ratio "$am" "$dm"); vs runc.v2 $(ratio "$am" "$rm_"); $pairs pairs; allow $(printf '%s\n' "${a[@]}" | spread)"
 echo "$p1a"
 
+echo "P7: ctr run --rm /bin/true through the node analyzer vs the safe_default, $pairs alternating pairs"
+run_once io.containerd.gensee.v2 warm-n demo-analyzer >/dev/null
+n=() d=()
+for i in $(seq 1 "$pairs"); do
+	if [ $((i % 2)) = 0 ]; then
+		d+=("$(run_once io.containerd.gensee.v2 e$i)"); n+=("$(run_once io.containerd.gensee.v2 n$i demo-analyzer)")
+	else
+		n+=("$(run_once io.containerd.gensee.v2 n$i demo-analyzer)"); d+=("$(run_once io.containerd.gensee.v2 e$i)")
+	fi
+done
+nm=$(printf '%s\n' "${n[@]}" | median)
+dm=$(printf '%s\n' "${d[@]}" | median)
+# The consult's own time, as each admission.json recorded it (answered only).
+took=$(cat "$dir"/state/operations/*/admission.json | jq -r 'select(.analyzer.outcome == "answered") | .analyzer.took_us')
+tm=$(printf '%s\n' $took | median)
+p7="P7 analyzer added to Create: ctr run median ${nm} ms vs ${dm} ms without (difference $(awk -v a="$nm" -v b="$dm" 'BEGIN{printf "%.1f", a-b}') ms, ratio $(ratio "$nm" "$dm")); consult median $(awk -v t="$tm" 'BEGIN{printf "%.2f", t/1000}') ms over $(printf '%s\n' $took | wc -l) answered ($(printf '%s\n' $took | spread) us) (target <= 5 ms); $pairs pairs"
+echo "$p7"
+
 p5pairs=${P5_PAIRS:-9}
 echo "P5: memory of one sleeping container, $p5pairs alternating pairs"
 g=() r=()
@@ -132,7 +157,8 @@ gm=$(printf '%s\n' "${g[@]}" | median)
 rm_=$(printf '%s\n' "${r[@]}" | median)
 p5="P5 sleeping container, VmRSS of the runtime's processes: gensee median $((${gm%.*} / 1024)) MiB (${gm} KiB), runc.v2 median $((${rm_%.*} / 1024)) MiB (${rm_} KiB), ratio $(ratio "$gm" "$rm_") (target <= 1.3); $p5pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread) KiB"
 echo "$p5"
-gensee_daemon_stop "$dir" demo demo-allow
+gensee_analyzer_stop
+gensee_daemon_stop "$dir" demo demo-allow demo-analyzer
 
 cd "$gensee_top"
 echo "P2: allow_exact install vs nft -f"
@@ -147,4 +173,4 @@ echo "$p6"
 
 echo
 echo "== summary"
-printf '%s\n' "$p1" "$p1a" "$p5" "$p2" "$p34" "$p6"
+printf '%s\n' "$p1" "$p1a" "$p7" "$p5" "$p2" "$p34" "$p6"

@@ -10,7 +10,7 @@ set -euo pipefail
 demo=/var/lib/gensee-demo
 rm -rf "$demo"
 install -d -m 0700 "$demo" "$demo/etc" "$demo/keys"
-trap 'gensee_daemon_stop "$demo" demo demo-strict' EXIT
+trap 'gensee_analyzer_stop; gensee_daemon_stop "$demo" demo demo-strict demo-analyzer' EXIT
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -21,7 +21,7 @@ gensee catalog inspect --catalog "$demo/etc/catalog.signed.json" --trusted-key "
 say "a private containerd ($demo), the gensee runtime first on its PATH"
 gensee_daemon_start "$demo"
 gensee_image "$demo"
-for ns in demo demo-strict; do gensee_ctr "$ns" images import "$demo/image.tar" >/dev/null; done
+for ns in demo demo-strict demo-analyzer; do gensee_ctr "$ns" images import "$demo/image.tar" >/dev/null; done
 
 run=(run --rm --runtime io.containerd.gensee.v2 --runtime-config-path "$demo/etc/config.toml")
 say "admitted: writes out/result.json, then tries 127.0.0.1:9 (denied by deny_all)"
@@ -33,6 +33,14 @@ say "refused: no inference and no safe_default for namespace demo-strict"
 gensee_ctr demo-strict "${run[@]}" docker.io/gensee/test:latest refused /bin/echo never-runs
 echo "exit status: $?"
 set -e
+
+say "classified by the node analyzer: no inference attached; gensee analyzer serve (operator-signed rules) names the class"
+gensee_analyzer "$demo"
+gensee_ctr demo-analyzer "${run[@]}" docker.io/gensee/test:latest classified /bin/sh -c 'echo classified by the node analyzer'
+echo "exit status: $?"
+jq '{contract_id, safe_default, inference: (.inference | {analyzer, model, class, confidence_bp}), analyzer, observation_volatile_env: .observation.volatile_env}' \
+	"$demo/state/operations/$(cat "$demo/state/index/demo-analyzer/classified")/admission.json"
+gensee_analyzer_stop
 
 op=$(cat "$demo/state/index/demo/admitted")
 say "records of the admitted container: $demo/state/operations/$op/"

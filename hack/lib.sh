@@ -95,13 +95,16 @@ gensee_trust() {
 	      "id": "offline-structured-result", "version": 1,
 	      "network": { "mode": "deny_all" }, "workspace": "/workspace", "deadline": "15m",
 	      "products": [ { "class": "structured_result", "slot": "out/result.json", "max_bytes": 65536, "modes": ["0644"] } ] } },
-	  "analyzers": [ { "id": "ref-analyzer", "models": ["ref-model-1"], "public_key": "$analyzer_key",
+	  "analyzers": [ { "id": "ref-analyzer", "models": ["ref-model-1"], "public_key": "$analyzer_key", "rules_key": "$analyzer_key",
 	                   "classes": ["build"], "min_confidence_bp": 8000, "min_margin_bp": 500, "max_lifetime": "1h" } ],
 	  "selectors": [
 	    { "id": "demo", "match": { "containerd_namespace": "demo", "runtime": "io.containerd.gensee.v2" },
 	      "routes": { "build": "offline-structured-result" }, "safe_default": "offline-structured-result" },
 	    { "id": "demo-strict", "match": { "containerd_namespace": "demo-strict", "runtime": "io.containerd.gensee.v2" },
 	      "routes": { "build": "offline-structured-result" } },
+	    { "id": "demo-analyzer", "match": { "containerd_namespace": "demo-analyzer", "runtime": "io.containerd.gensee.v2" },
+	      "routes": { "build": "offline-structured-result" }, "volatile_env": ["HOSTNAME"],
+	      "analyzer": { "id": "ref-analyzer", "endpoint": "$dir/analyzer.sock", "timeout": "200ms" } },
 	    { "id": "demo-host", "match": { "runtime": "host" },
 	      "routes": { "build": "offline-structured-result" } } ] }
 JSON
@@ -113,4 +116,38 @@ JSON
 	containerd_root = "$dir/root"
 TOML
 	chmod 0600 "$dir/etc/config.toml"
+}
+
+# gensee_analyzer DIR: start the node analyzer (gensee analyzer serve) for
+# namespace demo-analyzer on DIR/analyzer.sock, with rules signed by the demo
+# key (the demo catalog's analyzer and rules key): the image's busybox
+# running /bin/true, or sh -c anything, is class "build". Sets
+# GENSEE_ANALYZER_PID; gensee_analyzer_stop stops it.
+gensee_analyzer() {
+	local dir=$1 now later sum
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	later=$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)
+	sum=$(sha256sum /bin/busybox | cut -d' ' -f1)
+	cat >"$dir/rules.json" <<JSON
+	{ "schema": "gensee.analyzer-rules/v1", "analyzer": "ref-analyzer", "version": 1, "issued_at": "$now", "expires_at": "$later",
+	  "rules": [ { "id": "true", "class": "build", "confidence_bp": 9000, "executable_sha256": ["$sum"], "argv": ["/bin/true"] },
+	             { "id": "shell", "class": "build", "confidence_bp": 8500, "executable_sha256": ["$sum"], "argv": ["/bin/sh", "-c", "*"] } ] }
+JSON
+	gensee analyzer rules sign --key "$dir/keys/catalog-root-private-key.hex" --in "$dir/rules.json" --out "$dir/etc/rules.dsse.json" >/dev/null
+	gensee analyzer serve --config "$dir/etc/config.toml" --id ref-analyzer --rules "$dir/etc/rules.dsse.json" \
+		--key "$dir/keys/catalog-root-private-key.hex" --model ref-model-1 --listen "$dir/analyzer.sock" 2>"$dir/analyzer.log" &
+	GENSEE_ANALYZER_PID=$!
+	local _
+	for _ in $(seq 1 100); do [ -S "$dir/analyzer.sock" ] && return 0; sleep 0.05; done
+	echo "gensee analyzer serve did not start:" >&2
+	cat "$dir/analyzer.log" >&2
+	return 1
+}
+
+gensee_analyzer_stop() {
+	if [ -n "${GENSEE_ANALYZER_PID:-}" ]; then
+		kill "$GENSEE_ANALYZER_PID" 2>/dev/null || true
+		wait "$GENSEE_ANALYZER_PID" 2>/dev/null || true
+		GENSEE_ANALYZER_PID=
+	fi
 }
