@@ -74,9 +74,30 @@ func renderManifest(w io.Writer, op *operation) error {
 
 	renderFindings(w, m)
 
+	renderObserved(w, m)
+
+	g := m.Gate
+	fmt.Fprintf(w, "\ngate: %s (%d violation(s))\n", g.Verdict, len(g.Violations))
+	tw = table(w)
+	for _, v := range g.Violations {
+		row(tw, "  violation", safeText(orText(v.Slot, "-")), safeText(orText(v.Path, "-")), safeText(v.Rule), safeText(v.Detail))
+	}
+	tw.Flush()
+	renderProducts(w, m)
+	fmt.Fprintf(w, "\nunclaimed: %d change(s) outside every product%s\n", m.Unclaimed.Count, digestSuffix(m.Unclaimed.Digest))
+	fmt.Fprintf(w, "excluded: %d entr(ies) under excluded names, mount stubs or left as they were before the start, never staged\n", m.Excluded.Count)
+	fmt.Fprintf(w, "semantically verified: %s (the gate checks structure, never meaning)\n", yesNo(m.SemanticallyVerified))
+	fmt.Fprintf(w, "promoted: %s (products stay under %s/staged)\n", yesNo(m.Promoted), op.dir)
+	return nil
+}
+
+// renderObserved writes what was seen: counters, served replies and the
+// denied attempts.
+func renderObserved(w io.Writer, m *spec.Manifest) {
+	n := m.Enforcement.Network
 	o := m.Observation
 	fmt.Fprintf(w, "\nobserved (seen, not guaranteed):\n")
-	tw = table(w)
+	tw := table(w)
 	c := o.Counters
 	if c.Error != "" {
 		row(tw, "  counters", "not read ("+safeText(c.Error)+"): the zeros recorded mean nothing")
@@ -99,20 +120,6 @@ func renderManifest(w io.Writer, op *operation) error {
 		row(tw, "", safeText(d.Proto+" "+d.Target)+at)
 	}
 	tw.Flush()
-
-	g := m.Gate
-	fmt.Fprintf(w, "\ngate: %s (%d violation(s))\n", g.Verdict, len(g.Violations))
-	tw = table(w)
-	for _, v := range g.Violations {
-		row(tw, "  violation", safeText(orText(v.Slot, "-")), safeText(orText(v.Path, "-")), safeText(v.Rule), safeText(v.Detail))
-	}
-	tw.Flush()
-	renderProducts(w, m)
-	fmt.Fprintf(w, "\nunclaimed: %d change(s) outside every product%s\n", m.Unclaimed.Count, digestSuffix(m.Unclaimed.Digest))
-	fmt.Fprintf(w, "excluded: %d entr(ies) under excluded names, mount stubs or left as they were before the start, never staged\n", m.Excluded.Count)
-	fmt.Fprintf(w, "semantically verified: %s (the gate checks structure, never meaning)\n", yesNo(m.SemanticallyVerified))
-	fmt.Fprintf(w, "promoted: %s (products stay under %s/staged)\n", yesNo(m.Promoted), op.dir)
-	return nil
 }
 
 // networkStatusLine says whether the table held for the whole run, and
