@@ -13,10 +13,19 @@
 //     selector with k8s_namespace matches only CRI pods of that namespace
 //     (no_selector, ambiguous_selector). Overlapping selectors are not
 //     ranked: several matches refuse, so an operator makes them disjoint;
-//  3. the re-derived observation is well formed (observation_invalid);
+//  3. the selector's volatile_env, if any, is left out of the observation's
+//     command digest (Stabilize: Input.Command must be what the digest
+//     covers; PATH, LD_* and spec.ProtectedEnv never are), and the
+//     observation so stabilized is well formed (observation_invalid);
 //  4. a preflight observation annotation, if present, equals it
 //     (preflight_mismatch);
-//  5. the inference annotation: present (no_inference); a strict DSSE
+//  5. when no inference is attached and the selector names an analyzer,
+//     Input.Ask asks it (the only I/O, the door's, bounded by the
+//     selector's timeout); an answer that brings no inference is
+//     analyzer_unavailable or analyzer_no_class, recorded in
+//     Decision.Analyzer;
+//  6. the inference (the annotation's, or the analyzer's, which must be
+//     signed by the analyzer the selector names): present (no_inference); a strict DSSE
 //     envelope of the inference payloadType (inference_malformed); signed by
 //     the key the catalog lists for the analyzer the payload names, so an
 //     analyzer is never impersonated and a caller's key is never used
@@ -30,7 +39,7 @@
 //     (novel_class); top confidence >= min_confidence_bp (low_confidence);
 //     top strictly ahead of the second by at least min_margin_bp, a lone
 //     candidate's margin being its confidence (tie_or_low_margin);
-//  6. the route's contract exists in the catalog (unrouted).
+//  7. the route's contract exists in the catalog (unrouted).
 //
 // safe_default policy. When the inference is absent or does not decide
 // (no_inference, inference_malformed, unknown_model, expired,
@@ -44,7 +53,12 @@
 // runs) refuse outright, like no_catalog, catalog_expired,
 // observation_invalid and selector failures. Omitting the inference would
 // have earned the safe default anyway; refusing makes tampering loud
-// instead of quietly downgrading it.
+// instead of quietly downgrading it. An inference the runtime asked the
+// node analyzer for is different: nothing the caller attached failed, so
+// every failure of the analyzer's answer (analyzer_unavailable,
+// analyzer_no_class, and the integrity reasons too) is "no inference" and
+// falls back like no_inference; it never refuses harder than the
+// analyzer's absence, and never admits more.
 //
 // This package must never take a contract, key or selector from the
 // caller, never admit without exactly one matched selector, and never
