@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BenchmarkP3P4Report prints the P3 and P4 figures (targets: gate >= 0.8 x
-// raw sha256 throughput on a 1 GiB blob; >= 50k entries/s on a 100,000-file
+// BenchmarkP3P4Report prints the P3 and P4 figures (targets: gate >= 0.9 x
+// the slower of sha256 and a direct write of a 1 GiB blob (benchP3); >= 50k entries/s on a 100,000-file
 // directory_tree). Runs alternate gate and peer so both see the same
 // machine state; medians are reported. It runs once whatever b.N is, and
 // being a benchmark, plain `go test` never runs (or skips) it:
@@ -28,6 +30,11 @@ func BenchmarkP3P4Report(b *testing.B) {
 	benchP4(b)
 }
 
+// benchP3 compares the gate of a 1 GiB blob, including the staged write
+// and its sync, with its anchor: the slower of sha256 of the same bytes
+// and a direct write of them (dd oflag=direct, synced), since the gate
+// must do both and can at best overlap them. Both peers are printed; the
+// ratio is the anchor's time over the gate's (>= 1: the gate kept up).
 func benchP3(t testing.TB) {
 	const size, rounds = 1 << 30, 7
 	dir := benchDir(t)
@@ -36,21 +43,53 @@ func benchP3(t testing.TB) {
 	writeRandom(t, blob, size)
 	rawSHA256(t, blob) // warm the page cache for every contender
 	p := spec.Product{Class: spec.ClassBlob, Slot: "blob", MaxBytes: size}
-	var gate, raw, discard []time.Duration
+	var gate, raw, direct, discard []time.Duration
+	peers := func() {
+		raw = append(raw, rawSHA256(t, blob))
+		direct = append(direct, directWrite(t, blob, filepath.Join(dir, "direct")))
+	}
 	for i := range rounds {
 		if i%2 == 0 {
-			raw = append(raw, rawSHA256(t, blob))
+			peers()
 			gate = append(gate, gateOnce(t, filepath.Join(dir, "root"), start, p))
 		} else {
 			gate = append(gate, gateOnce(t, filepath.Join(dir, "root"), start, p))
-			raw = append(raw, rawSHA256(t, blob))
+			peers()
 		}
 		discard = append(discard, hashDiscard(t, blob, size))
 	}
+	report3(size, gate, raw, direct, discard)
+}
+
+// report3 prints P3: medians, and the ratio round by round (each round's
+// anchor over its own gate) as min / median / max.
+func report3(size int64, gate, raw, direct, discard []time.Duration) {
+	ratios := make([]time.Duration, len(gate)) // in thousandths, for median
+	for i := range gate {
+		ratios[i] = max(raw[i], direct[i]) * 1000 / gate[i]
+	}
 	mib := float64(size) / (1 << 20)
-	g, r, d := mib/median(gate).Seconds(), mib/median(raw).Seconds(), mib/median(discard).Seconds()
-	fmt.Printf("P3 gate 1GiB blob: %.0f MiB/s vs sha256 %.0f MiB/s, ratio %.2f (median of %d alternating runs, target >= 0.80; load average %s)\n", g, r, g/r, rounds, loadavg())
-	fmt.Printf("P3 detail: the gate's hash pipeline with the staged write discarded: %.0f MiB/s (ratio %.2f): the rest is the O_DIRECT write of the staged copy\n", d, d/r)
+	rate := func(ds []time.Duration) float64 { return mib / median(ds).Seconds() }
+	g, r, w, d := rate(gate), rate(raw), rate(direct), rate(discard)
+	lo, hi := slices.Min(ratios), slices.Max(ratios)
+	fmt.Printf("P3 gate 1GiB blob incl. staged write: %.0f MiB/s vs anchor %.0f MiB/s (slower of sha256 %.0f MiB/s and direct write %.0f MiB/s), ratio %.2f (per round min %.2f median %.2f max %.2f; %d alternating rounds, target >= 0.90; load average %s)\n",
+		g, min(r, w), r, w, g/min(r, w), float64(lo)/1000, float64(median(ratios))/1000, float64(hi)/1000, len(gate), loadavg())
+	fmt.Printf("P3 detail: the gate's hash pipeline with the staged write discarded: %.0f MiB/s (ratio %.2f to sha256): the rest is the O_DIRECT write of the staged copy\n", d, d/r)
+}
+
+// directWrite is P3's other peer: dd copying the (cached) file with
+// O_DIRECT writes and a final fsync, as the gate's staged copy is written
+// and synced. Its output is removed after.
+func directWrite(t testing.TB, src, dst string) time.Duration {
+	unix.Sync()
+	t0 := time.Now()
+	out, err := exec.Command("dd", "if="+src, "of="+dst, "bs=4M", "oflag=direct", "conv=fsync", "status=none").CombinedOutput()
+	d := time.Since(t0)
+	if err != nil {
+		t.Fatalf("dd: %v: %s", err, out)
+	}
+	must(t, os.Remove(dst))
+	return d
 }
 
 // hashDiscard runs the gate's copy loop on the same file with the staged
@@ -203,4 +242,11 @@ func walkOnly(t testing.TB, root string, opts walk.Options) time.Duration {
 //	GENSEE_ROOT_TESTS=1 go test ./shim/gate -run '^$' -bench '^BenchmarkP4Report$' -benchtime 1x
 func BenchmarkP4Report(b *testing.B) {
 	benchP4(b)
+}
+
+// BenchmarkP3Report prints only the P3 figures:
+//
+//	go test ./shim/gate -run '^$' -bench '^BenchmarkP3Report$' -benchtime 1x -timeout 30m
+func BenchmarkP3Report(b *testing.B) {
+	benchP3(b)
 }
