@@ -2,7 +2,7 @@
 # P2: install an allow_exact policy of 10,000 tuples into a fresh network
 # namespace with gensee (plan, one netlink batch, conntrack flush, full
 # read-back) and with `nft -f` of the same table as text, alternating, and
-# print the medians and their ratio (target: gensee <= 0.5x nft).
+# print the medians and their ratio (target: gensee <= 0.40x nft).
 #
 #   sudo hack/bench-p2.sh            # P2_TUPLES=10000 P2_ROUNDS=7 by default
 #

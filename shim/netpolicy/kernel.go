@@ -49,15 +49,12 @@ func newNetlinkKernel(netnsFD int) (*netlinkKernel, error) {
 	return &netlinkKernel{netnsFD: netnsFD}, nil
 }
 
-// dial opens a lasting nftables conn in the namespace; sndbuf > 0 forces the
-// socket's send buffer to at least that many bytes.
-func (k *netlinkKernel) dial(sndbuf int) (*nftables.Conn, error) {
+// dial opens a lasting nftables conn in the namespace, for what is not the
+// install batch (batch.go).
+func (k *netlinkKernel) dial() (*nftables.Conn, error) {
 	opts := []nftables.ConnOption{nftables.AsLasting()}
 	if k.netnsFD > 0 {
 		opts = append(opts, nftables.WithNetNSFd(k.netnsFD))
-	}
-	if sndbuf > 0 {
-		opts = append(opts, nftables.WithSockOptions(func(c *netlink.Conn) error { return forceSndbuf(c, sndbuf) }))
 	}
 	c, err := nftables.New(opts...)
 	if err != nil {
@@ -93,47 +90,36 @@ func forceSndbuf(c *netlink.Conn, n int) error {
 // about 37 KiB.
 const maxElemsPerMsg = 1024
 
-// batchBytes estimates the batch size: per element a list entry, a key and
-// its data attribute headers plus the key, and headroom for everything else.
+// batchBytes estimates the batch size, to allocate its buffer once: per
+// element a list entry, a key and its data attribute headers plus the key,
+// and headroom for everything else.
 func batchBytes(rs *ruleset) int {
 	n := 64 << 10
 	for _, s := range rs.sets {
 		n += len(s.elems) * (12 + int(s.set.KeyType.Bytes) + 4)
 	}
-	return 2 * n
+	return n
 }
 
 func (k *netlinkKernel) install(rs *ruleset) error {
-	c, err := k.dial(batchBytes(rs))
+	batch, err := installBatch(rs)
 	if err != nil {
 		return err
 	}
-	defer c.CloseLasting()
-	// CreateTable sends NLM_F_EXCL: a table of the same name (another
-	// operation whose id shares the 12-character prefix, or a leftover)
-	// makes the whole batch fail instead of merging into it.
-	c.CreateTable(rs.table)
-	for _, o := range rs.counters {
-		c.AddObj(o)
+	nl, err := k.rawConn()
+	if err != nil {
+		return err
 	}
-	for _, s := range rs.sets {
-		if err := c.AddSet(s.set, nil); err != nil {
-			return fmt.Errorf("add set %s: %w", s.set.Name, err)
-		}
-		for i := 0; i < len(s.elems); i += maxElemsPerMsg {
-			end := min(i+maxElemsPerMsg, len(s.elems))
-			if err := c.SetAddElements(s.set, s.elems[i:end]); err != nil {
-				return fmt.Errorf("add elements to set %s: %w", s.set.Name, err)
-			}
-		}
+	defer nl.Close()
+	if err := forceSndbuf(nl.c, len(batch.b)); err != nil {
+		return err
 	}
-	for _, ch := range rs.chains {
-		c.AddChain(ch)
+	// A refused message's error need not echo it back (up to 40 KiB of
+	// elements each).
+	if err := nl.c.SetOption(netlink.CapAcknowledge, true); err != nil {
+		return fmt.Errorf("set netlink option: %w", err)
 	}
-	for _, r := range rs.rules {
-		c.AddRule(r.nft)
-	}
-	if err := c.Flush(); err != nil {
+	if err := sendBatch(nl, batch); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("table inet %s already exists: another operation with the same id prefix or a leftover; remove it (gensee cleanup, or nft delete table inet %s) if no task uses it: %w", rs.table.Name, rs.table.Name, err)
 		}
@@ -146,7 +132,7 @@ func (k *netlinkKernel) install(rs *ruleset) error {
 }
 
 func (k *netlinkKernel) remove(table string) error {
-	c, err := k.dial(0)
+	c, err := k.dial()
 	if err != nil {
 		return err
 	}
@@ -160,7 +146,7 @@ func (k *netlinkKernel) remove(table string) error {
 
 // tables lists the inet tables whose names start with TablePrefix.
 func (k *netlinkKernel) tables() ([]string, error) {
-	c, err := k.dial(0)
+	c, err := k.dial()
 	if err != nil {
 		return nil, err
 	}
@@ -188,14 +174,49 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	// moved it while it read (what that proves, gen.go says). Not knowing
 	// it only costs the watcher a read-back it could have skipped.
 	before, genErr := readGen(nl)
-	c, err := k.dial(0)
+	c, err := k.dial()
 	if err != nil {
 		return nil, err
 	}
 	defer c.CloseLasting()
+	rs, sets, err := dumpTable(c, table)
+	if err != nil {
+		return nil, err
+	}
+	// The elements, most of a large table's bytes and of its decoding,
+	// on a socket of their own while this one reads the rest: each dump
+	// is consistent on its own (NLM_F_DUMP_INTR), and the generation
+	// read before and after brackets both.
+	elemsDone := make(chan error, 1)
+	go func() { elemsDone <- k.dumpSets(table, sets, rs) }()
+	exprs, err := dumpSetExprs(nl, table)
+	if err == nil {
+		rs.rules, err = dumpRules(nl, table)
+	}
+	if err == nil {
+		rs.counters, err = dumpCounterObjs(c, rs.table)
+	}
+	if eerr := <-elemsDone; err == nil {
+		err = eerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range rs.sets {
+		s.exprs = exprs[s.set.Name]
+	}
+	if after, err := readGen(nl); genErr == nil && err == nil && after == before {
+		rs.gen, rs.genOK = before, true
+	}
+	return rs, nil
+}
+
+// dumpTable reads table's declaration, its chains and its sets'
+// declarations, or returns errNoTable.
+func dumpTable(c *nftables.Conn, table string) (*ruleset, []*nftables.Set, error) {
 	ts, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
 	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
+		return nil, nil, fmt.Errorf("list tables: %w", err)
 	}
 	rs := &ruleset{}
 	for _, t := range ts {
@@ -204,7 +225,7 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 		}
 	}
 	if rs.table == nil {
-		return nil, errNoTable
+		return nil, nil, errNoTable
 	}
 	// v0.3.0 decodes NFTA_TABLE_FLAGS (big endian on the wire) in host
 	// order: undo that so a dormant table reads as flag 1.
@@ -213,7 +234,7 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	rs.table.Flags = binary.BigEndian.Uint32(raw[:])
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
 	if err != nil {
-		return nil, fmt.Errorf("list chains: %w", err)
+		return nil, nil, fmt.Errorf("list chains: %w", err)
 	}
 	for _, ch := range chains {
 		if ch.Table.Name == table {
@@ -222,12 +243,19 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 	}
 	sets, err := c.GetSets(rs.table)
 	if err != nil {
-		return nil, fmt.Errorf("list sets: %w", err)
+		return nil, nil, fmt.Errorf("list sets: %w", err)
 	}
-	exprs, err := dumpSetExprs(nl, table)
+	return rs, sets, nil
+}
+
+// dumpSets reads the elements of sets into rs.sets, on a socket of its
+// own.
+func (k *netlinkKernel) dumpSets(table string, sets []*nftables.Set, rs *ruleset) error {
+	nl, err := k.rawConn()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer nl.Close()
 	for _, s := range sets {
 		// A used set holds what the rules added; the planned size is
 		// what the membership sets hold.
@@ -237,24 +265,20 @@ func (k *netlinkKernel) dump(table string) (*ruleset, error) {
 		}
 		elems, odd, err := dumpElems(nl, table, s.Name, hint)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		rs.sets = append(rs.sets, &setElems{set: s, elems: elems, exprs: exprs[s.Name], odd: odd})
+		rs.sets = append(rs.sets, &setElems{set: s, elems: elems, odd: odd})
 	}
-	if rs.rules, err = dumpRules(nl, table); err != nil {
-		return nil, err
-	}
-	objs, err := c.GetObjects(rs.table)
+	return nil
+}
+
+// dumpCounterObjs reads table's stateful objects, all counters.
+func dumpCounterObjs(c *nftables.Conn, table *nftables.Table) ([]*nftables.CounterObj, error) {
+	objs, err := c.GetObjects(table)
 	if err != nil {
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
-	if rs.counters, err = counterObjs(objs, table); err != nil {
-		return nil, err
-	}
-	if after, err := readGen(nl); genErr == nil && err == nil && after == before {
-		rs.gen, rs.genOK = before, true
-	}
-	return rs, nil
+	return counterObjs(objs, table.Name)
 }
 
 // dumpCounters reads the elements of sets (their per-element counters),
@@ -286,7 +310,7 @@ func (k *netlinkKernel) dumpCounters(table string, sets []string) (*ruleset, err
 			rs.sets = append(rs.sets, &setElems{set: &nftables.Set{Table: t, Name: s}, elems: elems})
 		}
 	}
-	c, err := k.dial(0)
+	c, err := k.dial()
 	if err != nil {
 		return nil, err
 	}

@@ -339,7 +339,8 @@ func durMS(d []time.Duration) float64 {
 }
 
 func (r p2Result) String() string {
-	return fmt.Sprintf("gensee %.1f ms, nft -f %.1f ms, ratio %.2f", durMS(r.gensee), durMS(r.nft), median(r.ratios))
+	return fmt.Sprintf("gensee %.1f ms, nft -f %.1f ms, ratio %.2f (per round min %.2f max %.2f; %d alternating rounds, target <= 0.40)",
+		durMS(r.gensee), durMS(r.nft), median(r.ratios), slices.Min(r.ratios), slices.Max(r.ratios), len(r.ratios))
 }
 
 // measureP2 runs the comparison; it verifies once that the nft text loads a

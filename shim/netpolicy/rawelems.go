@@ -35,8 +35,8 @@ func dumpElems(c *dumpConn, table, set string, hint int) (elems []nftables.SetEl
 	}
 	hint = min(hint, 1<<16)
 	elems = make([]nftables.SetElement, 0, hint)
-	counters := make([]expr.Counter, 0, hint) // one allocation for all
-	var keys []byte                           // copies of the keys, likewise
+	var counters []expr.Counter // one allocation for many; only used sets' elements have one
+	var keys []byte             // copies of the keys, likewise
 	err = dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETSETELEM, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...), func(m []byte) error {
 		if len(m) < 4 {
 			return nil
@@ -68,7 +68,7 @@ func dumpElems(c *dumpConn, table, set string, hint int) (elems []nftables.SetEl
 				e.Val = slices.Clone(e.Val)
 				if ctr != nil {
 					if len(counters) == cap(counters) {
-						counters = make([]expr.Counter, 0, 256)
+						counters = make([]expr.Counter, 0, max(256, hint-len(elems)))
 					}
 					counters = append(counters, *ctr)
 					e.Counter = &counters[len(counters)-1]
