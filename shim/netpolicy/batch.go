@@ -121,7 +121,7 @@ func (w *batchBuf) attrBytes(typ uint16, data []byte) {
 // elements appends one NFT_MSG_NEWSETELEM of keys for set s, encoded as
 // google/nftables' SetAddElements encodes key-only elements: the set by
 // name and id, its table, and a list of {key {value}}.
-func (w *batchBuf) elements(s *nftables.Set, keys []nftables.SetElement) {
+func (w *batchBuf) elements(s *nftables.Set, keys []elem) {
 	at := w.header(unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_NEWSETELEM, unix.NLM_F_REQUEST|unix.NLM_F_CREATE)
 	w.b = append(w.b, nfgen(byte(s.Table.Family), 0)...)
 	w.attrBytes(unix.NFTA_SET_ELEM_LIST_SET, []byte(s.Name+"\x00"))

@@ -20,12 +20,13 @@ func TestBatchElementsMatchLibrary(t *testing.T) {
 		ts = append(ts, Tuple{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), Proto: unix.IPPROTO_TCP, Port: uint16(1024 + i)})
 	}
 	keys := tupleKeys(ts)
-	elems := make([]nftables.SetElement, len(keys))
+	elems := make([]elem, len(keys))
+	lib := make([]nftables.SetElement, len(keys))
 	for i, k := range keys {
-		elems[i].Key = k
+		elems[i].Key, lib[i].Key = k, k
 	}
 	want, err := libraryMsgs(func(c *nftables.Conn) {
-		if err := c.SetAddElements(s, elems); err != nil {
+		if err := c.SetAddElements(s, lib); err != nil {
 			t.Fatal(err)
 		}
 	})

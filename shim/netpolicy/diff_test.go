@@ -131,13 +131,13 @@ func TestDiffFindsDrift(t *testing.T) {
 		{"set missing", func(g *ruleset) { g.sets = g.sets[:1] }, "set allow4 is missing"},
 		{"set type", func(g *ruleset) { g.sets[1].set.KeyType = nftables.TypeIPAddr }, "set allow4 is {type \"ipv4_addr\""},
 		{"catch-all element", func(g *ruleset) {
-			g.sets[1].elems = append(g.sets[1].elems, nftables.SetElement{Counter: &expr.Counter{}})
+			g.sets[1].elems = append(g.sets[1].elems, elem{Counter: &expr.Counter{}})
 		}, "catch-all element"},
 		{"used element without counter", func(g *ruleset) {
-			g.sets[2].elems = append(g.sets[2].elems, nftables.SetElement{Key: g.sets[1].elems[0].Key})
+			g.sets[2].elems = append(g.sets[2].elems, elem{Key: g.sets[1].elems[0].Key})
 		}, "set allow4_used: element 192.0.2.10:443/tcp has no counter"},
 		{"used element not allowed", func(g *ruleset) {
-			g.sets[2].elems = append(g.sets[2].elems, nftables.SetElement{Key: []byte{192, 0, 2, 99, 6, 0, 0, 0, 0, 22, 0, 0}, Counter: &expr.Counter{}})
+			g.sets[2].elems = append(g.sets[2].elems, elem{Key: []byte{192, 0, 2, 99, 6, 0, 0, 0, 0, 22, 0, 0}, Counter: &expr.Counter{}})
 		}, "set allow4_used has 1 elements not in allow4: 192.0.2.99:22/tcp"},
 		{"used set declares a counter", func(g *ruleset) { g.sets[2].exprs = []string{"counter packets 9 bytes 900"} }, "set allow4_used gives its elements [counter packets 9 bytes 900], want []"},
 		{"element expression", func(g *ruleset) { g.sets[0].odd = map[int]string{0: "expressions [quota]"} }, "set cg: element cgroup id 4242 carries expressions [quota]"},
@@ -169,7 +169,7 @@ func TestDiffUsedSets(t *testing.T) {
 	got := asDumped(build(p))
 	allow4, used4 := got.sets[1], got.sets[2]
 	for _, i := range []int{1, 0, 1} {
-		used4.elems = append(used4.elems, nftables.SetElement{Key: allow4.elems[i].Key, Counter: &expr.Counter{Packets: 1, Bytes: 60}})
+		used4.elems = append(used4.elems, elem{Key: allow4.elems[i].Key, Counter: &expr.Counter{Packets: 1, Bytes: 60}})
 	}
 	if d := diff(build(p), got); len(d) > 0 {
 		t.Fatalf("a used set with keys of its set differs: %v", d)
@@ -189,7 +189,7 @@ func useAll(got *ruleset) {
 			continue
 		}
 		for i, e := range in.elems {
-			s.elems = append(s.elems, nftables.SetElement{Key: e.Key, Counter: &expr.Counter{Packets: uint64(i + 1), Bytes: 10}})
+			s.elems = append(s.elems, elem{Key: e.Key, Counter: &expr.Counter{Packets: uint64(i + 1), Bytes: 10}})
 		}
 	}
 }

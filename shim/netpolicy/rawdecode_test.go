@@ -99,7 +99,7 @@ func TestSetExpr(t *testing.T) {
 }
 
 // TestDecodeElemCarries: an element carrying anything but a key, flags and
-// at most one counter says what.
+// at most one counter says what (diffElems reports it).
 func TestDecodeElemCarries(t *testing.T) {
 	key := netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_KEY, Data: attrBytes(t, netlink.Attribute{Type: unix.NFTA_DATA_VALUE, Data: []byte{192, 0, 2, 1}})}
 	quota := exprAttr(t, "quota", netlink.Attribute{Type: unix.NFTA_QUOTA_BYTES, Data: binary.BigEndian.AppendUint64(nil, 1)})
@@ -117,6 +117,14 @@ func TestDecodeElemCarries(t *testing.T) {
 			netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: counterAttr(t, 0, 0)},
 			netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_LIST_ELEM, Data: quota})}}, true, "expressions [counter quota]"},
 		{"object reference", []netlink.Attribute{{Type: unix.NFTA_SET_ELEM_OBJREF, Data: []byte("q\x00")}}, false, "attributes [9]"},
+		{"data", []netlink.Attribute{{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_DATA, Data: attrBytes(t, netlink.Attribute{Type: unix.NFTA_DATA_VALUE, Data: []byte{1}})}}, false, "data"},
+		{"verdict", []netlink.Attribute{{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_DATA, Data: attrBytes(t, netlink.Attribute{Type: unix.NLA_F_NESTED | unix.NFTA_DATA_VERDICT, Data: attrBytes(t,
+			netlink.Attribute{Type: unix.NFTA_VERDICT_CODE, Data: binary.BigEndian.AppendUint32(nil, 1)})})}}, false, "data"},
+		{"key end", []netlink.Attribute{{Type: unix.NLA_F_NESTED | nftables.NFTA_SET_ELEM_KEY_END, Data: attrBytes(t, netlink.Attribute{Type: unix.NFTA_DATA_VALUE, Data: []byte{192, 0, 2, 9}})}}, false, "a key end"},
+		{"interval end", []netlink.Attribute{{Type: unix.NFTA_SET_ELEM_FLAGS, Data: binary.BigEndian.AppendUint32(nil, unix.NFT_SET_ELEM_INTERVAL_END)}}, false, "an interval end"},
+		{"timeout", []netlink.Attribute{{Type: unix.NFTA_SET_ELEM_TIMEOUT, Data: binary.BigEndian.AppendUint64(nil, 1000)}}, false, "a timeout"},
+		{"timeout and quota", []netlink.Attribute{{Type: unix.NFTA_SET_ELEM_EXPIRATION, Data: binary.BigEndian.AppendUint64(nil, 1000)},
+			{Type: unix.NLA_F_NESTED | unix.NFTA_SET_ELEM_EXPR, Data: quota}}, false, "a timeout expressions [quota]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, ctr, carries, err := decodeElem(attrBytes(t, append([]netlink.Attribute{key}, tc.attrs...)...))

@@ -25,7 +25,7 @@ const nftElemCatchall = 0x2
 // most one counter (another expression, an object reference, an attribute
 // this package does not know) to what it carries: a quota or limit on an
 // element ends every rule that matches it once spent.
-func dumpElems(c *dumpConn, table, set string, hint int) (elems []nftables.SetElement, odd map[int]string, err error) {
+func dumpElems(c *dumpConn, table, set string, hint int) (elems []elem, odd map[int]string, err error) {
 	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{
 		{Type: unix.NFTA_SET_ELEM_LIST_TABLE, Data: []byte(table + "\x00")},
 		{Type: unix.NFTA_SET_ELEM_LIST_SET, Data: []byte(set + "\x00")},
@@ -34,7 +34,7 @@ func dumpElems(c *dumpConn, table, set string, hint int) (elems []nftables.SetEl
 		return nil, nil, err
 	}
 	hint = min(hint, 1<<16)
-	elems = make([]nftables.SetElement, 0, hint)
+	elems = make([]elem, 0, hint)
 	var counters []expr.Counter // one allocation for many; only used sets' elements have one
 	var keys []byte             // copies of the keys, likewise
 	err = dump(c, unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETSETELEM, append([]byte{unix.NFPROTO_INET, unix.NFNETLINK_V0, 0, 0}, attrs...), func(m []byte) error {
@@ -64,8 +64,6 @@ func dumpElems(c *dumpConn, table, set string, hint int) (elems []nftables.SetEl
 					keys = append(keys, e.Key...)
 					e.Key = keys[len(keys)-len(e.Key) : len(keys) : len(keys)]
 				}
-				e.KeyEnd = slices.Clone(e.KeyEnd)
-				e.Val = slices.Clone(e.Val)
 				if ctr != nil {
 					if len(counters) == cap(counters) {
 						counters = make([]expr.Counter, 0, max(256, hint-len(elems)))
@@ -159,33 +157,33 @@ func exprName(b []byte) string {
 
 // decodeElem decodes one element; its counter, if any, is returned apart so
 // the caller can place it without an allocation per element. carries says
-// what else the element holds, if anything: expressions other than one
-// counter, or attributes not decoded here.
-func decodeElem(b []byte) (e nftables.SetElement, ctr *expr.Counter, carries string, err error) {
-	var exprs []string
+// what else the element holds, if anything: data, a key end, an interval
+// end, a timeout, expressions other than one counter, or attributes not
+// decoded here.
+func decodeElem(b []byte) (e elem, ctr *expr.Counter, carries string, err error) {
+	var exprs, other []string
 	var unknown []uint16
 	for a := range attrsOf(b) {
 		switch a.typ {
 		case unix.NFTA_SET_ELEM_KEY:
 			e.Key = dataValue(a.data)
 		case nftables.NFTA_SET_ELEM_KEY_END:
-			e.KeyEnd = dataValue(a.data)
+			other = append(other, "a key end")
 		case unix.NFTA_SET_ELEM_DATA:
-			e.Val = dataValue(a.data)
-			if e.Val == nil {
-				e.Val = []byte{0} // a verdict or other non-value data: still data
-			}
+			other = append(other, "data") // a value, a verdict or anything else
 		case unix.NFTA_SET_ELEM_FLAGS:
 			if len(a.data) != 4 {
 				return e, nil, "", errors.New("bad flags attribute")
 			}
 			f := binary.BigEndian.Uint32(a.data)
-			e.IntervalEnd = f&unix.NFT_SET_ELEM_INTERVAL_END != 0
+			if f&unix.NFT_SET_ELEM_INTERVAL_END != 0 {
+				other = append(other, "an interval end")
+			}
 			if f&nftElemCatchall != 0 {
 				e.Key = nil // rendered as "a catch-all element"
 			}
 		case unix.NFTA_SET_ELEM_TIMEOUT, unix.NFTA_SET_ELEM_EXPIRATION:
-			e.Timeout = 1 // presence is what matters
+			other = append(other, "a timeout") // presence is what matters
 		case unix.NFTA_SET_ELEM_USERDATA, unix.NFTA_SET_ELEM_PAD:
 			// A comment, and padding: nothing the kernel acts on.
 		case unix.NFTA_SET_ELEM_EXPR:
@@ -204,8 +202,11 @@ func decodeElem(b []byte) (e nftables.SetElement, ctr *expr.Counter, carries str
 			unknown = append(unknown, a.typ)
 		}
 	}
+	if len(other) > 0 {
+		carries = strings.Join(slices.Compact(other), ", ")
+	}
 	if len(exprs) > 1 || (len(exprs) == 1 && ctr == nil) {
-		carries = fmt.Sprintf("expressions %v", exprs)
+		carries = strings.TrimSpace(fmt.Sprintf("%s expressions %v", carries, exprs))
 	}
 	if len(unknown) > 0 {
 		carries = strings.TrimSpace(fmt.Sprintf("%s attributes %v", carries, unknown))

@@ -90,9 +90,19 @@ type rule struct {
 	nft      *nftables.Rule // built rules only: what install sends
 }
 
+// elem is one set element as this package plans and reads it: a key and,
+// in a used set, the counter the rules' add gave it. Anything else a dumped
+// element carries (data, a key end, an interval end, a timeout, another
+// expression) is told in setElems.odd. Smaller than nftables.SetElement,
+// and two pointers: a 10,000-tuple read-back holds two slices of them.
+type elem struct {
+	Key     []byte
+	Counter *expr.Counter
+}
+
 type setElems struct {
 	set   *nftables.Set
-	elems []nftables.SetElement
+	elems []elem
 	// tuples[i] is the plan tuple elems[i] encodes (allow and icmp sets).
 	tuples []Tuple
 	// ports[i] is the served port elems[i] encodes (the serve set).
@@ -174,7 +184,7 @@ func build(p *Plan) *ruleset {
 		// (seen with 10,000 tuples). It also bounds the set: adding an
 		// element later fails (ENFILE) unless one is deleted first.
 		s.Size = uint32(len(keys))
-		se := &setElems{set: s, tuples: tuples, elems: make([]nftables.SetElement, len(keys))}
+		se := &setElems{set: s, tuples: tuples, elems: make([]elem, len(keys))}
 		for i, k := range keys {
 			se.elems[i].Key = k
 		}

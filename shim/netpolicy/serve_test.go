@@ -448,7 +448,7 @@ func TestCountersOfServe(t *testing.T) {
 		&nftables.CounterObj{Name: "served_spoofed", Packets: 2, Bytes: 84})
 	for _, s := range got.sets {
 		if s.set.Name == "serve_used" {
-			s.elems = []nftables.SetElement{
+			s.elems = []elem{
 				{Key: []byte{17, 0, 0, 0, 0, 53, 0, 0}, Counter: &expr.Counter{Packets: 10, Bytes: 1000}},
 				{Key: []byte{6, 0, 0, 0, 0x1f, 0x90, 0, 0}, Counter: &expr.Counter{Packets: 20, Bytes: 2000}},
 			}
