@@ -60,16 +60,19 @@ say "host command: gensee boundary run, the same boundary around a plain command
 ws=$demo/workspace
 # The workspace is opened as that account: it must be able to reach it.
 chmod 0711 "$demo"
-install -d -m 0777 "$ws" /run/gensee
+install -d -m 0777 "$ws"
+# Root reads the observation and the inference; nobody else writes there
+# (/run/gensee itself is the node analyzer's socket directory).
+install -d -m 0755 /run/gensee-demo
 hostcmd=(sh -c 'mkdir -p out && printf "{\"ok\":true}\n" > out/result.json')
-gensee observe --user nobody --workspace "$ws" -- "${hostcmd[@]}" >/run/gensee/observation.json
-gensee inference make --observation /run/gensee/observation.json --class build --confidence 9300 \
-	--key "$demo/keys/catalog-root-private-key.hex" --out /run/gensee/inference.signed.json
+gensee observe --user nobody --workspace "$ws" -- "${hostcmd[@]}" >/run/gensee-demo/observation.json
+gensee inference make --observation /run/gensee-demo/observation.json --class build --confidence 9300 \
+	--key "$demo/keys/catalog-root-private-key.hex" --out /run/gensee-demo/inference.signed.json
 set +e
 GENSEE_CONFIG=$demo/etc/config.toml gensee boundary run --user nobody \
 	--catalog "$demo/etc/catalog.signed.json" \
-	--observation /run/gensee/observation.json \
-	--inference /run/gensee/inference.signed.json \
+	--observation /run/gensee-demo/observation.json \
+	--inference /run/gensee-demo/inference.signed.json \
 	--workspace "$ws" \
 	--manifest /tmp/gensee-effect-manifest.json \
 	-- "${hostcmd[@]}"

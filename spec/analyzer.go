@@ -29,8 +29,10 @@ const (
 	MaxHistoryRefs = 16
 	// MaxAnalyzerAnswer bounds the answer the runtime reads.
 	MaxAnalyzerAnswer = 64 << 10
-	// MaxAnalyzerRequest bounds the request an analyzer reads.
-	MaxAnalyzerRequest = 1 << 20
+	// MaxAnalyzerRequest bounds the request an analyzer reads: twice the
+	// largest config.json the runtime reads (4 MiB), so a process's env
+	// and the names it left out (one per Service link) always fit.
+	MaxAnalyzerRequest = 8 << 20
 )
 
 // Doors of a request (AnalyzerRequest.Door).
@@ -151,14 +153,14 @@ func (c *Catalog) checkSelectorAnalyzer(p problems, a *SelectorAnalyzer) {
 }
 
 // checkVolatileNames validates an observation's volatile_env: sorted,
-// distinct variable names, none of them protected.
+// distinct variable names, none of them protected. It sets no bound of
+// its own: the list is what the selector's patterns matched in the
+// process's env, bounded by the document's size (a cap here would let
+// whoever adds Services to a namespace refuse every pod in it).
 func checkVolatileNames(p problems, names []string) {
-	if len(names) > maxVolatileNames {
-		p.addf("volatile_env", "has %d names; at most %d", len(names), maxVolatileNames)
-	}
 	for i, n := range names {
 		switch {
-		case n == "" || len(n) > 256 || strings.ContainsAny(n, "=\x00"):
+		case n == "" || strings.ContainsAny(n, "=\x00"):
 			p.addf(joinIndex("volatile_env", i), "%q is not an environment variable name", truncate(n, 80))
 		case ProtectedEnv(n):
 			p.addf(joinIndex("volatile_env", i), "%q is never left out of a command digest", n)
@@ -167,9 +169,6 @@ func checkVolatileNames(p problems, names []string) {
 		}
 	}
 }
-
-// maxVolatileNames bounds the names an observation records as left out.
-const maxVolatileNames = 4096
 
 // Validate checks an analyzer rule set: schema, analyzer id, version,
 // validity window, and each rule.

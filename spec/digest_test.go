@@ -103,3 +103,21 @@ func TestCommandDigest(t *testing.T) {
 		t.Fatal("different commands share a digest")
 	}
 }
+
+// A command with a byte that is not UTF-8 has no digest: JSON would make
+// it U+FFFD and so collide with the command that names U+FFFD itself.
+func TestCommandDigestRefusesInvalidUTF8(t *testing.T) {
+	good, err := Command{Args: []string{"cat", "/data/\ufffd"}}.Digest()
+	if err != nil || good == "" {
+		t.Fatalf("valid command: %q, %v", good, err)
+	}
+	for _, c := range []Command{
+		{Args: []string{"cat", "/data/\xff"}},
+		{Args: []string{"true"}, Env: []string{"X=\xfe"}},
+		{Args: []string{"true"}, Cwd: "/w\xff"},
+	} {
+		if d, err := c.Digest(); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Digest(%q) = %q, %v; want ErrMalformed", c, d, err)
+		}
+	}
+}

@@ -265,7 +265,7 @@ func (s *service) admit(ctx context.Context, load *catalogLoad, store record.Sto
 	}
 	if adm.pending == nil && adm.decision.ObservationDigest == "" {
 		adm.close()
-		return nil, fmt.Errorf("digest observation: the observation admitted under %q is incomplete", adm.decision.ContractID)
+		return nil, refuse("observation", "the observation admitted under %q is incomplete; check the image's entrypoint and the selector's volatile_env", adm.decision.ContractID)
 	}
 	return adm, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/containerd/log"
@@ -55,11 +56,15 @@ func (a *Analyzer) Serve(ctx context.Context, socket string) (retErr error) {
 	return fmt.Errorf("serve %s: %w", socket, err)
 }
 
-// listen makes the socket's directory (0700) if missing, removes a stale
-// socket, listens, and makes the socket 0600.
+// listen makes the socket's directory (0700) if missing, checks no other
+// user can bind in it, removes a stale socket, listens, and makes the
+// socket 0600.
 func listen(socket string) (_ *net.UnixListener, retErr error) {
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if err := checkSocketDir(filepath.Dir(socket)); err != nil {
+		return nil, err
 	}
 	if st, err := os.Lstat(socket); err == nil {
 		if st.Mode().Type() != fs.ModeSocket {
@@ -87,4 +92,27 @@ func listen(socket string) (_ *net.UnixListener, retErr error) {
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
 	return l, nil
+}
+
+// checkSocketDir refuses a socket directory another user could bind the
+// endpoint in before the analyzer (the runtime would refuse that socket's
+// peer, so every consult would fail): it must be a directory, not a
+// symlink, owned by this process's user, and not writable by group or
+// others.
+func checkSocketDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.IsDir():
+		return fmt.Errorf("socket directory %s is a %s, not a directory; pick another --listen", dir, st.Mode().Type())
+	case !ok || int(sys.Uid) != os.Geteuid():
+		return fmt.Errorf("socket directory %s is not owned by uid %d; chown it or pick another --listen", dir, os.Geteuid())
+	case st.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("socket directory %s is writable by group or others (mode %04o): another user could bind the endpoint first; chmod go-w %s or pick another --listen",
+			dir, st.Mode().Perm(), dir)
+	}
+	return nil
 }

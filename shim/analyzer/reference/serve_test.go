@@ -191,3 +191,26 @@ func FuzzInfer(f *testing.F) {
 		}
 	})
 }
+
+// A socket directory another user may write in is refused: a squatter
+// could bind the endpoint before the analyzer.
+func TestListenRefusesWritableDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := listen(filepath.Join(dir, "a.sock")); err == nil {
+		l.Close()
+		t.Fatal("listen in a 0777 directory succeeded")
+	} else if !strings.Contains(err.Error(), "writable by group or others") {
+		t.Fatalf("listen in a 0777 directory: %v; want the directory named as writable", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := listen(filepath.Join(dir, "a.sock"))
+	if err != nil {
+		t.Fatalf("listen in a 0755 directory: %v", err)
+	}
+	l.Close()
+}
