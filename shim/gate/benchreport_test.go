@@ -62,7 +62,8 @@ func benchP3(t testing.TB) {
 }
 
 // report3 prints P3: medians, and the ratio round by round (each round's
-// anchor over its own gate) as min / median / max.
+// anchor over its own gate, which holds when the machine's speed drifts
+// between rounds) as median, min and max.
 func report3(size int64, gate, raw, direct, discard []time.Duration) {
 	ratios := make([]time.Duration, len(gate)) // in thousandths, for median
 	for i := range gate {
@@ -72,8 +73,8 @@ func report3(size int64, gate, raw, direct, discard []time.Duration) {
 	rate := func(ds []time.Duration) float64 { return mib / median(ds).Seconds() }
 	g, r, w, d := rate(gate), rate(raw), rate(direct), rate(discard)
 	lo, hi := slices.Min(ratios), slices.Max(ratios)
-	fmt.Printf("P3 gate 1GiB blob incl. staged write: %.0f MiB/s vs anchor %.0f MiB/s (slower of sha256 %.0f MiB/s and direct write %.0f MiB/s), ratio %.2f (per round min %.2f median %.2f max %.2f; %d alternating rounds, target >= 0.90; load average %s)\n",
-		g, min(r, w), r, w, g/min(r, w), float64(lo)/1000, float64(median(ratios))/1000, float64(hi)/1000, len(gate), loadavg())
+	fmt.Printf("P3 gate 1GiB blob incl. staged write: %.0f MiB/s vs anchor %.0f MiB/s (slower of sha256 %.0f MiB/s and direct write %.0f MiB/s), ratio %.2f (median of the rounds' own ratios, min %.2f max %.2f; of the medians %.2f; %d alternating rounds, target >= 0.90; load average %s)\n",
+		g, min(r, w), r, w, float64(median(ratios))/1000, float64(lo)/1000, float64(hi)/1000, g/min(r, w), len(gate), loadavg())
 	fmt.Printf("P3 detail: the gate's hash pipeline with the staged write discarded: %.0f MiB/s (ratio %.2f to sha256): the rest is the O_DIRECT write of the staged copy\n", d, d/r)
 }
 
