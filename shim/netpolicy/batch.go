@@ -19,6 +19,9 @@ import (
 // was about a sixth of P2. The library still encodes everything but the
 // elements: it queues its messages on a Conn dialed with WithTestDial,
 // which hands them here on Flush instead of sending them (libraryMsgs).
+// That option is meant for tests; a library upgrade that changed what it
+// hands over fails TestBatchElementsMatchLibrary or the root tests (every
+// install is read back, TestRootNftScriptMatchesPlan compares with nft).
 
 // libraryMsgs returns the messages add queues on a google/nftables Conn,
 // as the library encodes them, unsent.
@@ -192,10 +195,13 @@ func installBatch(rs *ruleset) (*batchBuf, error) {
 	return w, nil
 }
 
-// sendBatch writes batch w on d's socket, then a generation request: the
-// kernel answers every message of a batch before it reads the next request,
-// so every error the batch caused arrives before that answer. It returns
-// the first error the kernel reported, as its errno.
+// sendBatch writes batch w on d's socket, then a generation request, and
+// returns the first error the kernel reported, as its errno. The messages
+// carry no NLM_F_ACK: nfnetlink reports a refused message whether or not it
+// asked for an ack, and runs the whole batch (commit or abort) within the
+// write that sent it, so every answer the batch caused is queued before the
+// generation request's. Success is only the kernel's word: Apply reads the
+// table back.
 func sendBatch(d *dumpConn, w *batchBuf) error {
 	rc, err := d.c.SyscallConn()
 	if err != nil {
