@@ -85,9 +85,9 @@ func forceSndbuf(c *netlink.Conn, n int) error {
 }
 
 // maxElemsPerMsg bounds the elements in one NEWSETELEM message: the element
-// list is one netlink attribute whose length is a u16, and mdlayher/netlink
-// silently truncates longer ones (upstream #303). 1024 IPv6 tuples take
-// about 37 KiB.
+// list is one netlink attribute whose length is a u16, which neither
+// mdlayher/netlink (upstream #303) nor batchBuf checks. 1024 IPv6 tuples
+// take about 37 KiB.
 const maxElemsPerMsg = 1024
 
 // batchBytes estimates the batch size, to allocate its buffer once: per
