@@ -60,7 +60,8 @@ type AnalyzerRequest struct {
 	// (io.kubernetes.cri.image-name); empty elsewhere.
 	Image string `json:"image,omitempty"`
 	// History names up to MaxHistoryRefs earlier manifests of the same
-	// executable, newest first.
+	// observation digest admitted under this analyzer's inferences: the
+	// unclean ones first, each group newest first (shim/record History).
 	History []HistoryRef `json:"history,omitempty"`
 }
 
@@ -93,10 +94,14 @@ type AnalyzerRules struct {
 }
 
 // AnalyzerRule gives Class at ConfidenceBP to an observation that matches
-// every set field: one of ExecutableSHA256, Argv (one pattern per
-// argument: "*" any, "x*" a prefix, else exact; "**" as the last pattern
-// matches any remaining arguments), one of Image. A rule needs an
-// executable set or argv: Image alone is not bound by the observation.
+// every set field: one of ExecutableSHA256 (required: a rule is about
+// code the operator hashed, never about whatever binary a caller names),
+// narrowed by Argv (one pattern per argument: "*" any, "x*" a prefix,
+// else exact; "**" as the last pattern matches any remaining arguments),
+// one of Image, and Env: exact "NAME=value" entries the command's
+// environment must contain. A command whose environment sets a name
+// ProtectedEnv protects (other than PATH) matches only a rule whose Env
+// pins that exact entry.
 type AnalyzerRule struct {
 	ID               string   `json:"id"`
 	Class            string   `json:"class"`
@@ -104,13 +109,17 @@ type AnalyzerRule struct {
 	ExecutableSHA256 []string `json:"executable_sha256,omitempty"`
 	Argv             []string `json:"argv,omitempty"`
 	Image            []string `json:"image,omitempty"`
+	Env              []string `json:"env,omitempty"`
 }
 
+// maxRuleEnv bounds a rule's env entries.
+const maxRuleEnv = 64
+
 // HistoryPolicy is how much earlier clean runs raise a rule's confidence:
-// PerRunBP for each earlier operation of the same observation's
-// executable admitted under the same class that ended clean (no denied
-// attempt, no finding, gate not failed), at most MaxBP in all; one unclean
-// run under the class withholds the class.
+// PerRunBP for each earlier operation of the same observation digest
+// admitted under the same class by this analyzer's inference that ended
+// clean (Manifest.HistoryVerdict), at most MaxBP in all; one unclean run
+// under the class withholds the class for as long as its record is kept.
 type HistoryPolicy struct {
 	PerRunBP int `json:"per_run_bp"`
 	MaxBP    int `json:"max_bp"`
@@ -186,26 +195,46 @@ func (r *AnalyzerRules) Validate() error {
 		checkEntryID(rp, "rule id", "rules", i, rule.ID, ids)
 		checkID(rp, "class", "class", rule.Class)
 		checkBP(rp, "confidence_bp", rule.ConfidenceBP)
-		if len(rule.ExecutableSHA256) == 0 && len(rule.Argv) == 0 {
-			rp.add("", "needs executable_sha256 or argv: image alone is not bound by the observation")
-		}
-		checkUnique(rp, "executable_sha256", rule.ExecutableSHA256, func(ep problems, s string) { checkHex64(ep, "", "executable_sha256", s) })
-		for j, a := range rule.Argv {
-			if a == "**" && j != len(rule.Argv)-1 {
-				rp.add(joinIndex("argv", j), "\"**\" may only be the last pattern")
-			}
-		}
-		checkUnique(rp, "image", rule.Image, func(ip problems, s string) {
-			if !printable(s) || len(s) > 512 {
-				ip.addf("", "%q must be 1-512 printable characters without spaces", truncate(s, 80))
-			}
-		})
+		rule.check(rp)
 	}
 	if h := r.History; h != nil {
 		checkBP(p, "history.per_run_bp", h.PerRunBP)
 		checkBP(p, "history.max_bp", h.MaxBP)
 	}
 	return p.err()
+}
+
+// check validates a rule's match fields: an executable set (argv, image
+// and env only narrow it), argv patterns, images, env entries.
+func (rule *AnalyzerRule) check(rp problems) {
+	if len(rule.ExecutableSHA256) == 0 {
+		rp.add("executable_sha256", "is required: a rule classes executables the operator hashed (argv, image and env only narrow it); argv or an image alone is met by any binary a caller names")
+	}
+	checkUnique(rp, "executable_sha256", rule.ExecutableSHA256, func(ep problems, s string) { checkHex64(ep, "", "executable_sha256", s) })
+	for j, a := range rule.Argv {
+		if a == "**" && j != len(rule.Argv)-1 {
+			rp.add(joinIndex("argv", j), "\"**\" may only be the last pattern")
+		}
+	}
+	checkUnique(rp, "image", rule.Image, func(ip problems, s string) {
+		if !printable(s) || len(s) > 512 {
+			ip.addf("", "%q must be 1-512 printable characters without spaces", truncate(s, 80))
+		}
+	})
+	if len(rule.Env) > maxRuleEnv {
+		rp.addf("env", "has %d entries; at most %d", len(rule.Env), maxRuleEnv)
+	}
+	names := map[string]bool{}
+	for j, e := range rule.Env {
+		name, _, ok := strings.Cut(e, "=")
+		switch {
+		case !ok || !validEnvName(name) || len(e) > 4096 || strings.ContainsRune(e, 0):
+			rp.addf(joinIndex("env", j), "%q is not a NAME=value entry (a portable name, at most 4096 bytes, no NUL)", truncate(name, 80))
+		case names[name]:
+			rp.addf(joinIndex("env", j), "names %s again: a command's entry has one value", name)
+		}
+		names[name] = true
+	}
 }
 
 // MatchArgv reports whether args match the rule's argv patterns.

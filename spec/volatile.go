@@ -15,23 +15,140 @@ import (
 //
 // Some names are never left out, whatever a selector lists: PATH (it picks
 // the executable), every LD_* (the dynamic loader's), and the variables
-// ProtectedEnv lists, which make a loader, libc, shell or interpreter load
-// or run other code. Validation refuses an entry that names one; a pattern
-// that would also match one leaves it in.
+// ProtectedEnv lists, which make a loader, libc, shell, interpreter or
+// tool load or run other code. Validation refuses an entry that names
+// one; a pattern that would also match one leaves it in.
 
 // maxVolatileEntries bounds a selector's volatile_env list.
 const maxVolatileEntries = 64
 
 // protectedEnv are names no volatile_env entry leaves out of the command
-// digest; protectedPrefixes are prefixes of such names.
+// digest, and (PATH aside) that the reference analyzer classes only when
+// a rule pins their exact entry: each makes a loader, libc, shell, interpreter or tool
+// load or run code other than the executable's own, or picks the program
+// it runs. protectedPrefixes are prefixes of such names. Both are sorted
+// (TestProtectedEnvSorted).
 var (
 	protectedEnv = []string{
-		"PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "IFS", "PS4", "CDPATH", "GLOBIGNORE", "PROMPT_COMMAND",
-		"GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZDIR",
-		"PERLLIB", "RUBYLIB", "RUBYOPT", "NODE_OPTIONS", "NODE_PATH", "CLASSPATH",
-		"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GODEBUG", "GOFLAGS",
+		"BASHOPTS",               // bash: shell options at start
+		"BASH_ENV",               // bash: a file sourced by a non-interactive shell
+		"BUNDLE_APP_CONFIG",      // bundler: its config directory
+		"BUNDLE_GEMFILE",         // bundler: the Gemfile (Ruby code) it loads
+		"BUNDLE_PATH",            // bundler: where gems are loaded from
+		"CC",                     // go, make, cgo: the C compiler run
+		"CDPATH",                 // shells: where cd resolves
+		"CLASSPATH",              // java: where classes are loaded from
+		"COMPILER_PATH",          // gcc: where its subprograms are found
+		"CXX",                    // go, make, cgo: the C++ compiler run
+		"DOTNET_ADDITIONAL_DEPS", // .NET: extra assemblies
+		"DOTNET_ROOT",            // .NET: the runtime loaded
+		"DOTNET_STARTUP_HOOKS",   // .NET: assemblies run before Main
+		"EDITOR",                 // git, others: a command run
+		"ELIXIR_ERL_OPTIONS",     // elixir: erl flags
+		"ENV",                    // sh: a file sourced by an interactive shell
+		"ERL_AFLAGS",             // erl: emulator flags (-eval, -pa)
+		"ERL_FLAGS",              // erl: emulator flags
+		"ERL_LIBS",               // erl: where applications are loaded from
+		"ERL_ZFLAGS",             // erl: emulator flags
+		"GCC_EXEC_PREFIX",        // gcc: where its subprograms are found
+		"GCONV_PATH",             // glibc: iconv modules loaded
+		"GEMRC",                  // rubygems: its config
+		"GEM_HOME",               // rubygems: where gems are loaded from
+		"GEM_PATH",               // rubygems: where gems are loaded from
+		"GIT_ALLOW_PROTOCOL",     // git: lets ext:: run commands
+		"GIT_ASKPASS",            // git: a program run for credentials
+		"GIT_COMMON_DIR",         // git: a repository whose config runs commands
+		"GIT_DIR",                // git: a repository whose config runs commands
+		"GIT_EDITOR",             // git: a command run
+		"GIT_EXEC_PATH",          // git: where its subcommands are found
+		"GIT_EXTERNAL_DIFF",      // git: a command run
+		"GIT_PAGER",              // git: a command run
+		"GIT_PROXY_COMMAND",      // git: a command run
+		"GIT_SEQUENCE_EDITOR",    // git: a command run
+		"GIT_SSH",                // git: the ssh program run
+		"GIT_SSH_COMMAND",        // git: the ssh command run
+		"GIT_TEMPLATE_DIR",       // git: hooks copied into new repositories
+		"GLIBC_TUNABLES",         // glibc: allocator and loader tunables
+		"GLOBIGNORE",             // bash: globbing
+		"GNUMAKEFLAGS",           // make: flags and variables
+		"GOCACHEPROG",            // go: a program run as the build cache
+		"GODEBUG",                // go: runtime behaviour
+		"GOENV",                  // go: a file of go env settings (GOFLAGS, GOTOOLCHAIN)
+		"GOFLAGS",                // go: flags such as -toolexec
+		"GOINSECURE",             // go: modules fetched without verification
+		"GONOSUMCHECK",           // go: modules not checked against the sum db
+		"GONOSUMDB",              // go: modules not checked against the sum db
+		"GOPRIVATE",              // go: modules not checked against the sum db
+		"GOROOT",                 // go: the toolchain run
+		"GOSUMDB",                // go: the checksum database (off: none)
+		"GOTOOLCHAIN",            // go: another toolchain downloaded and run
+		"GRADLE_OPTS",            // gradle: JVM flags
+		"HOSTALIASES",            // glibc: host name aliases
+		"IFS",                    // shells: word splitting
+		"JAVA_HOME",              // java launchers (mvn, gradle): the JVM run
+		"JAVA_OPTS",              // java launchers: JVM flags (-javaagent)
+		"JAVA_TOOL_OPTIONS",      // java: JVM flags (-javaagent)
+		"JDK_JAVA_OPTIONS",       // java: JVM flags
+		"LESSCLOSE",              // less: a command run
+		"LESSOPEN",               // less: an input preprocessor run
+		"LOCALDOMAIN",            // glibc: resolver search domains
+		"LOCPATH",                // glibc: locale data loaded
+		"MAKEFILES",              // make: makefiles read first
+		"MAKEFLAGS",              // make: flags and variables (SHELL)
+		"MAVEN_OPTS",             // maven: JVM flags
+		"NLSPATH",                // libc: message catalogs loaded
+		"OPENSSL_CONF",           // openssl: config that loads engines and providers
+		"OPENSSL_ENGINES",        // openssl: where engines are loaded from
+		"OPENSSL_MODULES",        // openssl: where providers are loaded from
+		"PAGER",                  // many tools: a command run
+		"PATH",                   // exec: which program a name runs
+		"PERLLIB",                // perl: where modules are loaded from
+		"PHPRC",                  // php: the php.ini (auto_prepend_file, extensions)
+		"PHP_INI_SCAN_DIR",       // php: more ini files
+		"PIP_CONFIG_FILE",        // pip: its config
+		"PIP_EXTRA_INDEX_URL",    // pip: where packages are fetched
+		"PIP_FIND_LINKS",         // pip: where packages are fetched
+		"PIP_INDEX_URL",          // pip: where packages are fetched
+		"PKG_CONFIG_LIBDIR",      // pkg-config: .pc files (compiler and linker flags)
+		"PKG_CONFIG_PATH",        // pkg-config: .pc files (compiler and linker flags)
+		"PROMPT_COMMAND",         // bash: a command run
+		"PS4",                    // bash: expanded (runs substitutions) under -x
+		"RES_OPTIONS",            // glibc: resolver options
+		"RUBYLIB",                // ruby: where libraries are loaded from
+		"RUBYOPT",                // ruby: flags (-r loads a library)
+		"RUSTDOC",                // cargo: the rustdoc run
+		"RUSTFLAGS",              // cargo: rustc flags (-C linker)
+		"SHELLOPTS",              // bash: shell options at start
+		"SSH_ASKPASS",            // ssh: a program run for passphrases
+		"TCLLIBPATH",             // tcl: where packages are loaded from
+		"TZDIR",                  // glibc: time zone data loaded
+		"VISUAL",                 // many tools: a command run
+		"ZDOTDIR",                // zsh: where its startup files are
+		"_JAVA_OPTIONS",          // java: JVM flags
 	}
-	protectedPrefixes = []string{"LD_", "PYTHON", "PERL5", "MALLOC_", "BASH_FUNC_"}
+	protectedPrefixes = []string{
+		"BASH_FUNC_",        // bash: exported functions
+		"CARGO_BUILD_",      // cargo: build config (rustc, rustc-wrapper)
+		"CARGO_HOME",        // cargo: its config and registry
+		"CARGO_REGISTRIES_", // cargo: where crates are fetched
+		"CARGO_SOURCE_",     // cargo: source replacement
+		"CARGO_TARGET_",     // cargo: per-target linker and runner
+		"CGO_",              // cgo: compiler and linker flags
+		"CORECLR_",          // .NET: a profiler library loaded
+		"GIT_CONFIG",        // git: config (GIT_CONFIG_GLOBAL, _COUNT, _KEY_n, _PARAMETERS)
+		"LD_",               // the dynamic loader
+		"LUA_",              // lua: LUA_INIT (code run), LUA_PATH, LUA_CPATH
+		"MALLOC_",           // glibc: allocator
+		"NODE_",             // node: NODE_OPTIONS (--require), NODE_PATH, ...
+		"NPM_CONFIG_",       // npm: config (script-shell, node-options)
+		"PERL5",             // perl: PERL5LIB, PERL5OPT (-M loads a module)
+		"PYTHON",            // python: PYTHONPATH, PYTHONSTARTUP, PYTHONHOME
+		"RUSTC",             // cargo: RUSTC, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER
+		"R_ENVIRON",         // R: a file of variables (R_PROFILE)
+		"R_LIBS",            // R: where packages are loaded from
+		"R_PROFILE",         // R: R code run at start
+		"npm_config_",       // npm: config (script-shell, node-options)
+	}
 )
 
 // ProtectedEnv reports whether name is never left out of a command digest.

@@ -20,7 +20,7 @@ import (
 func Asker(ctx context.Context, door string, store record.Store, image string) admission.Asker {
 	c := analyzer.NewClient()
 	return func(sel *spec.Selector, obs spec.Observation, digest string, cmd spec.Command) ([]byte, spec.AnalyzerConsult) {
-		req := AnalyzerRequest(door, sel, obs, digest, cmd, image, history(ctx, store, obs.CommandDigest))
+		req := AnalyzerRequest(door, sel, obs, digest, cmd, image, history(ctx, store, digest, sel.Analyzer.ID))
 		if err := req.Validate(); err != nil {
 			return nil, spec.AnalyzerConsult{Outcome: spec.ConsultMalformed, Detail: analyzer.Printable("not asked: the request is invalid: "+err.Error(), 240)}
 		}
@@ -45,15 +45,16 @@ func AnalyzerRequest(door string, sel *spec.Selector, obs spec.Observation, dige
 }
 
 // history names up to spec.MaxHistoryRefs earlier manifests of the
-// command digest, newest first; none when the records have none or cannot
-// be read (logged: the consult goes on without them).
-func history(ctx context.Context, store record.Store, commandDigest string) []spec.HistoryRef {
+// observation digest admitted under analyzer's inferences, the unclean
+// ones first (record.Store.History); none when the records have none or
+// cannot be read (logged: the consult goes on without them).
+func history(ctx context.Context, store record.Store, digest, analyzer string) []spec.HistoryRef {
 	if store.Dir == "" {
 		return nil
 	}
-	refs, err := store.History(commandDigest, spec.MaxHistoryRefs)
+	refs, err := store.History(digest, analyzer, spec.MaxHistoryRefs)
 	if err != nil {
-		log.G(ctx).WithError(err).Warn("read the command's manifest history for the analyzer")
+		log.G(ctx).WithError(err).Warn("read the observation's manifest history for the analyzer")
 	}
 	return refs
 }

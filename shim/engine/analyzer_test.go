@@ -18,10 +18,24 @@ import (
 
 // TestAskerRequest: a door's Asker tells the analyzer the stable
 // observation, the command (never null lists), the door, the image and
-// the newest manifests RecordStore indexed for the command digest.
+// the newest manifests RecordStore indexed for the observation digest
+// under the analyzer's inferences (not a safe_default run, not another
+// analyzer's).
 func TestAskerRequest(t *testing.T) {
 	st := record.Store{Dir: t.TempDir()}
 	cmdDigest := "sha256:" + strings.Repeat("c", 64)
+	obs := spec.Observation{Schema: spec.SchemaObservation, ExecutableSHA256: strings.Repeat("e", 64), CommandDigest: cmdDigest, VolatileEnv: []string{"HOSTNAME"}}
+	digest, _ := obs.Digest()
+	for _, in := range []spec.InferenceSummary{{SafeDefault: true, Class: "build", Analyzer: "ref-analyzer"}, {Class: "build", Analyzer: "other-analyzer"}} {
+		id, _ := record.NewOperationID()
+		if _, err := st.CreateOperation(id, "builds", "job-"+id[:6]); err != nil {
+			t.Fatal(err)
+		}
+		m := &spec.Manifest{Schema: spec.SchemaManifest, OperationID: id, CommandDigest: cmdDigest, ObservationDigest: digest, Inference: in}
+		if err := (RecordStore{Store: st, ID: id}).WriteManifest(m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var ids []string
 	var sums []string
 	for range 3 {
@@ -29,7 +43,8 @@ func TestAskerRequest(t *testing.T) {
 		if _, err := st.CreateOperation(id, "builds", "job-"+id[:6]); err != nil {
 			t.Fatal(err)
 		}
-		m := &spec.Manifest{Schema: spec.SchemaManifest, OperationID: id, CommandDigest: cmdDigest}
+		m := &spec.Manifest{Schema: spec.SchemaManifest, OperationID: id, CommandDigest: cmdDigest, ObservationDigest: digest,
+			Inference: spec.InferenceSummary{Analyzer: "ref-analyzer", Class: "build"}}
 		if err := (RecordStore{Store: st, ID: id}).WriteManifest(m); err != nil {
 			t.Fatal(err)
 		}
@@ -60,8 +75,6 @@ func TestAskerRequest(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 
 	sel := &spec.Selector{ID: "pods", Analyzer: &spec.SelectorAnalyzer{ID: "ref-analyzer", Endpoint: sock, Timeout: "2s"}}
-	obs := spec.Observation{Schema: spec.SchemaObservation, ExecutableSHA256: strings.Repeat("e", 64), CommandDigest: cmdDigest, VolatileEnv: []string{"HOSTNAME"}}
-	digest, _ := obs.Digest()
 	ask := Asker(context.Background(), spec.DoorShim, st, "docker.io/library/busybox:1.36")
 	env, con := ask(sel, obs, digest, spec.Command{Args: []string{"sh"}, Cwd: "/"})
 	if env != nil || con.Outcome != spec.ConsultNoClass || con.History != 3 {
@@ -88,7 +101,8 @@ func TestRecordStoreIndexFailure(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(st.Dir, "history"), nil, 0o600); err != nil { // a file where the dir goes
 		t.Fatal(err)
 	}
-	m := &spec.Manifest{Schema: spec.SchemaManifest, OperationID: id, CommandDigest: "sha256:" + strings.Repeat("c", 64)}
+	m := &spec.Manifest{Schema: spec.SchemaManifest, OperationID: id, CommandDigest: "sha256:" + strings.Repeat("c", 64),
+		ObservationDigest: "sha256:" + strings.Repeat("d", 64), Inference: spec.InferenceSummary{Analyzer: "ref-analyzer", Class: "build"}}
 	if err := (RecordStore{Store: st, ID: id}).WriteManifest(m); err != nil {
 		t.Fatalf("a failure to index failed the manifest: %v", err)
 	}

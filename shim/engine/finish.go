@@ -262,8 +262,9 @@ func (p *Finish) writeManifest(x Facts, last []spec.Event) (*spec.Manifest, erro
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // RecordStore writes the manifest into the operation's records, fsynced
-// (record.Store.WriteJSONBytes), and indexes it by its command digest for
-// the analyzer's history (record.Store.AppendHistory).
+// (record.Store.WriteJSONBytes), and indexes a run an inference admitted
+// by its observation digest for the analyzer's history
+// (record.Store.AppendHistory).
 type RecordStore struct {
 	Store record.Store
 	ID    string
@@ -274,15 +275,15 @@ type RecordStore struct {
 // returned: the index is a hint to analyzers, the manifest the record.
 func (s RecordStore) WriteManifest(m *spec.Manifest) error {
 	b, err := s.Store.WriteJSONBytes(s.ID, record.ManifestFile, m)
-	if err != nil || m.CommandDigest == "" {
+	if err != nil || m.ObservationDigest == "" || m.HistoryClass() == "" {
 		return err
 	}
-	if err := s.Store.AppendHistory(m.CommandDigest, s.ID, b); err != nil {
+	if err := s.Store.AppendHistory(s.ID, m, b); err != nil {
 		l := s.Log
 		if l == nil {
 			l = log.L
 		}
-		l.WithError(err).Warn("index the manifest by its command digest")
+		l.WithError(err).Warn("index the manifest by its observation digest")
 	}
 	return nil
 }

@@ -10,56 +10,85 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/spec"
 )
 
-// The history index names, per command digest, the operations whose
+// The history index names, per observation digest (the stable one the
+// manifest records), the operations admitted under an inference whose
 // manifest was written with it: <state>/history/<hex>.jsonl, one
-// spec.HistoryRef a line, oldest first. The runtime names the newest of
-// them to a node analyzer (spec.AnalyzerRequest.History), which reads the
-// manifests themselves and checks their sha256.
+// HistoryLine a line, oldest first. The runtime names them to a node
+// analyzer (spec.AnalyzerRequest.History), which reads the manifests
+// themselves, checks their sha256 and judges them again.
+//
+// The index keeps what withholds a class: over HistoryKeep lines it drops
+// a line naming a removed operation first, then the oldest clean or
+// uncertain one, and the oldest unclean one only when every line is
+// unclean. So an unclean run is named for as long as its record is kept;
+// removing the operation (gensee prune, retention) is what clears it.
 //
 // The index is a hint, not a record: its lines are appended and rewritten
 // without fsync (a crash of the machine may lose the last ones; the
-// manifests stay durable), a failure to index never fails the manifest,
-// and an operation retention removed leaves a line naming nothing until
-// it ages out.
+// manifests stay durable), and a failure to index never fails the
+// manifest.
 const (
 	historyDir = "history"
-	// HistoryKeep bounds the lines of one command's history.
+	// HistoryKeep bounds the lines of one observation's history.
 	HistoryKeep = 64
 	// maxHistoryBytes bounds the history file read; HistoryKeep lines
-	// take about 8 KiB.
+	// take about 13 KiB.
 	maxHistoryBytes = 64 << 10
 )
 
-// historyPath is the history file of command digest "sha256:<hex>".
-func (s Store) historyPath(commandDigest string) (string, error) {
-	h, ok := strings.CutPrefix(commandDigest, "sha256:")
+// HistoryLine is one line of the history index: the operation, the
+// sha256 of its manifest's bytes, the analyzer whose inference admitted
+// it, the class (spec.Manifest.HistoryClass) and how it ended
+// (spec.Manifest.HistoryVerdict).
+type HistoryLine struct {
+	OperationID    string              `json:"operation_id"`
+	ManifestSHA256 string              `json:"manifest_sha256"`
+	Analyzer       string              `json:"analyzer"`
+	Class          string              `json:"class"`
+	Verdict        spec.HistoryVerdict `json:"verdict"`
+}
+
+// group is what an unclean line withholds: its analyzer's class.
+func (h HistoryLine) group() string { return h.Analyzer + "\x00" + h.Class }
+
+// historyPath is the history file of observation digest "sha256:<hex>".
+func (s Store) historyPath(digest string) (string, error) {
+	h, ok := strings.CutPrefix(digest, "sha256:")
 	if !ok || !isHex64(h) {
-		return "", fmt.Errorf("command digest %q is not sha256:<64 hex>", commandDigest)
+		return "", fmt.Errorf("observation digest %q is not sha256:<64 hex>", digest)
 	}
 	return filepath.Join(s.Dir, historyDir, h+".jsonl"), nil
 }
 
-// AppendHistory indexes manifest (the exact bytes written as operation
-// id's manifest.json) under its command digest, keeping the newest
-// HistoryKeep lines: over that, the file is rewritten atomically. Writers
-// of the same digest (several shims) hold the file's flock, as the
-// refusals log's do (AppendRefusal).
-func (s Store) AppendHistory(commandDigest, id string, manifest []byte) error {
+// AppendHistory indexes m, whose exact bytes were written as operation
+// id's manifest.json, under its observation digest with its verdict. A run
+// not admitted by an inference (m.HistoryClass() is "") is not indexed.
+// Over HistoryKeep lines the file is rewritten atomically (see the
+// package's history comment for what is dropped). Writers of the same
+// digest (several shims) hold the file's flock, as the refusals log's do
+// (AppendRefusal).
+func (s Store) AppendHistory(id string, m *spec.Manifest, manifest []byte) error {
+	if m.HistoryClass() == "" {
+		return nil
+	}
 	if !ValidOperationID(id) {
 		return fmt.Errorf("index manifest: operation id %q is malformed", id)
 	}
-	p, err := s.historyPath(commandDigest)
+	p, err := s.historyPath(m.ObservationDigest)
 	if err != nil {
 		return fmt.Errorf("index manifest: %w", err)
 	}
 	sum := sha256.Sum256(manifest)
-	line, err := json.Marshal(spec.HistoryRef{OperationID: id, ManifestSHA256: hex.EncodeToString(sum[:])})
+	verdict, _ := m.HistoryVerdict()
+	line, err := json.Marshal(HistoryLine{OperationID: id, ManifestSHA256: hex.EncodeToString(sum[:]),
+		Analyzer: m.Inference.Analyzer, Class: m.HistoryClass(), Verdict: verdict})
 	if err != nil {
 		return fmt.Errorf("index manifest: %w", err)
 	}
@@ -74,7 +103,7 @@ func (s Store) AppendHistory(commandDigest, id string, manifest []byte) error {
 		if err != nil {
 			return err
 		}
-		err = appendLocked(f, p, append(line, '\n'))
+		err = s.appendLocked(f, p, append(line, '\n'))
 		f.Close() // releases the lock, after a rewrite's rename
 		return err
 	}
@@ -82,9 +111,9 @@ func (s Store) AppendHistory(commandDigest, id string, manifest []byte) error {
 }
 
 // appendLocked appends line to the locked history file f at p, or
-// rewrites p with the newest lines when f is full, over its bound or
-// holds a torn line.
-func appendLocked(f *os.File, p string, line []byte) error {
+// rewrites p trimmed to HistoryKeep lines (trimHistory) when f is full,
+// over its bound or holds a torn line.
+func (s Store) appendLocked(f *os.File, p string, line []byte) error {
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxHistoryBytes+1))
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)
@@ -101,24 +130,82 @@ func appendLocked(f *os.File, p string, line []byte) error {
 		}
 		return nil
 	}
-	var kept [][]byte
-	for _, l := range lines {
-		if _, ok := parseRef(l); ok {
-			kept = append(kept, l)
+	var kept []parsedLine
+	for _, l := range append(lines, line) {
+		if h, ok := parseLine(l); ok {
+			kept = append(kept, parsedLine{h, bytes.TrimSuffix(l, []byte{'\n'})})
 		}
 	}
-	kept = append(kept[max(0, len(kept)-(HistoryKeep-1)):], line)
-	if err := ReplaceFile(p, bytes.Join(kept, nil), 0o600); err != nil {
+	kept = s.trimHistory(kept, HistoryKeep)
+	out := make([]byte, 0, len(data)+len(line))
+	for _, l := range kept {
+		out = append(append(out, l.raw...), '\n')
+	}
+	if err := ReplaceFile(p, out, 0o600); err != nil {
 		return fmt.Errorf("rewrite history: %w", err)
 	}
 	return nil
 }
 
-// History returns up to n references to earlier manifests written with
-// command digest, newest first, each operation once; none when the
-// digest has no history. Malformed lines are skipped.
-func (s Store) History(commandDigest string, n int) ([]spec.HistoryRef, error) {
-	p, err := s.historyPath(commandDigest)
+// parsedLine is a history line and its bytes (without the newline).
+type parsedLine struct {
+	HistoryLine
+	raw []byte
+}
+
+// trimHistory keeps at most keep of lines (oldest first), in order:
+// dropped first are the lines naming an operation whose manifest is gone,
+// then the oldest clean or uncertain line, and only when every line left
+// is unclean the oldest unclean one of an analyzer's class that has a
+// newer one (the oldest of all when none has).
+func (s Store) trimHistory(lines []parsedLine, keep int) []parsedLine {
+	if len(lines) > keep {
+		live := lines[:0:0]
+		for _, l := range lines {
+			if !s.manifestGone(l.OperationID) {
+				live = append(live, l)
+			}
+		}
+		lines = live
+	}
+	for len(lines) > keep {
+		i := dropIndex(lines)
+		lines = slices.Delete(lines, i, i+1)
+	}
+	return lines
+}
+
+// dropIndex is the line trimHistory drops next.
+func dropIndex(lines []parsedLine) int {
+	if i := slices.IndexFunc(lines, func(l parsedLine) bool { return l.Verdict != spec.HistoryUnclean }); i >= 0 {
+		return i
+	}
+	n := map[string]int{}
+	for _, l := range lines {
+		n[l.group()]++
+	}
+	return max(0, slices.IndexFunc(lines, func(l parsedLine) bool { return n[l.group()] > 1 }))
+}
+
+// manifestGone reports whether operation id's manifest is known to be
+// gone (retention or gensee prune removed the operation).
+func (s Store) manifestGone(id string) bool {
+	dir, err := s.OperationDir(id)
+	if err != nil {
+		return true
+	}
+	_, err = os.Lstat(filepath.Join(dir, ManifestFile))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// History returns up to n references to earlier manifests of observation
+// digest admitted under analyzer's inferences, each operation once, none
+// whose manifest is gone: first the newest unclean run of each class,
+// newest first, then the other unclean runs, then the others, each newest
+// first. None when the digest has no history. Malformed lines are
+// skipped.
+func (s Store) History(digest, analyzer string, n int) ([]spec.HistoryRef, error) {
+	p, err := s.historyPath(digest)
 	if err != nil {
 		return nil, err
 	}
@@ -129,27 +216,36 @@ func (s Store) History(commandDigest string, n int) ([]spec.HistoryRef, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
-	lines := bytes.Split(data, []byte{'\n'})
+	var lines []HistoryLine // newest first
+	raw := bytes.Split(data, []byte{'\n'})
+	for i := len(raw) - 1; i >= 0; i-- {
+		if h, ok := parseLine(raw[i]); ok && h.Analyzer == analyzer && !s.manifestGone(h.OperationID) {
+			lines = append(lines, h)
+		}
+	}
 	var out []spec.HistoryRef
-	seen := map[string]bool{}
-	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
-		r, ok := parseRef(lines[i])
-		if ok && !seen[r.OperationID] {
-			seen[r.OperationID] = true
-			out = append(out, r)
+	seen, classes := map[string]bool{}, map[string]bool{}
+	for pass := range 3 {
+		for _, h := range lines {
+			unclean := h.Verdict == spec.HistoryUnclean
+			if len(out) == n || seen[h.OperationID] || pass < 2 && !unclean || pass == 0 && classes[h.Class] {
+				continue
+			}
+			seen[h.OperationID], classes[h.Class] = true, true
+			out = append(out, spec.HistoryRef{OperationID: h.OperationID, ManifestSHA256: h.ManifestSHA256})
 		}
 	}
 	return out, nil
 }
 
-// parseRef decodes one history line (its newline optional).
-func parseRef(line []byte) (spec.HistoryRef, bool) {
-	var r spec.HistoryRef
+// parseLine decodes one history line (its newline optional).
+func parseLine(line []byte) (HistoryLine, bool) {
+	var h HistoryLine
 	line = bytes.TrimSuffix(line, []byte{'\n'})
-	if len(line) == 0 || spec.DecodeStrict(line, &r, 1024) != nil {
-		return r, false
+	if len(line) == 0 || spec.DecodeStrict(line, &h, 1024) != nil {
+		return h, false
 	}
-	return r, ValidOperationID(r.OperationID) && isHex64(r.ManifestSHA256)
+	return h, ValidOperationID(h.OperationID) && isHex64(h.ManifestSHA256) && h.Analyzer != "" && h.Class != "" && h.Verdict.Valid()
 }
 
 // isHex64 reports whether s is 64 lowercase hex digits.

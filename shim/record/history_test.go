@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-const cmdDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+const obsDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func opID(i int) string { return fmt.Sprintf("%032x", i+1) }
 
@@ -23,51 +24,171 @@ func sum(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func TestHistoryNewestFirst(t *testing.T) {
-	st := Store{Dir: t.TempDir()}
-	if refs, err := st.History(cmdDigest, spec.MaxHistoryRefs); err != nil || refs != nil {
-		t.Fatalf("no history: %v, %v", refs, err)
+// run is a manifest of obsDigest admitted under ref-analyzer's class
+// build that ended as verdict says (spec.HistoryVerdict).
+func run(verdict spec.HistoryVerdict) *spec.Manifest {
+	m := &spec.Manifest{Schema: spec.SchemaManifest, ObservationDigest: obsDigest,
+		Inference: spec.InferenceSummary{Analyzer: "ref-analyzer", Class: "build", ConfidenceBP: 9000},
+		Gate:      spec.GateResult{Verdict: spec.VerdictPass}}
+	switch verdict {
+	case spec.HistoryUnclean:
+		m.Gate.Verdict = spec.VerdictFail
+	case spec.HistoryUncertain:
+		m.Gate.Verdict = spec.VerdictNotRun
 	}
-	for i := range 3 {
-		if err := st.AppendHistory(cmdDigest, opID(i), []byte(fmt.Sprintf("manifest %d", i))); err != nil {
-			t.Fatal(err)
-		}
+	return m
+}
+
+// index writes m as operation i's manifest.json and indexes it; it
+// returns the manifest's sha256.
+func index(t *testing.T, st Store, i int, m *spec.Manifest) string {
+	t.Helper()
+	id := opID(i)
+	m.OperationID = id
+	if _, err := st.OperationDir(id); err != nil {
+		t.Fatal(err)
 	}
-	refs, err := st.History(cmdDigest, 2)
+	dir := filepath.Join(st.Dir, "operations", id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendHistory(id, m, b); err != nil {
+		t.Fatal(err)
+	}
+	return sum(b)
+}
+
+func ids(refs []spec.HistoryRef) []string {
+	var out []string
+	for _, r := range refs {
+		out = append(out, r.OperationID)
+	}
+	return out
+}
+
+func historyLines(t *testing.T, st Store) int {
+	p, _ := st.historyPath(obsDigest)
+	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []spec.HistoryRef{{OperationID: opID(2), ManifestSHA256: sum([]byte("manifest 2"))}, {OperationID: opID(1), ManifestSHA256: sum([]byte("manifest 1"))}}
-	if fmt.Sprint(refs) != fmt.Sprint(want) {
-		t.Fatalf("history %v, want %v", refs, want)
+	return bytes.Count(data, []byte{'\n'})
+}
+
+// TestHistoryOrder: the history of an observation names the analyzer's
+// unclean runs first, newest first, then the others newest first; a
+// safe_default run, another analyzer's run and another observation's run
+// are not named.
+func TestHistoryOrder(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	if refs, err := st.History(obsDigest, "ref-analyzer", spec.MaxHistoryRefs); err != nil || refs != nil {
+		t.Fatalf("no history: %v, %v", refs, err)
 	}
-	p := filepath.Join(st.Dir, "history", strings.TrimPrefix(cmdDigest, "sha256:")+".jsonl")
+	s0 := index(t, st, 0, run(spec.HistoryClean))
+	index(t, st, 1, run(spec.HistoryUnclean))
+	index(t, st, 2, run(spec.HistoryUncertain))
+	index(t, st, 3, run(spec.HistoryUnclean))
+	safe := run(spec.HistoryUnclean)
+	safe.Inference.SafeDefault = true
+	index(t, st, 4, safe)
+	other := run(spec.HistoryUnclean)
+	other.Inference.Analyzer = "other-analyzer"
+	index(t, st, 5, other)
+	elsewhere := run(spec.HistoryUnclean)
+	elsewhere.ObservationDigest = "sha256:" + strings.Repeat("f", 64)
+	index(t, st, 6, elsewhere)
+	index(t, st, 7, run(spec.HistoryClean))
+
+	refs, err := st.History(obsDigest, "ref-analyzer", spec.MaxHistoryRefs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(refs), []string{opID(3), opID(1), opID(7), opID(2), opID(0)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
+	if refs[4].ManifestSHA256 != s0 {
+		t.Errorf("sha256 %s, want %s", refs[4].ManifestSHA256, s0)
+	}
+	if refs, _ := st.History(obsDigest, "ref-analyzer", 3); fmt.Sprint(ids(refs)) != fmt.Sprint([]string{opID(3), opID(1), opID(7)}) {
+		t.Errorf("history of 3: %v", ids(refs))
+	}
+	if refs, _ := st.History(obsDigest, "other-analyzer", 16); fmt.Sprint(ids(refs)) != fmt.Sprint([]string{opID(5)}) {
+		t.Errorf("other analyzer's history: %v", ids(refs))
+	}
+	if refs, _ := st.History("sha256:"+strings.Repeat("f", 64), "ref-analyzer", 16); fmt.Sprint(ids(refs)) != fmt.Sprint([]string{opID(6)}) {
+		t.Errorf("other observation's history: %v", ids(refs))
+	}
+	p, _ := st.historyPath(obsDigest)
 	for path, mode := range map[string]os.FileMode{p: 0o600, filepath.Dir(p): 0o700 | os.ModeDir} {
 		if fi, err := os.Stat(path); err != nil || fi.Mode() != mode {
 			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode(), err, mode)
 		}
 	}
-	other := "sha256:" + strings.Repeat("f", 64)
-	if refs, _ := st.History(other, 16); refs != nil {
-		t.Errorf("another command's history: %v", refs)
+}
+
+// TestHistoryKeepsUnclean: over HistoryKeep lines the oldest clean or
+// uncertain line goes; an unclean one stays however many runs follow it,
+// and goes (oldest first) only when every line is unclean.
+func TestHistoryKeepsUnclean(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	index(t, st, 0, run(spec.HistoryClean))
+	index(t, st, 1, run(spec.HistoryUnclean))
+	n := 2
+	for ; n < HistoryKeep*3; n++ {
+		index(t, st, n, run([]spec.HistoryVerdict{spec.HistoryClean, spec.HistoryUncertain}[n%2]))
+		if l := historyLines(t, st); l != min(n+1, HistoryKeep) {
+			t.Fatalf("after %d appends the history has %d lines", n+1, l)
+		}
+	}
+	refs, err := st.History(obsDigest, "ref-analyzer", 1000)
+	if err != nil || len(refs) != HistoryKeep || refs[0].OperationID != opID(1) || refs[1].OperationID != opID(n-1) || refs[HistoryKeep-1].OperationID != opID(n-HistoryKeep+1) {
+		t.Fatalf("history %v (%v)", ids(refs), err)
+	}
+	if refs, _ := st.History(obsDigest, "ref-analyzer", spec.MaxHistoryRefs); refs[0].OperationID != opID(1) {
+		t.Fatalf("the unclean run is not named first: %v", ids(refs))
+	}
+	// All unclean: the oldest unclean goes, and a clean run is not kept.
+	for i := range HistoryKeep - 1 {
+		index(t, st, n+i, run(spec.HistoryUnclean))
+	}
+	refs, _ = st.History(obsDigest, "ref-analyzer", 1000)
+	if len(refs) != HistoryKeep || refs[0].OperationID != opID(n+HistoryKeep-2) || refs[HistoryKeep-1].OperationID != opID(1) {
+		t.Fatalf("all unclean: %d refs, first %s, last %s", len(refs), refs[0].OperationID, refs[len(refs)-1].OperationID)
+	}
+	index(t, st, n+HistoryKeep-1, run(spec.HistoryUnclean))
+	refs, _ = st.History(obsDigest, "ref-analyzer", 1000)
+	if len(refs) != HistoryKeep || refs[HistoryKeep-1].OperationID != opID(n) {
+		t.Fatalf("the oldest unclean line stayed: last %s", refs[len(refs)-1].OperationID)
+	}
+	index(t, st, n+HistoryKeep, run(spec.HistoryClean))
+	if refs, _ = st.History(obsDigest, "ref-analyzer", 1000); len(refs) != HistoryKeep || refs[HistoryKeep-1].OperationID != opID(n) {
+		t.Fatalf("a clean run displaced an unclean one: last %s", refs[len(refs)-1].OperationID)
 	}
 }
 
-func TestHistoryKeepsTheNewest(t *testing.T) {
+// TestHistoryRemovedOperation: once an operation is removed (gensee
+// prune, retention), its line is no longer named, and it is the first
+// dropped: removing the record is what clears an unclean run.
+func TestHistoryRemovedOperation(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
-	for i := range HistoryKeep*2 + 5 {
-		if err := st.AppendHistory(cmdDigest, opID(i), []byte{byte(i)}); err != nil {
-			t.Fatal(err)
-		}
-		p, _ := st.historyPath(cmdDigest)
-		data, _ := os.ReadFile(p)
-		if n := bytes.Count(data, []byte{'\n'}); n > HistoryKeep || n != min(i+1, HistoryKeep) {
-			t.Fatalf("after %d appends the history has %d lines", i+1, n)
-		}
+	index(t, st, 0, run(spec.HistoryUnclean))
+	index(t, st, 1, run(spec.HistoryClean))
+	if err := st.RemoveOperation(opID(0)); err != nil {
+		t.Fatal(err)
 	}
-	refs, err := st.History(cmdDigest, 1000)
-	if err != nil || len(refs) != HistoryKeep || refs[0].OperationID != opID(HistoryKeep*2+4) || refs[HistoryKeep-1].OperationID != opID(HistoryKeep+5) {
-		t.Fatalf("history %d refs (%v), first %v", len(refs), err, refs[0])
+	if refs, _ := st.History(obsDigest, "ref-analyzer", 16); fmt.Sprint(ids(refs)) != fmt.Sprint([]string{opID(1)}) {
+		t.Fatalf("history after removal %v", ids(refs))
+	}
+	for i := 2; i <= HistoryKeep; i++ {
+		index(t, st, i, run(spec.HistoryUnclean))
+	}
+	p, _ := st.historyPath(obsDigest)
+	if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(opID(0))) || !bytes.Contains(data, []byte(opID(1))) {
+		t.Fatalf("the removed operation's line stayed, or a live clean one went:\n%s", data)
 	}
 }
 
@@ -77,14 +198,10 @@ func TestHistoryConcurrent(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
 	var wg sync.WaitGroup
 	for i := range 40 {
-		wg.Go(func() {
-			if err := st.AppendHistory(cmdDigest, opID(i), []byte{byte(i)}); err != nil {
-				t.Error(err)
-			}
-		})
+		wg.Go(func() { index(t, st, i, run(spec.HistoryClean)) })
 	}
 	wg.Wait()
-	refs, err := st.History(cmdDigest, 1000)
+	refs, err := st.History(obsDigest, "ref-analyzer", 1000)
 	if err != nil || len(refs) != 40 {
 		t.Fatalf("%d refs after 40 concurrent appends (%v)", len(refs), err)
 	}
@@ -92,30 +209,29 @@ func TestHistoryConcurrent(t *testing.T) {
 
 func TestHistorySkipsDamage(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
-	if err := st.AppendHistory(cmdDigest, opID(0), []byte("a")); err != nil {
-		t.Fatal(err)
-	}
-	p, _ := st.historyPath(cmdDigest)
+	s0 := index(t, st, 0, run(spec.HistoryClean))
+	p, _ := st.historyPath(obsDigest)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// junk, a duplicate, a bad id, then a torn line
-	f.WriteString("junk\n" + `{"operation_id":"` + opID(0) + `","manifest_sha256":"` + sum([]byte("a")) + `"}` + "\n" +
-		`{"operation_id":"../x","manifest_sha256":"` + sum(nil) + `"}` + "\n" + `{"operation_id":"` + opID(9))
+	// junk, a duplicate, a bad id, a bad verdict, an old line without
+	// analyzer, class and verdict, then a torn line
+	f.WriteString("junk\n" + `{"operation_id":"` + opID(0) + `","manifest_sha256":"` + s0 + `","analyzer":"ref-analyzer","class":"build","verdict":"clean"}` + "\n" +
+		`{"operation_id":"../x","manifest_sha256":"` + sum(nil) + `","analyzer":"ref-analyzer","class":"build","verdict":"clean"}` + "\n" +
+		`{"operation_id":"` + opID(0) + `","manifest_sha256":"` + s0 + `","analyzer":"ref-analyzer","class":"build","verdict":"fine"}` + "\n" +
+		`{"operation_id":"` + opID(0) + `","manifest_sha256":"` + s0 + `"}` + "\n" + `{"operation_id":"` + opID(9))
 	f.Close()
-	if refs, err := st.History(cmdDigest, 16); err != nil || len(refs) != 1 || refs[0].OperationID != opID(0) {
+	if refs, err := st.History(obsDigest, "ref-analyzer", 16); err != nil || len(refs) != 1 || refs[0].OperationID != opID(0) {
 		t.Fatalf("history %v (%v)", refs, err)
 	}
-	// The next append rewrites the file without the torn line.
-	if err := st.AppendHistory(cmdDigest, opID(1), []byte("b")); err != nil {
-		t.Fatal(err)
-	}
+	// The next append rewrites the file without the damage.
+	index(t, st, 1, run(spec.HistoryClean))
 	data, _ := os.ReadFile(p)
 	if n := bytes.Count(data, []byte{'\n'}); n != 3 || bytes.Contains(data, []byte("junk")) || !bytes.HasSuffix(data, []byte("\"}\n")) {
 		t.Fatalf("rewritten history:\n%s", data)
 	}
-	if refs, _ := st.History(cmdDigest, 16); len(refs) != 2 || refs[0].OperationID != opID(1) {
+	if refs, _ := st.History(obsDigest, "ref-analyzer", 16); len(refs) != 2 || refs[0].OperationID != opID(1) {
 		t.Fatalf("history %v", refs)
 	}
 }
@@ -123,26 +239,28 @@ func TestHistorySkipsDamage(t *testing.T) {
 func TestHistoryRefusesBadInput(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
 	for _, d := range []string{"", "sha256:../../etc/passwd", "sha256:" + strings.Repeat("A", 64), strings.Repeat("a", 64)} {
-		if err := st.AppendHistory(d, opID(0), nil); err == nil {
+		m := run(spec.HistoryClean)
+		m.ObservationDigest = d
+		if err := st.AppendHistory(opID(0), m, nil); err == nil {
 			t.Errorf("AppendHistory(%q) indexed", d)
 		}
-		if _, err := st.History(d, 1); err == nil {
+		if _, err := st.History(d, "ref-analyzer", 1); err == nil {
 			t.Errorf("History(%q) read", d)
 		}
 	}
-	if err := st.AppendHistory(cmdDigest, "not-an-id", nil); err == nil {
+	if err := st.AppendHistory("not-an-id", run(spec.HistoryClean), nil); err == nil {
 		t.Error("a malformed operation id was indexed")
 	}
 	// A symlink in the history file's place is never followed.
-	p, _ := st.historyPath(cmdDigest)
+	p, _ := st.historyPath(obsDigest)
 	os.MkdirAll(filepath.Dir(p), 0o700)
 	target := filepath.Join(st.Dir, "target")
 	os.WriteFile(target, nil, 0o600)
 	os.Symlink(target, p)
-	if err := st.AppendHistory(cmdDigest, opID(0), nil); err == nil {
+	if err := st.AppendHistory(opID(0), run(spec.HistoryClean), nil); err == nil {
 		t.Error("appended through a symlink")
 	}
-	if _, err := st.History(cmdDigest, 1); err == nil {
+	if _, err := st.History(obsDigest, "ref-analyzer", 1); err == nil {
 		t.Error("read through a symlink")
 	}
 	if b, _ := os.ReadFile(target); len(b) != 0 {
@@ -163,5 +281,27 @@ func TestWriteJSONBytes(t *testing.T) {
 	dir, _ := st.OperationDir(id)
 	if disk, _ := os.ReadFile(filepath.Join(dir, ManifestFile)); !bytes.Equal(disk, b) {
 		t.Fatalf("wrote %q, returned %q", disk, b)
+	}
+}
+
+// TestHistoryEveryUncleanClass: however many unclean runs of one class
+// (or of another analyzer) follow, the newest unclean run of every class
+// is named and kept.
+func TestHistoryEveryUncleanClass(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	index(t, st, 0, run(spec.HistoryUnclean)) // build
+	for i := 1; i <= HistoryKeep+spec.MaxHistoryRefs; i++ {
+		m := run(spec.HistoryUnclean)
+		if m.Inference.Class = "lint"; i%2 == 0 {
+			m.Inference.Analyzer = "other-analyzer"
+		}
+		index(t, st, i, m)
+	}
+	refs, err := st.History(obsDigest, "ref-analyzer", spec.MaxHistoryRefs)
+	if err != nil || len(refs) != spec.MaxHistoryRefs || refs[1].OperationID != opID(0) {
+		t.Fatalf("history %v (%v); want build's unclean run second", ids(refs), err)
+	}
+	if l := historyLines(t, st); l != HistoryKeep {
+		t.Fatalf("%d lines", l)
 	}
 }

@@ -13,7 +13,8 @@ import (
 func rulesJSON(expires time.Time, argv string) string {
 	return `{"schema": "` + spec.SchemaAnalyzerRules + `", "analyzer": "ref-analyzer", "version": 1,
   "issued_at": "2026-11-01T00:00:00Z", "expires_at": "` + expires.UTC().Format(time.RFC3339) + `",
-  "rules": [{"id": "go-build", "class": "build", "confidence_bp": 9000, "argv": ` + argv + `}],
+  "rules": [{"id": "go-build", "class": "build", "confidence_bp": 9000,
+    "executable_sha256": ["` + strings.Repeat("ab", 32) + `"], "argv": ` + argv + `}],
   "history": {"per_run_bp": 200, "max_bp": 1000}}`
 }
 
@@ -56,6 +57,9 @@ func TestAnalyzerRulesSignRefuses(t *testing.T) {
 	bad := writeFile(t, dir, "bad.json", rulesJSON(testNow.Add(time.Hour), `["**", "x"]`))
 	std().run(t, "analyzer", "rules", "sign", "--key", kp.private, "--in", bad, "--out", filepath.Join(dir, "bad.dsse")).
 		want(t, ExitRefused, nil, []string{"rules[0].argv[0]", "may only be the last pattern"})
+	argvOnly := writeFile(t, dir, "argv-only.json", strings.Replace(rulesJSON(testNow.Add(time.Hour), `["go", "**"]`), `"executable_sha256": ["`+strings.Repeat("ab", 32)+`"], `, "", 1))
+	std().run(t, "analyzer", "rules", "sign", "--key", kp.private, "--in", argvOnly, "--out", filepath.Join(dir, "argv-only.dsse")).
+		want(t, ExitRefused, nil, []string{"rules[0].executable_sha256", "is required"})
 	old := writeFile(t, dir, "old.json", rulesJSON(testNow.Add(-time.Hour), `["make"]`))
 	std().run(t, "analyzer", "rules", "sign", "--key", kp.private, "--in", old, "--out", filepath.Join(dir, "old.dsse")).
 		want(t, ExitOK, nil, []string{"analyzer will refuse to start"})

@@ -10,21 +10,26 @@
 //
 // How a class is chosen:
 //   - Rules. A rule matches when every field it sets matches: the
-//     observation's executable sha256 is in executable_sha256, the command's
-//     args match argv (spec.MatchArgv), the request's image is in image.
-//     Each class takes the highest confidence of its matching rules. No
-//     matching rule: no class ("novel observation").
+//     observation's executable sha256 is in executable_sha256 (every rule
+//     has one), the command's args match argv (spec.MatchArgv), the
+//     request's image is in image, the command's env holds every entry of
+//     env. A rule whose command sets a variable spec.ProtectedEnv protects
+//     (PATH aside) that it does not pin in env does not match; when that
+//     leaves no rule, the answer names the variable. Each class takes the
+//     highest confidence of its matching rules. No matching rule: no class
+//     ("novel observation").
 //   - History (the rules' history policy; none: no history). An earlier
 //     manifest counts for class X only when its bytes hash to the sha256
 //     the request names, it is of this very observation digest, it was
-//     admitted under X by an inference (not safe_default), and it ended
-//     clean: gate pass, no finding, no denied attempt or denied packet,
-//     network enforced (no escape, drift or defeat). Each counted run adds
+//     admitted under X by this analyzer's inference (not safe_default),
+//     and spec.Manifest.HistoryVerdict says clean (the one judgement the
+//     runtime's history index records too). Each counted run adds
 //     per_run_bp to X, at most max_bp in all, never above 10000. History
 //     only raises a class a rule gave; it never creates one. One unclean
 //     run under X (a failed gate, a finding, a denial, an escape, drift or
-//     defeat) withholds X. A run whose record is uncertain (gate not run,
-//     counters unread, monitor lost) neither counts nor withholds.
+//     defeat) withholds X; the runtime keeps naming it (first) for as long
+//     as its record is kept. A run whose record is uncertain (gate not
+//     run, counters unread, monitor lost) neither counts nor withholds.
 //   - The answer names no class exactly when the runtime's admission would
 //     refuse the inference for a reason the analyzer can see: the top class
 //     has no route in the request's selector, is below the analyzer's

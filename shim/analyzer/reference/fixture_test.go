@@ -75,7 +75,7 @@ func newFixture(t testing.TB) *fixture {
 			{ID: "go-vet", Class: "lint", ConfidenceBP: 9000, ExecutableSHA256: []string{exeGo}, Argv: []string{"go", "vet", "*"}},
 			{ID: "make", Class: "build", ConfidenceBP: 7000, ExecutableSHA256: []string{exeMake}},
 			{ID: "make-ci-image", Class: "build", ConfidenceBP: 8500, ExecutableSHA256: []string{exeMake}, Image: []string{"registry.example/ci:1"}},
-			{ID: "fetch-mod", Class: "fetch", ConfidenceBP: 9500, Argv: []string{"go", "mod", "down*"}},
+			{ID: "fetch-mod", Class: "fetch", ConfidenceBP: 9500, ExecutableSHA256: []string{exeGo}, Argv: []string{"go", "mod", "down*"}},
 		},
 		History: &spec.HistoryPolicy{PerRunBP: 200, MaxBP: 1000},
 	}
@@ -123,7 +123,7 @@ func (fx *fixture) load() *Analyzer {
 // request is a valid request for a command of executable exe.
 func (fx *fixture) request(exe string, args ...string) spec.AnalyzerRequest {
 	fx.t.Helper()
-	cmd := spec.Command{Args: args, Env: []string{"PATH=/usr/bin", "GOFLAGS=-mod=mod"}, Cwd: "/src"}
+	cmd := spec.Command{Args: args, Env: []string{"PATH=/usr/bin", "GOCACHE=/tmp/secret-cache"}, Cwd: "/src"}
 	cd, err := cmd.Digest()
 	if err != nil {
 		fx.t.Fatal(err)

@@ -16,44 +16,22 @@ import (
 	"github.com/gensee/gensee/spec"
 )
 
-// run is what an earlier manifest says for history: the observation and
-// class it ran under, and how it ended.
+// run is what an earlier manifest says for history: the analyzer whose
+// inference admitted it, the observation and class it ran under, and how
+// it ended (spec.Manifest.HistoryVerdict, and why).
 type run struct {
-	digest string // the manifest's observation_digest
-	class  string // the inference's class; "" when admitted by safe_default
-	end    ending
-}
-
-// ending is how a run ended, for history.
-type ending int
-
-const (
-	uncertain ending = iota // neither counts nor withholds: gate not run, counters unread, monitor lost
-	clean                   // counts for its class
-	unclean                 // withholds its class
-)
-
-// judge classifies m's end: unclean on any sign of trouble, clean only
-// when every record says all was well, uncertain otherwise.
-func judge(m *spec.Manifest) ending {
-	net, obs := m.Enforcement.Network.Status, m.Observation
-	switch {
-	case len(m.Findings) > 0, m.Gate.Verdict == spec.VerdictFail,
-		len(obs.DeniedAttempts.Items) > 0, obs.Counters.DeniedPackets > 0,
-		net == spec.NetworkEscapeDetected || net == spec.NetworkDriftDetected || net == spec.NetworkDefeatDetected,
-		len(obs.Escapes) > 0, len(obs.TableDrift) > 0:
-		return unclean
-	case m.Gate.Verdict != spec.VerdictPass, m.FindingsError != "", obs.Counters.Error != "",
-		net != spec.NetworkEnforced && net != "", m.Deadlines.Exceeded:
-		return uncertain
-	}
-	return clean
+	analyzer string // the inference's analyzer
+	digest   string // the manifest's observation_digest
+	class    string // spec.Manifest.HistoryClass: "" when admitted by safe_default
+	verdict  spec.HistoryVerdict
+	why      string
 }
 
 // history weighs the request's references for observation digest: the
 // clean runs per class, and the classes an unclean run withholds (with
-// the operation that withholds each). A reference that cannot be read,
-// does not hash to its sha256 or does not parse is logged and ignored.
+// why: the operation and what went wrong). Only runs this analyzer's
+// inference admitted count. A reference that cannot be read, does not
+// hash to its sha256 or does not parse is logged and ignored.
 func (a *Analyzer) history(ctx context.Context, refs []spec.HistoryRef, digest string) (map[string]int, map[string]string) {
 	if a.rules.History == nil || a.records == "" || len(refs) == 0 {
 		return nil, nil
@@ -71,15 +49,15 @@ func (a *Analyzer) history(ctx context.Context, refs []spec.HistoryRef, digest s
 			log.G(ctx).WithError(err).WithField("operation_id", ref.OperationID).Warn("analyzer: history reference ignored")
 			continue
 		}
-		if r.digest != digest || r.class == "" {
+		if r.analyzer != a.entry.ID || r.digest != digest || r.class == "" {
 			continue
 		}
-		switch r.end {
-		case clean:
+		switch r.verdict {
+		case spec.HistoryClean:
 			counts[r.class]++
-		case unclean:
+		case spec.HistoryUnclean:
 			if _, ok := withheld[r.class]; !ok {
-				withheld[r.class] = ref.OperationID
+				withheld[r.class] = ref.OperationID + " (" + r.why + ")"
 			}
 		}
 	}
@@ -108,10 +86,9 @@ func (a *Analyzer) readRun(ref spec.HistoryRef) (run, error) {
 	if err != nil {
 		return run{}, err
 	}
-	r := run{digest: m.ObservationDigest, end: judge(m)}
-	if !m.Inference.SafeDefault {
-		r.class = m.Inference.Class
-	}
+	r := run{analyzer: m.Inference.Analyzer, digest: m.ObservationDigest, class: m.HistoryClass()}
+	r.verdict, r.why = m.HistoryVerdict()
+	r.why = truncate(r.why, 120)
 	a.seen.put(key, r)
 	return r, nil
 }

@@ -55,6 +55,11 @@ func TestHistory(t *testing.T) {
 				fx.manifest(opid(7), d, "build", nil),
 			}
 		}, 8100, ""},
+		{"another analyzer's runs neither count nor withhold", base(7900), func(fx *fixture, d string) []spec.HistoryRef {
+			o := func(m *spec.Manifest) { m.Inference.Analyzer = "other-analyzer" }
+			bad := func(m *spec.Manifest) { o(m); m.Gate.Verdict = spec.VerdictFail }
+			return []spec.HistoryRef{fx.manifest(opid(1), d, "build", o), fx.manifest(opid(2), d, "build", bad), fx.manifest(opid(3), d, "build", nil)}
+		}, 8100, ""},
 		{"sha mismatch and bad refs ignored", base(7900), func(fx *fixture, d string) []spec.HistoryRef {
 			bad := fx.manifest(opid(1), d, "build", nil)
 			bad.ManifestSHA256 = strings.Repeat("0", 64)

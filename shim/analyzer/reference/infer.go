@@ -87,7 +87,10 @@ func (a *Analyzer) rank(ctx context.Context, req *spec.AnalyzerRequest, digest s
 	if !now.Before(a.rules.ExpiresAt) {
 		return nil, fmt.Sprintf("the analyzer's rules version %d expired at %s", a.rules.Version, stamp(a.rules.ExpiresAt))
 	}
-	scores, _ := a.matchRules(req)
+	scores, _, unpinned := a.matchRules(req)
+	if unpinned != "" {
+		return nil, unpinned
+	}
 	if len(scores) == 0 {
 		return nil, "novel observation: no rule matches"
 	}
@@ -104,7 +107,7 @@ func (a *Analyzer) rank(ctx context.Context, req *spec.AnalyzerRequest, digest s
 	}
 	if len(cands) == 0 {
 		classes := slices.Sorted(maps.Keys(withheld))
-		return nil, fmt.Sprintf("class %s withheld: earlier operation %s of this observation under it did not end clean", classes[0], withheld[classes[0]])
+		return nil, fmt.Sprintf("class %s withheld: earlier operation %s of this observation under it did not end clean (until its record is removed)", classes[0], withheld[classes[0]])
 	}
 	slices.SortFunc(cands, func(x, y spec.Candidate) int {
 		return cmp.Or(cmp.Compare(y.ConfidenceBP, x.ConfidenceBP), cmp.Compare(x.Class, y.Class))
