@@ -152,9 +152,17 @@ var (
 )
 
 // ProtectedEnv reports whether name is never left out of a command digest.
+// A name only a prefix protects is not protected when it has the shape of
+// a Kubernetes Service link (serviceLink): a Service called "node" or
+// "python-api" gives every pod of its namespace NODE_SERVICE_HOST or
+// PYTHON_API_PORT_80_TCP, which no loader or interpreter reads (they read
+// their own exact names), and which volatile_env must be able to leave out.
 func ProtectedEnv(name string) bool {
 	if slices.Contains(protectedEnv, name) {
 		return true
+	}
+	if serviceLink(name) {
+		return false
 	}
 	for _, p := range protectedPrefixes {
 		if strings.HasPrefix(name, p) {
@@ -162,6 +170,42 @@ func ProtectedEnv(name string) bool {
 		}
 	}
 	return false
+}
+
+// serviceLink reports whether name has the shape of a variable the
+// kubelet writes for a Service (<SVC>_SERVICE_HOST, <SVC>_SERVICE_PORT,
+// <SVC>_SERVICE_PORT_<PORTNAME>, <SVC>_PORT, <SVC>_PORT_<N>_<PROTO> and
+// its _PROTO, _PORT, _ADDR), with <SVC> non-empty.
+func serviceLink(name string) bool {
+	for _, suf := range []string{"_SERVICE_HOST", "_SERVICE_PORT", "_PORT"} {
+		if i := strings.LastIndex(name, suf); i > 0 && i+len(suf) == len(name) {
+			return true
+		}
+	}
+	if i := strings.Index(name, "_SERVICE_PORT_"); i > 0 && i+len("_SERVICE_PORT_") < len(name) {
+		return true
+	}
+	i := strings.LastIndex(name, "_PORT_")
+	if i <= 0 {
+		return false
+	}
+	rest := strings.Split(name[i+len("_PORT_"):], "_") // N, PROTO[, PROTO|PORT|ADDR]
+	if len(rest) < 2 || len(rest) > 3 || !allDigits(rest[0]) || !slices.Contains([]string{"TCP", "UDP", "SCTP"}, rest[1]) {
+		return false
+	}
+	return len(rest) == 2 || slices.Contains([]string{"PROTO", "PORT", "ADDR"}, rest[2])
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // VolatileMatch reports whether the environment variable name matches the

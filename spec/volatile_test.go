@@ -61,7 +61,8 @@ func TestVolatileRefusesProtected(t *testing.T) {
 	}
 	kept, left := StableEnv([]string{"HOSTNAME=a", "GIT_SSH_COMMAND=x", "NODE_PORT=tcp://1", "WEB_PORT=tcp://2", "OPENSSL_CONF=/c"},
 		[]string{"HOSTNAME", "*_PORT", "*_COMMAND", "*_CONF"})
-	if want := []string{"GIT_SSH_COMMAND=x", "NODE_PORT=tcp://1", "OPENSSL_CONF=/c"}; !slices.Equal(kept, want) || !slices.Equal(left, []string{"HOSTNAME", "WEB_PORT"}) {
+	// NODE_PORT is a Service link (of a Service called "node"): left out.
+	if want := []string{"GIT_SSH_COMMAND=x", "OPENSSL_CONF=/c"}; !slices.Equal(kept, want) || !slices.Equal(left, []string{"HOSTNAME", "NODE_PORT", "WEB_PORT"}) {
 		t.Errorf("StableEnv kept %q left %q", kept, left)
 	}
 	if msg := volatileProblem("NODE_ENV"); !strings.Contains(msg, "never volatile") {
@@ -78,5 +79,27 @@ func TestCatalogRefusesProtectedVolatile(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "volatile_env") || !strings.Contains(err.Error(), name) {
 			t.Errorf("volatile_env %s: %v", name, err)
 		}
+	}
+}
+
+// A name a prefix protects is not protected when it is a Service link the
+// kubelet writes (a Service called "node" or "python-api"); the exact
+// names the tools read stay protected.
+func TestProtectedEnvServiceLinks(t *testing.T) {
+	for _, n := range []string{"NODE_SERVICE_HOST", "NODE_SERVICE_PORT", "NODE_SERVICE_PORT_HTTP", "NODE_PORT", "NODE_PORT_80_TCP",
+		"NODE_PORT_80_TCP_ADDR", "PYTHON_API_PORT_8080_UDP_PROTO", "LD_CACHE_SERVICE_HOST"} {
+		if ProtectedEnv(n) {
+			t.Errorf("ProtectedEnv(%q) = true; a Service link must be leavable out", n)
+		}
+	}
+	for _, n := range []string{"NODE_OPTIONS", "LD_PRELOAD", "PYTHONPATH", "PATH", "NODE_PORT_80_TCP_EXTRA", "NODE_PORT_X_TCP",
+		"LD_PORT_1_TCP_SHELL", "PYTHONSTARTUP"} {
+		if !ProtectedEnv(n) {
+			t.Errorf("ProtectedEnv(%q) = false; want protected", n)
+		}
+	}
+	kept, left := StableEnv([]string{"NODE_SERVICE_HOST=10.0.0.1", "NODE_OPTIONS=--require /x.js", "LD_PRELOAD=/x.so"}, []string{"*_SERVICE_HOST", "NODE_*"})
+	if len(left) != 1 || left[0] != "NODE_SERVICE_HOST" || len(kept) != 2 {
+		t.Errorf("StableEnv: kept %q, left %q; want only the Service link left out", kept, left)
 	}
 }
