@@ -6,7 +6,8 @@
 #   P5  memory of one sleeping container: every process the runtime keeps for
 #       it (shim, gate helper, monitors; VmRSS summed) vs the runc.v2 shim
 #   P2  install of 10,000 allow_exact tuples into a fresh netns: gensee vs `nft -f`
-#   P3  gate of a 1 GiB blob with staging vs sha256 of the same bytes
+#   P3  gate of a 1 GiB blob with staging vs the slower of sha256 of the same
+#       bytes and a direct write of them (dd oflag=direct): both printed
 #   P4  gate of a 100,000-file directory_tree (entries/s)
 #   P6  a host run (gensee boundary run) of `sh -c true` vs `sh -c true`: time added
 #   P7  `ctr run --rm` admitted through the node analyzer (gensee analyzer serve
