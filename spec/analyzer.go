@@ -228,7 +228,7 @@ func (rule *AnalyzerRule) check(rp problems) {
 	for j, e := range rule.Env {
 		name, _, ok := strings.Cut(e, "=")
 		switch {
-		case !ok || !validEnvName(name) || len(e) > 4096 || strings.ContainsRune(e, 0):
+		case !ok || !ValidEnvName(name) || len(name) > 128 || len(e) > 4096 || strings.ContainsRune(e, 0):
 			rp.addf(joinIndex("env", j), "%q is not a NAME=value entry (a portable name, at most 4096 bytes, no NUL)", truncate(name, 80))
 		case names[name]:
 			rp.addf(joinIndex("env", j), "names %s again: a command's entry has one value", name)

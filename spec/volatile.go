@@ -262,7 +262,7 @@ func checkVolatile(p problems, entries []string) {
 // volatileProblem says why s is not a usable volatile_env entry, or "".
 func volatileProblem(s string) string {
 	lit := strings.TrimSuffix(strings.TrimPrefix(s, "*"), "*")
-	if !validEnvName(lit) && !(strings.HasPrefix(s, "*") && validEnvTail(lit)) {
+	if !(ValidEnvName(lit) && len(lit) <= 128) && !(strings.HasPrefix(s, "*") && validEnvTail(lit)) {
 		return "\"" + truncate(s, 80) + "\" is not an environment variable name (letters, digits, '_', not starting with a digit), optionally with one leading and/or one trailing '*'"
 	}
 	if len(lit) < 2 && s != lit {
@@ -286,19 +286,17 @@ func volatileProblem(s string) string {
 	return ""
 }
 
-// validEnvName reports whether s is a portable environment variable name.
-func validEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	return validEnvTail(s)
+// ValidEnvName reports whether s is a portable environment variable name:
+// letters, digits and '_', not starting with a digit.
+func ValidEnvName(s string) bool {
+	return s != "" && (s[0] < '0' || s[0] > '9') && envChars(s)
 }
 
-// validEnvTail reports whether s is non-empty letters, digits and '_'.
-func validEnvTail(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
+// validEnvTail reports whether s is 1-128 letters, digits and '_' (the
+// literal of a volatile_env pattern after a leading '*').
+func validEnvTail(s string) bool { return s != "" && len(s) <= 128 && envChars(s) }
+
+func envChars(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {

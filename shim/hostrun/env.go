@@ -3,6 +3,8 @@ package hostrun
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gensee/gensee/spec"
 )
 
 // FixedPath is the PATH every host run gets: the run defines its
@@ -23,7 +25,7 @@ func RunEnv(id Identity, extra []string) ([]string, error) {
 	seen := map[string]bool{}
 	for _, kv := range extra {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !envName(k) {
+		if !ok || !spec.ValidEnvName(k) {
 			return nil, fmt.Errorf("--env %q: want NAME=VALUE with NAME of letters, digits and '_', not starting with a digit", kv)
 		}
 		if strings.ContainsRune(kv, 0) {
@@ -40,17 +42,4 @@ func RunEnv(id Identity, extra []string) ([]string, error) {
 		env = append(env, kv)
 	}
 	return env, nil
-}
-
-func envName(k string) bool {
-	if k == "" || (k[0] >= '0' && k[0] <= '9') {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
