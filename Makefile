@@ -19,7 +19,7 @@ DIST ?= $(CURDIR)/dist
 .PHONY: help deps deps-demo build install uninstall release test unit fuzz bench demo lint clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 deps: ## everything: Debian packages and every pinned tool the tests use, into bin/ (root)
 	./hack/deps.sh all
@@ -63,6 +63,13 @@ demo: deps-demo build ## a private containerd running one admitted and one refus
 .PHONY: conformance
 conformance: deps build ## critest with the runc and the gensee handlers; the specs that differ (root)
 	./hack/conformance.sh
+
+.PHONY: k8s-deps k8s-e2e
+k8s-deps: ## Kubernetes v1.37.2 (apiserver, controller-manager, scheduler, kubelet, kubectl), etcd, CNI plugins into bin/k8s/
+	./hack/k8s-build.sh
+
+k8s-e2e: deps build k8s-deps ## a private single-node Kubernetes, the gensee RuntimeClass, a pod through the kubelet (root)
+	./hack/k8s-e2e.sh
 
 install: ## install the built binaries, drop-ins, config, hook, man pages, completions (DESTDIR, PREFIX)
 	DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' HOOKSDIR='$(HOOKSDIR)' BIN='$(BIN)' VERSION='$(VERSION)' ./hack/install.sh install
