@@ -462,8 +462,15 @@ fi
 say "pod gensee-hello Ready in $((SECONDS - t_pod))s"
 kubectl -n default get pod gensee-hello -o wide
 kubectl -n default logs gensee-hello
-crictl ps -o table
-say "gensee records: $(ls "$dir/gensee-state/operations" 2>/dev/null | wc -l) operations under $dir/gensee-state"
+crictl ps -o table 2>/dev/null
+# The pod went through gensee: its pause container and its container each an operation
+# under the catalog's safe_default, running.
+gensee ls -n k8s.io --config "$dir/etc/config.toml"
+cid=$(crictl ps -q --name hello 2>/dev/null)
+gensee ls -n k8s.io --config "$dir/etc/config.toml" --json | tr -d ' \n' |
+	grep -q "\"container\":\"$cid\",\"contract\":\"k8s-e2e-deny\"" ||
+	die "no gensee operation with contract k8s-e2e-deny for container $cid"
+say "container $cid runs under gensee, contract k8s-e2e-deny"
 if [ -n "${K8S_E2E_HOLD:-}" ]; then
 	say "holding for ${K8S_E2E_HOLD}s: kubectl --kubeconfig $dir/admin.kubeconfig"
 	sleep "$K8S_E2E_HOLD"
