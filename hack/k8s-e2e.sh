@@ -459,7 +459,8 @@ if ! kubectl -n default wait --for=condition=Ready pod/gensee-hello --timeout=12
 	kubectl -n default describe pod gensee-hello >&2 || true
 	die "pod gensee-hello not Ready"
 fi
-say "pod gensee-hello Ready in $((SECONDS - t_pod))s"
+pod_ready=$((SECONDS - t_pod))
+say "pod gensee-hello Ready ${pod_ready}s after its creation"
 kubectl -n default get pod gensee-hello -o wide
 kubectl -n default logs gensee-hello
 crictl ps -o table 2>/dev/null
@@ -475,4 +476,4 @@ if [ -n "${K8S_E2E_HOLD:-}" ]; then
 	say "holding for ${K8S_E2E_HOLD}s: kubectl --kubeconfig $dir/admin.kubeconfig"
 	sleep "$K8S_E2E_HOLD"
 fi
-say "ok: cluster up in $((t_ready - t_cluster))s, pod Ready $((SECONDS - t_pod))s after creation"
+say "ok: cluster up in $((t_ready - t_cluster))s, pod Ready ${pod_ready}s after its creation"
