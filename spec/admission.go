@@ -35,6 +35,21 @@ type Admission struct {
 	Subject  *Subject         `json:"subject,omitempty"`
 	Deadline string           `json:"deadline,omitempty"`
 	Command  *AdmittedCommand `json:"command,omitempty"` // host runs
+	// Kubernetes: the pod CRI created the container for (the shim, in
+	// CRI's namespace only).
+	Kubernetes *KubernetesRef `json:"kubernetes,omitempty"`
+	// Timing: how long admission and the bind took (the shim, once bound).
+	Timing *AdmissionTiming `json:"timing,omitempty"`
+}
+
+// AdmissionTiming is the shim's Create, measured: AdmitMS from the request
+// to runc being started (checks, catalog, observation, decision), BindMS
+// the boundary's bind (subject, baseline, table installed and read back).
+// Their sum is the latency admission and the boundary add to a Create
+// besides runc's own.
+type AdmissionTiming struct {
+	AdmitMS float64 `json:"admit_ms"`
+	BindMS  float64 `json:"bind_ms"`
 }
 
 // AdmissionFacts are the trusted facts admission matched selectors

@@ -20,6 +20,9 @@ type Refusal struct {
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
 	Fix     string `json:"fix,omitempty"`
+	// Selector is the catalog selector the refused input matched, when
+	// admission got that far; recorded, never part of Error.
+	Selector string `json:"selector,omitempty"`
 }
 
 // RefusalPrefix starts every refusal's Error.
@@ -72,12 +75,30 @@ type RefusalRecord struct {
 	Field   string  `json:"field,omitempty"`
 	Message string  `json:"message"`
 	Fix     string  `json:"fix,omitempty"`
+	// Selector: the selector the refused input matched, when known.
+	Selector string `json:"selector,omitempty"`
+	// Kubernetes: the pod CRI created the container for (the shim, in
+	// CRI's namespace only).
+	Kubernetes *KubernetesRef `json:"kubernetes,omitempty"`
+}
+
+// KubernetesRef names the pod and container CRI created a container for,
+// from the annotations CRI sets after a pod's own (io.kubernetes.cri.
+// sandbox-namespace, sandbox-name, sandbox-uid, container-name), so a pod
+// cannot fake them. Recorded to address a Kubernetes Event at the pod;
+// never matched by admission (its k8s_namespace fact is read apart).
+type KubernetesRef struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	PodUID    string `json:"pod_uid,omitempty"`
+	// Container is empty for the pod's sandbox (pause) container.
+	Container string `json:"container,omitempty"`
 }
 
 // Record is the refusals.jsonl line for r at time at; the front door adds
 // the facts it has (namespace, container, runtime, engine, user).
 func (r *Refusal) Record(at time.Time) RefusalRecord {
-	return RefusalRecord{At: at.UTC(), Reason: r.Reason, Field: r.Field, Message: r.Message, Fix: r.Fix}
+	return RefusalRecord{At: at.UTC(), Reason: r.Reason, Field: r.Field, Message: r.Message, Fix: r.Fix, Selector: r.Selector}
 }
 
 // NetnsKind says where a workload's sockets live (admission.json's netns).

@@ -90,9 +90,9 @@ func (d Decision) Refusal() *spec.Refusal {
 		return nil
 	}
 	if d.what == "" { // not made by refuse
-		return &spec.Refusal{Reason: string(d.Reason), Message: d.Message}
+		return &spec.Refusal{Reason: string(d.Reason), Message: d.Message, Selector: d.Selector}
 	}
-	return &spec.Refusal{Reason: string(d.Reason), Message: d.what, Fix: d.fix}
+	return &spec.Refusal{Reason: string(d.Reason), Message: d.what, Fix: d.fix, Selector: d.Selector}
 }
 
 // Decide admits the container under exactly one approved contract of the

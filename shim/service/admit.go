@@ -36,6 +36,8 @@ const (
 	// cannot fake them; they are read only in CRI's own containerd
 	// namespace, where only the CRI plugin creates containers.
 	AnnotationSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
+	AnnotationSandboxName      = "io.kubernetes.cri.sandbox-name"
+	AnnotationSandboxUID       = "io.kubernetes.cri.sandbox-uid"
 	AnnotationContainerName    = "io.kubernetes.cri.container-name"
 	AnnotationSandboxID        = "io.kubernetes.cri.sandbox-id"
 	AnnotationImageName        = "io.kubernetes.cri.image-name"
@@ -189,6 +191,23 @@ func facts(namespace string, s *specs.Spec) admission.Facts {
 		f.K8sNamespace = s.Annotations[AnnotationSandboxNamespace]
 	}
 	return f
+}
+
+// kubernetesRef names the pod CRI created the container for, from CRI's
+// own annotations (set after the pod's, read only in CRI's namespace): nil
+// outside it or without a pod name. Recorded for a node daemon to address
+// Kubernetes Events at the pod; admission never matches it.
+func kubernetesRef(namespace string, oci *specs.Spec) *spec.KubernetesRef {
+	if namespace != CRINamespace || oci == nil {
+		return nil
+	}
+	a := oci.Annotations
+	ref := &spec.KubernetesRef{Namespace: a[AnnotationSandboxNamespace], Pod: a[AnnotationSandboxName],
+		PodUID: a[AnnotationSandboxUID], Container: a[AnnotationContainerName]}
+	if ref.Namespace == "" || ref.Pod == "" {
+		return nil
+	}
+	return ref
 }
 
 // admit decides which single contract governs the container, or refuses.
@@ -499,11 +518,11 @@ func rootPath(r *taskAPI.CreateTaskRequest, oci *specs.Spec) (string, bool) {
 // refused keeps a refusal that never became an operation — in the
 // refusals log and as an admission_denied event — and returns the error the
 // client sees: PermissionDenied with the reason and the fix.
-func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id string, rf *spec.Refusal) error {
+func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id string, pod *spec.KubernetesRef, rf *spec.Refusal) error {
 	loggerFor(ctx, id).WithField("reason", rf.Reason).Warn(rf.Text())
 	st := record.Store{Dir: cfg.StateDir}
 	rec := rf.Record(s.now())
-	rec.Namespace, rec.ContainerID, rec.Runtime = namespace, id, RuntimeName
+	rec.Namespace, rec.ContainerID, rec.Runtime, rec.Kubernetes = namespace, id, RuntimeName, pod
 	if err := st.AppendRefusal(rec); err != nil {
 		loggerFor(ctx, id).WithError(err).Error("record admission refusal")
 	}

@@ -112,7 +112,10 @@ type creation struct {
 // answered as the internal error it is.
 func (s *service) failed(ctx context.Context, c *creation, err error) error {
 	if rf, ok := spec.AsRefusal(err); ok {
-		return s.refused(ctx, c.cfg, c.ns, c.r.ID, rf)
+		if rf.Selector == "" && c.adm != nil {
+			rf.Selector = c.adm.decision.Selector
+		}
+		return s.refused(ctx, c.cfg, c.ns, c.r.ID, kubernetesRef(c.ns, c.oci), rf)
 	}
 	return errgrpc.ToGRPC(err)
 }
@@ -249,6 +252,7 @@ func (s *service) persistTask(c *creation) error {
 	op.wantNetns, op.userns, op.wantUserns, op.uidMappings = c.wantNetns, c.uns.has, c.wantUserns, oci.Linux.UIDMappings
 	op.netnsAlone = c.netnsAlone
 	op.admission.UserNamespace = c.uns.has
+	op.admission.Kubernetes = kubernetesRef(c.ns, oci)
 	op.ownRootfs, op.ownPidns = c.ownRootfs, privatePidns(oci)
 	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: c.host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
 	c.op, c.recorded, c.persisting = op, op.persist(c.adm), true
@@ -274,8 +278,10 @@ func (s *service) persistTask(c *creation) error {
 // made the init, beside the inner Create's own work after runc. From a
 // created task on, a failure rolls the task back.
 func (s *service) createInner(ctx context.Context, c *creation) (*taskAPI.CreateTaskResponse, *earlyBind, error) {
-	early := watchInitPid(c.r.Bundle, func(pid int) error { return s.bindInit(ctx, c, pid) })
 	c.runcAt = time.Now()
+	// Set before the bind's goroutine starts, which records it.
+	c.op.admitTook = c.runcAt.Sub(c.started)
+	early := watchInitPid(c.r.Bundle, func(pid int) error { return s.bindInit(ctx, c, pid) })
 	resp, err := s.TTRPCTaskService.Create(ctx, c.r)
 	c.createdAt = time.Now()
 	if err != nil {

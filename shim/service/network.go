@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/engine"
@@ -22,6 +23,7 @@ import (
 // against the plan. The init is still blocked in `runc init`: no image
 // code has run.
 func (op *operation) bind(ctx context.Context, pid int) error {
+	began := time.Now()
 	sub, err := readSubject(pid)
 	if err != nil {
 		return err
@@ -65,6 +67,7 @@ func (op *operation) bind(ctx context.Context, pid int) error {
 	if err != nil {
 		return err
 	}
+	op.admission.Timing = &spec.AdmissionTiming{AdmitMS: ms(op.admitTook), BindMS: ms(time.Since(began))}
 	op.recorded = op.recordBound()
 	return nil
 }

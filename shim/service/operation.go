@@ -172,6 +172,7 @@ type operation struct {
 	diff        diffSource     // where the gate reads the task's changes
 	baseline    *gate.Baseline // the upperdir before the init ran (takeBaseline); set by bind, read by the gate
 	baselineDur time.Duration  // what takeBaseline took, for Create's log
+	admitTook   time.Duration  // Create's receipt to runc started; set before bind, recorded by it (spec.AdmissionTiming)
 	mounts      []string       // mount destinations of config.json (runc stubs them in the upperdir)
 	ownRootfs   bool           // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
 	ownPidns    bool           // runc makes the container its own pid namespace (privatePidns)
