@@ -97,4 +97,3 @@ func when(r records.Record) time.Time {
 	}
 	return time.Time{}
 }
-
