@@ -73,11 +73,15 @@ func loadCursor(path string) (cursor, error) {
 	return c, nil
 }
 
-// save writes the cursor at path atomically and durably.
-func (c *cursor) save(path string) error {
+// save writes the cursor at path atomically and durably, unless it is
+// what was saved last (saved, updated): an idle node writes nothing.
+func (c *cursor) save(path string, saved *[]byte) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("encode cursor: %w", err)
+	}
+	if bytes.Equal(b, *saved) {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create cursor dir: %w", err)
@@ -85,5 +89,6 @@ func (c *cursor) save(path string) error {
 	if err := fsafe.WriteFile(path, bytes.NewReader(b), 0o600, fsafe.Durable); err != nil {
 		return fmt.Errorf("save cursor: %w", err)
 	}
+	*saved = b
 	return nil
 }

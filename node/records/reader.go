@@ -14,6 +14,7 @@ type Reader struct {
 	store      record.Store
 	cursorPath string
 	cur        cursor
+	saved      []byte // the cursor as last saved
 	// ops caches each operation's labels and attention.json's last seen
 	// stamp; rebuilt from the records after a restart.
 	ops map[string]*opState
@@ -54,7 +55,7 @@ func (r *Reader) Poll() ([]Record, error) {
 
 // Commit saves the cursor durably: what Poll returned is not returned
 // again, even after a restart.
-func (r *Reader) Commit() error { return r.cur.save(r.cursorPath) }
+func (r *Reader) Commit() error { return r.cur.save(r.cursorPath, &r.saved) }
 
 // lineStart is how every refusals line begins (RefusalRecord's first
 // field): a torn line glued to the next is recovered from its last one.
