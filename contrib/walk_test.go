@@ -186,6 +186,7 @@ func TestContribParses(t *testing.T) {
 		"catalogs/ci.catalog.json", "catalogs/image-builder.catalog.json", "contracts/pod-sandbox-deny.json",
 		"kubernetes/runtimeclass.yaml", "kubernetes/install/namespace.yaml", "kubernetes/install/configmap.yaml",
 		"kubernetes/install/catalog.yaml", "kubernetes/install/secret.yaml", "kubernetes/install/daemonset.yaml", "kubernetes/analyzer/daemonset.yaml",
+		"systemd/gensee-node.service", "kubernetes/node/daemonset.yaml", "kubernetes/node/rbac.yaml",
 	} {
 		if _, ok := k.raw[p]; !ok {
 			t.Errorf("contrib/%s is missing", p)
