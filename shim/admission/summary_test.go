@@ -44,7 +44,8 @@ func TestLowConfidenceMessage(t *testing.T) {
 	want := `low_confidence: top class "build" at 7000 bp is below analyzer ref-analyzer's threshold 8000 bp; re-run the analyzer or route this workload with a safe_default`
 	if d.Message != want {
 		t.Fatalf("message:\n got %s\nwant %s", d.Message, want)
-	}	// The refusal names the selector it matched (refusals.jsonl keeps it).
+	}
+	// The refusal names the selector it matched (refusals.jsonl keeps it).
 	if rf := d.Refusal(); rf == nil || rf.Selector != "strict" || rf.Record(d.Inference.IssuedAt).Selector != "strict" {
 		t.Errorf("refusal %+v: want selector strict", rf)
 	}
