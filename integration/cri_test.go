@@ -123,8 +123,15 @@ func (e *criEnv) podLifecycle(probe []string, l *listener) {
 		[]string{"/bin/sh", "-c", "echo hello-from-gensee; exec /bin/probe sleep 3600"}, nil))
 	e.waitState(id, "CONTAINER_RUNNING")
 
-	for _, c := range []struct{ what, id string }{{"pause container", podID}, {"container", id}} {
+	for _, c := range []struct{ what, id, name string }{{"pause container", podID, ""}, {"container", id, "work"}} {
 		adm := e.record(c.id, record.AdmissionFile)
+		// The pod, for a node daemon's Events; how long admission and the bind took.
+		if str(adm, "kubernetes", "namespace") != k8sCI || str(adm, "kubernetes", "pod") != "web" || str(adm, "kubernetes", "pod_uid") != "web-uid" || str(adm, "kubernetes", "container") != c.name {
+			t.Errorf("%s: kubernetes %v, want pod %s/web (web-uid) container %q", c.what, adm["kubernetes"], k8sCI, c.name)
+		}
+		if tm, _ := adm["timing"].(map[string]any); tm == nil || tm["admit_ms"] == nil || tm["bind_ms"] == nil {
+			t.Errorf("%s: timing %v, want admit_ms and bind_ms", c.what, adm["timing"])
+		}
 		if adm["contract_id"] != "pod-deny" || adm["safe_default"] != true || adm["selector"] != "k8s-ci" {
 			t.Errorf("%s %s: admitted under %v (safe_default %v, selector %v), want pod-deny by safe_default of k8s-ci",
 				c.what, c.id, adm["contract_id"], adm["safe_default"], adm["selector"])
