@@ -4,7 +4,7 @@
 //	k8s-e2e-tool pki DIR NODE NODE-IP SERVICE-IP
 //	    a throwaway CA and, signed by it, the apiserver's serving certificate and
 //	    the client certificates of the admin, the controller-manager, the
-//	    scheduler, the kubelet (system:node:NODE) and the apiserver's kubelet
+//	    scheduler, kube-proxy, the kubelet (system:node:NODE) and the apiserver's kubelet
 //	    client; the service-account signing key pair. ECDSA P-256, one day.
 //	k8s-e2e-tool image OUT.tar NAME BUSYBOX PROBE [CMD...]
 //	    an OCI image archive (integration/testimage: busybox, its applets and the
@@ -90,6 +90,8 @@ func pki(dir, node string, nodeIP, serviceIP net.IP) error {
 		{name: "admin", cn: "kubernetes-admin", orgs: []string{"system:masters"}},
 		{name: "controller-manager", cn: "system:kube-controller-manager"},
 		{name: "scheduler", cn: "system:kube-scheduler"},
+		// Bound to ClusterRole system:node-proxier by the bootstrap RBAC policy.
+		{name: "kube-proxy", cn: "system:kube-proxy"},
 		{name: "kubelet", cn: "system:node:" + node, orgs: []string{"system:nodes"}},
 		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 	}
