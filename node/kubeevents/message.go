@@ -37,7 +37,9 @@ type Posting struct {
 func For(r records.Record, egress bool) (Posting, bool) {
 	switch r := r.(type) {
 	case records.Refusal:
-		rf := spec.Refusal{Reason: r.Reason, Message: r.Message, Fix: r.Fix}
+		// Each part redacted on its own: Redact also cuts to 300
+		// characters, which must not cost the fix.
+		rf := spec.Refusal{Reason: r.Reason, Message: events.Redact(r.Message), Fix: events.Redact(r.Fix)}
 		return posting(r.Kubernetes, ReasonAdmissionRefused, fmt.Sprintf("gensee refused %s: %s",
 			container(r.Kubernetes), rf.Text()))
 	case records.Gate:
@@ -48,18 +50,19 @@ func For(r records.Record, egress bool) (Posting, bool) {
 			container(r.Op.Pod), r.Op.Contract, gateSummary(r), r.Op.ID))
 	case records.Finding:
 		return posting(r.Op.Pod, ReasonControlDefeat, fmt.Sprintf("gensee finding %s for %s (contract %s): %s; look at it, then clear it: gensee attention list",
-			r.Finding.Signature, container(r.Op.Pod), r.Op.Contract, r.Finding.Detail))
+			r.Finding.Signature, container(r.Op.Pod), r.Op.Contract, events.Redact(r.Finding.Detail)))
 	case records.EgressDenied:
 		if !egress {
 			return Posting{}, false
 		}
 		return posting(r.Op.Pod, ReasonEgressDenied, fmt.Sprintf("gensee denied egress of %s to %s (contract %s allows no such connection): gensee events --operation %s",
-			container(r.Op.Pod), orDash(r.Event.Target), r.Op.Contract, r.Op.ID))
+			container(r.Op.Pod), orDash(events.Redact(r.Event.Target)), r.Op.Contract, r.Op.ID))
 	}
 	return Posting{}, false
 }
 
-// posting addresses message (redacted, bounded) at the pod of k.
+// posting addresses message (its parts redacted by the caller) at the pod
+// of k, cut to maxMessage.
 func posting(k *spec.KubernetesRef, reason, message string) (Posting, bool) {
 	if k == nil || k.Namespace == "" || k.Pod == "" {
 		return Posting{}, false
@@ -68,7 +71,7 @@ func posting(k *spec.KubernetesRef, reason, message string) (Posting, bool) {
 	if k.Container != "" {
 		ref.FieldPath = "spec.containers{" + k.Container + "}"
 	}
-	return Posting{Pod: ref, Reason: reason, Message: truncate(events.Redact(message), maxMessage)}, true
+	return Posting{Pod: ref, Reason: reason, Message: truncate(message, maxMessage)}, true
 }
 
 // container names the container in a message.
@@ -92,7 +95,7 @@ func gateSummary(g records.Gate) string {
 			parts = append(parts, fmt.Sprintf("and %d more violations", len(g.Violations)-3))
 			break
 		}
-		parts = append(parts, strings.TrimSpace(fmt.Sprintf("%s %s: %s", v.Slot, v.Rule, v.Detail)))
+		parts = append(parts, strings.TrimSpace(fmt.Sprintf("%s %s: %s", events.Redact(v.Slot), events.Redact(v.Rule), events.Redact(v.Detail))))
 	}
 	if len(parts) == 0 {
 		return "the gate failed"

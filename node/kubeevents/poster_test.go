@@ -156,6 +156,14 @@ func TestPostFilters(t *testing.T) {
 	if !ok || ev.Reason != ReasonGateFailed || !strings.Contains(ev.Message, "structured_result failed") || !strings.Contains(ev.Message, "out/result.json schema: not an object") {
 		t.Errorf("gate Event %+v", ev)
 	}
+	// A long refusal keeps its fix whole (each part redacted apart, the
+	// whole cut at maxMessage only), and a secret in it is redacted.
+	long := refusal(now)
+	long.Message = strings.Repeat("m", 280) + " password=hunter2"
+	long.Fix = "attach an analyzer's signed inference for observation sha256:" + strings.Repeat("c", 64) + `, or give selector "k8s-strict" a safe_default`
+	if ev, ok := For(long, false); !ok || !strings.Contains(ev.Message, long.Fix) || strings.Contains(ev.Message, "hunter2") {
+		t.Errorf("long refusal message %q", ev.Message)
+	}
 	if got := truncate(strings.Repeat("é", 600), maxMessage); len(got) > maxMessage || !strings.HasSuffix(got, "...") {
 		t.Errorf("truncate: %d bytes", len(got))
 	}
