@@ -76,9 +76,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		WithField("events", d.poster != nil).Info("gensee-node serving")
 	t := time.NewTicker(d.cfg.Interval)
 	defer t.Stop()
+	var last string // the last error logged: the same one is not logged every step
 	for {
-		if _, err := d.Step(); err != nil {
+		_, err := d.Step()
+		switch {
+		case err != nil && err.Error() != last:
 			log.G(ctx).WithError(err).Warn("read records")
+			last = err.Error()
+		case err == nil && last != "":
+			log.G(ctx).Info("reading records again")
+			last = ""
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gensee/gensee/internal/fsafe"
 )
 
@@ -30,6 +32,11 @@ const (
 // newline is left for the next call. It returns how many lines were
 // skipped as too long.
 func follow(path string, c *fileCursor, fn func(line []byte)) (skipped int, err error) {
+	var ls unix.Stat_t
+	if err := unix.Lstat(path, &ls); err == nil && ls.Mode&unix.S_IFMT == unix.S_IFREG &&
+		uint64(ls.Dev) == c.Dev && ls.Ino == c.Ino && ls.Size == c.Offset {
+		return 0, nil // unchanged since the last call: not even opened
+	}
 	f, st, err := fsafe.OpenFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil

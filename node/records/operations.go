@@ -79,13 +79,17 @@ func (r *Reader) pollOperation(id string) ([]Record, error) {
 	var m *spec.Manifest
 	if !c.Manifest {
 		if m, err = readManifest(filepath.Join(dir, record.ManifestFile)); err != nil {
-			return nil, err
+			// Written atomically: one that does not parse (or is too
+			// large) stays so. Counted once, never read again.
+			c.Manifest, m = true, nil
+			r.Malformed++
 		}
 	}
 	if !c.Admitted {
-		// admission.json is written again once bound (subject, timing).
+		// admission.json is written again once bound (subject, timing);
+		// one that does not parse keeps the labels already read.
 		if err := r.reloadAdmission(st, dir); err != nil {
-			return nil, err
+			r.Malformed++
 		}
 	}
 	if !c.Admitted && (st.admission.Subject != nil || m != nil) {

@@ -126,3 +126,25 @@ func TestGateNoProducts(t *testing.T) {
 		t.Fatalf("%+v", g.Classes)
 	}
 }
+
+// TestMalformedManifest: a manifest that does not parse is counted once
+// and never stops the operation's other records.
+func TestMalformedManifest(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.st.CreateOperation(opID, "k8s.io", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	f.writeJSON(record.AdmissionFile, spec.Admission{OperationID: opID, Subject: &spec.Subject{InitPID: 1}})
+	dir, _ := f.st.OperationDir(opID)
+	if err := os.WriteFile(filepath.Join(dir, record.ManifestFile), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.event(spec.EventEgressDenied)
+	if got := kinds(f.poll()); got["admission"] != 1 || got["egress"] != 1 || got["gate"] != 0 {
+		t.Fatalf("%v, want the admission and the denial", got)
+	}
+	f.poll()
+	if f.r.Malformed != 1 {
+		t.Fatalf("malformed %d, want 1", f.r.Malformed)
+	}
+}
