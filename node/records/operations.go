@@ -58,7 +58,7 @@ func (r *Reader) pollOperations() ([]Record, error) {
 }
 
 // pollOperation reads one operation's new records: its admission once
-// bound, its egress denials, its manifest's gate verdicts once written,
+// bound (never for one rolled back before), its egress denials, its manifest's gate verdicts once written,
 // and its new findings. An operation without admission.json yet is
 // left for the next Poll.
 func (r *Reader) pollOperation(id string) ([]Record, error) {
@@ -92,7 +92,9 @@ func (r *Reader) pollOperation(id string) ([]Record, error) {
 			r.Malformed++
 		}
 	}
-	if !c.Admitted && (st.admission.Subject != nil || m != nil) {
+	// Admitted and bound: the subject is recorded with the bind (an
+	// operation rolled back before it has a manifest, never a subject).
+	if !c.Admitted && st.admission.Subject != nil {
 		c.Admitted = true
 		a := st.admission
 		reason := "admitted"
