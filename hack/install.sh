@@ -5,11 +5,13 @@
 # DESTDIR (default empty) with PREFIX (default /usr/local) and SYSCONFDIR (default /etc):
 #
 #   $PREFIX/bin/{containerd-shim-gensee-v2,gensee-shim,gensee-gate-helper,gensee-oci-hook,
-#                gensee-sandbox,gensee}                         0755, siblings (the front and the
+#                gensee-sandbox,gensee,gensee-node}             0755, siblings (the front and the
 #                                                               CLI open the others beside themselves)
 #   $SYSCONFDIR/containerd/conf.d/gensee.toml                   containerd drop-in (CRI handler "gensee")
 #   $SYSCONFDIR/systemd/system/containerd.service.d/10-gensee.conf   containerd's PATH
 #   $SYSCONFDIR/systemd/system/gensee-verify.{service,timer}    hourly manifest verify --all (not enabled)
+#   $SYSCONFDIR/systemd/system/gensee-analyzer.service          the node analyzer (not enabled)
+#   $SYSCONFDIR/systemd/system/gensee-node.service              metrics and Kubernetes Events (not enabled)
 #   $SYSCONFDIR/gensee/config.toml                              commented operator config, only if absent
 #   $HOOKSDIR/gensee.json                                       podman's OCI hook (opt-in by annotation)
 #   $PREFIX/share/man/man1/gensee*.1                            man pages from the command tree
@@ -41,7 +43,7 @@ CONTRIB=${CONTRIB:-$top/contrib}
 MANPAGES=${MANPAGES:-} # pre-generated pages (the release tarball's share/man/man1); else generated
 VERSION=${VERSION:-dev}
 
-binaries=(containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-oci-hook gensee-sandbox gensee)
+binaries=(containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-oci-hook gensee-sandbox gensee gensee-node)
 manifest=$PREFIX/share/gensee/install-manifest
 
 die() {
@@ -103,7 +105,11 @@ do_install() {
 
 	# The kit names /usr/local/bin; point it at PREFIX/bin.
 	sed "s|/usr/local/bin/gensee-oci-hook|$PREFIX/bin/gensee-oci-hook|g" "$CONTRIB/hooks/gensee.json" >"$tmp/gensee.json"
-	sed "s|/usr/local/bin/gensee |$PREFIX/bin/gensee |g" "$CONTRIB/systemd/gensee-verify.service" >"$tmp/gensee-verify.service"
+	local unit
+	for unit in gensee-verify gensee-analyzer gensee-node; do
+		sed "s|/usr/local/bin/gensee |$PREFIX/bin/gensee |g; s|/usr/local/bin/gensee-node |$PREFIX/bin/gensee-node |g" \
+			"$CONTRIB/systemd/$unit.service" >"$tmp/$unit.service"
+	done
 	if [ "$PREFIX" = /usr/local ]; then
 		cp "$CONTRIB/systemd/containerd.service.d/10-gensee.conf" "$tmp/10-gensee.conf"
 	else
@@ -112,7 +118,9 @@ do_install() {
 	fi
 	put "$CONTRIB/containerd/gensee-runtime.toml" "$SYSCONFDIR/containerd/conf.d/gensee.toml" 0644
 	put "$tmp/10-gensee.conf" "$SYSCONFDIR/systemd/system/containerd.service.d/10-gensee.conf" 0644
-	put "$tmp/gensee-verify.service" "$SYSCONFDIR/systemd/system/gensee-verify.service" 0644
+	for unit in gensee-verify gensee-analyzer gensee-node; do
+		put "$tmp/$unit.service" "$SYSCONFDIR/systemd/system/$unit.service" 0644
+	done
 	put "$CONTRIB/systemd/gensee-verify.timer" "$SYSCONFDIR/systemd/system/gensee-verify.timer" 0644
 	put "$tmp/gensee.json" "$HOOKSDIR/gensee.json" 0644
 

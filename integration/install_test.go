@@ -19,7 +19,7 @@ import (
 )
 
 // installedBinaries are what make install puts in $(PREFIX)/bin, siblings.
-var installedBinaries = []string{"containerd-shim-gensee-v2", "gensee-shim", "gensee-gate-helper", "gensee-oci-hook", "gensee-sandbox", "gensee"}
+var installedBinaries = []string{"containerd-shim-gensee-v2", "gensee-shim", "gensee-gate-helper", "gensee-oci-hook", "gensee-sandbox", "gensee", "gensee-node"}
 
 // makeInstall runs make install|uninstall DESTDIR=dest PREFIX=/usr from the
 // repository root, with the binaries of GENSEE_BIN.
@@ -77,6 +77,8 @@ func checkInstalledLayout(t *testing.T, dest string) {
 		"etc/systemd/system/containerd.service.d/10-gensee.conf",
 		"etc/systemd/system/gensee-verify.service",
 		"etc/systemd/system/gensee-verify.timer",
+		"etc/systemd/system/gensee-analyzer.service",
+		"etc/systemd/system/gensee-node.service",
 		"etc/gensee/config.toml",
 		"usr/share/containers/oci/hooks.d/gensee.json",
 		"usr/share/man/man1/gensee.1",
@@ -114,6 +116,13 @@ func checkInstalledLayout(t *testing.T, dest string) {
 	must(t, err)
 	if !strings.Contains(string(unit), "ExecStart=/usr/bin/gensee manifest verify") {
 		t.Errorf("gensee-verify.service does not run the installed CLI:\n%s", unit)
+	}
+	for unit, exec := range map[string]string{"gensee-analyzer": "ExecStart=/usr/bin/gensee analyzer serve", "gensee-node": "ExecStart=/usr/bin/gensee-node serve"} {
+		b, err := os.ReadFile(filepath.Join(dest, "etc/systemd/system", unit+".service"))
+		must(t, err)
+		if !strings.Contains(string(b), exec) {
+			t.Errorf("%s.service does not run the installed binary (%s):\n%s", unit, exec, b)
+		}
 	}
 	dropin, err := os.ReadFile(filepath.Join(dest, "etc/systemd/system/containerd.service.d/10-gensee.conf"))
 	must(t, err)
