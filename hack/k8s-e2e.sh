@@ -168,6 +168,11 @@ cleanup() {
 		ip link del "$bridge"
 	fi
 	rm -f /var/lib/cni/results/"$net"-*
+	# The host's conntrack entries of the run's addresses (probes, Services; they would expire).
+	for c in ${pod_subnet:-} ${svc_subnet:-}; do
+		conntrack -D --orig-src "${c%/24}" --mask-src 255.255.255.0 >/dev/null 2>&1
+		conntrack -D --orig-dst "${c%/24}" --mask-dst 255.255.255.0 >/dev/null 2>&1
+	done
 	# gensee tables a pod left in the host netns: only those this run's records name.
 	for t in $(nft -j list tables 2>/dev/null | grep -o '"name": *"gensee_[^"]*"' | cut -d'"' -f4); do
 		grep -rqs "\"$t\"" "$dir/gensee-state" && nft delete table inet "$t" && say "removed leftover table $t"
