@@ -525,15 +525,16 @@ say "kube-proxy ready (nftables: $(nft list tables | grep -c ' kube-proxy$') tab
 
 # --- gensee-node: Kubernetes Events from the node's records (issue 29 item 2) ---
 # When bin/gensee-node is built (make build) it follows the run's records for the whole run:
-# metrics on a free port of 127.0.0.1, and Events (egress denials too) posted with the admin
-# kubeconfig; scenario 6 asserts the Event of the deny_all pod's denied connection.
+# metrics on a free port of 127.0.0.1, and Events (egress denials too) posted with the node's
+# own credentials (the kubelet's kubeconfig: system:node:NODE, which the Node authorizer lets
+# create Events); scenario 6 asserts the Event of the deny_all pod's denied connection.
 # Without it the denial stays in the node's records (scenario 6 says so).
 node_metrics_port=$(free_port)
 if [ -x "$bin/gensee-node" ]; then
 	mkdir -p "$dir/gensee-node"
 	start gensee-node "$bin/gensee-node" serve --state-dir "$dir/gensee-state" --cursor-dir "$dir/gensee-node" \
 		--listen "127.0.0.1:$node_metrics_port" --interval 500ms \
-		--events --egress-events --kubeconfig "$dir/admin.kubeconfig" --node-name "$node"
+		--events --egress-events --kubeconfig "$dir/kubelet.kubeconfig" --node-name "$node"
 	node_daemon_pid=${pids[-1]}
 	wait_for 60 curl -fsS "http://127.0.0.1:$node_metrics_port/metrics" ||
 		die "gensee-node serve not answering on 127.0.0.1:$node_metrics_port: $(tail -5 "$dir/logs/gensee-node.log")"
@@ -979,8 +980,25 @@ scenario_ok 7 "image by BuildKit (FROM busybox as an OCI-layout named context), 
 # The metrics gensee-node counted over the run (issue 29 item 3), when it runs.
 if [ -n "${node_daemon_pid:-}" ]; then
 	say "gensee-node metrics (gensee_*) after the scenarios:"
-	curl -fsS "http://127.0.0.1:$node_metrics_port/metrics" | grep '^gensee_' ||
-		die "gensee-node's /metrics has no gensee_ series"
+	# The series every scenario must have moved (gensee-node polls every 500 ms, and a Job's
+	# manifest may land just before this point).
+	wanted=('gensee_refusals_total\{reason="no_inference",selector="k8s-e2e-strict"\}'
+		'gensee_gate_verdicts_total\{class="structured_result",verdict="pass"\}'
+		'gensee_gate_verdicts_total\{class="structured_result",verdict="fail"\}'
+		'gensee_egress_denied_total\{contract="k8s-e2e-deny",selector="k8s-e2e"\}'
+		'gensee_admissions_total\{contract="k8s-e2e-web",reason="[a-z_]*",selector="k8s-e2e-web"\}'
+		'gensee_admission_bind_seconds_count')
+	metrics_counted() {
+		local want v
+		metrics=$(curl -fsS "http://127.0.0.1:$node_metrics_port/metrics") || return 1
+		for want in "${wanted[@]}"; do
+			v=$(grep -E "^$want " <<<"$metrics" | awk '{print $NF; exit}')
+			awk -v v="${v:-0}" 'BEGIN {exit !(v + 0 >= 1)}' || { missing="$want is ${v:-absent}"; return 1; }
+		done
+	}
+	wait_for 20 metrics_counted || die "metrics: $missing after the scenarios; want at least 1"
+	grep '^gensee_' <<<"$metrics"
+	say "metrics: the run's refusal, gate verdicts (pass and fail), egress denials, admissions and latency are counted"
 fi
 
 if [ -n "${K8S_E2E_HOLD:-}" ]; then
