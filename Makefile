@@ -72,7 +72,7 @@ conformance: deps build ## critest with the runc and the gensee handlers; the sp
 k8s-deps: ## Kubernetes v1.37.2 (apiserver, controller-manager, scheduler, kubelet, kubectl), etcd, CNI plugins into bin/k8s/
 	./hack/k8s-build.sh
 
-k8s-e2e: deps build k8s-deps ## a private single-node Kubernetes, the gensee RuntimeClass, a pod through the kubelet (root)
+k8s-e2e: deps build k8s-deps ## a private single-node Kubernetes through kubectl: Deployment+Service, Jobs, refusal, Events, metrics, installer (root)
 	./hack/k8s-e2e.sh
 
 install: ## install the built binaries, drop-ins, config, hook, man pages, completions (DESTDIR, PREFIX)
