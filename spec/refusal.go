@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Refusal is an admission refusal, the same through every front door:
@@ -97,8 +98,26 @@ type KubernetesRef struct {
 
 // Record is the refusals.jsonl line for r at time at; the front door adds
 // the facts it has (namespace, container, runtime, engine, user).
+//
+// Message and Fix are cut to MaxRefusalText characters each: a refusal
+// may quote the caller's input (an env value, a path), and a line of the
+// refusals log longer than its readers' bound would be skipped whole, the
+// refusal hidden from Events and metrics.
 func (r *Refusal) Record(at time.Time) RefusalRecord {
-	return RefusalRecord{At: at.UTC(), Reason: r.Reason, Field: r.Field, Message: r.Message, Fix: r.Fix, Selector: r.Selector}
+	return RefusalRecord{At: at.UTC(), Reason: r.Reason, Field: r.Field, Message: cutText(r.Message), Fix: cutText(r.Fix), Selector: r.Selector}
+}
+
+// MaxRefusalText bounds a recorded refusal's message and its fix, in
+// characters (a refusals log line stays well under 64 KiB).
+const MaxRefusalText = 4096
+
+// cutText cuts s to MaxRefusalText characters, saying how much was cut.
+func cutText(s string) string {
+	if utf8.RuneCountInString(s) <= MaxRefusalText {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxRefusalText]) + fmt.Sprintf("... (%d more characters cut)", len(r)-MaxRefusalText)
 }
 
 // NetnsKind says where a workload's sockets live (admission.json's netns).

@@ -184,6 +184,9 @@ func oneLine(s string) string {
 		if unicode.IsControl(r) || unicode.IsSpace(r) {
 			return ' '
 		}
+		if unicode.Is(unicode.Cf, r) { // format characters: bidi overrides, zero-width spaces
+			return '\uFFFD'
+		}
 		return r
 	}, s)
 	return strings.Join(strings.Fields(s), " ")

@@ -180,3 +180,16 @@ func TestHexFoldsASCII(t *testing.T) {
 		}
 	}
 }
+
+// Unicode format characters (a right-to-left override, a zero-width
+// space) never reach a sink: they would make a message read otherwise
+// than it is.
+func TestRedactFormatCharacters(t *testing.T) {
+	got := Redact("exec /bin/\u202egnp.sh\u200b inside the rootfs")
+	if strings.ContainsAny(got, "\u202e\u200b") {
+		t.Fatalf("Redact kept a format character: %q", got)
+	}
+	if !strings.Contains(got, "\uFFFDgnp.sh\uFFFD") {
+		t.Fatalf("Redact(%q) = %q; want each format character shown as U+FFFD", "...", got)
+	}
+}
