@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,5 +48,22 @@ func TestRefusalRecord(t *testing.T) {
 	want := `{"at":"2026-12-01T09:00:00Z","namespace":"default","container_id":"c1","reason":"bind_source","field":"mounts[2].source","message":"mounts[2].source /x: no such file","fix":"bind an existing host path"}`
 	if string(b) != want {
 		t.Fatalf("record:\n got %s\nwant %s", b, want)
+	}
+}
+
+// A refusal quoting a huge input is recorded cut, so its refusals log line
+// stays readable (a skipped line would hide the refusal).
+func TestRefusalRecordCut(t *testing.T) {
+	long := strings.Repeat("x", 75_000)
+	rec := (&Refusal{Reason: "observation", Message: "PATH " + long, Fix: long}).Record(time.Now())
+	if n := len(rec.Message); n > MaxRefusalText+64 || !strings.Contains(rec.Message, "characters cut") {
+		t.Fatalf("message of %d bytes recorded as %d bytes: %.80q...", len(long), n, rec.Message)
+	}
+	if len(rec.Fix) > MaxRefusalText+64 {
+		t.Fatalf("fix recorded as %d bytes", len(rec.Fix))
+	}
+	short := (&Refusal{Reason: "r", Message: "m", Fix: "f"}).Record(time.Now())
+	if short.Message != "m" || short.Fix != "f" {
+		t.Fatalf("a short refusal was changed: %+v", short)
 	}
 }
