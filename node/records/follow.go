@@ -17,21 +17,45 @@ import (
 )
 
 // maxLine bounds one line of a log; a longer one is skipped (as the
-// CLI's readers do). maxPoll bounds what one Poll reads of one log: the
-// rest waits for the next.
+// CLI's readers do).
+const maxLine = 64 << 10
+
+// pollBytes and pollLines bound the work of one Poll across all the logs
+// it reads (refusals.jsonl and every operation's events.jsonl): at most
+// pollBytes read and pollLines lines parsed, so the records one Poll holds
+// before they are handed on and committed stay a few MiB of heap whatever
+// the backlog (a first start, a reset cursor, downtime). The rest waits
+// for the next Poll. pollBytes is well above maxLine: the first log read
+// in a Poll always gets a whole line or passes over an over-long one, so
+// every Poll moves on.
 const (
-	maxLine = 64 << 10
-	maxPoll = 8 << 20
+	pollBytes = 4 << 20
+	pollLines = 20000
 )
+
+// budget is what one Poll may still read.
+type budget struct {
+	bytes int64
+	lines int
+}
+
+func newBudget() *budget { return &budget{bytes: pollBytes, lines: pollLines} }
+
+// spent reports whether nothing more may be read in this Poll.
+func (b *budget) spent() bool { return b.bytes <= 0 || b.lines <= 0 }
 
 // follow feeds fn every complete line of the log at path past c, and
 // moves c past each. A missing log yields nothing. A log under another
 // inode than c's (rewritten: retention cut its oldest lines) or shorter
 // than c's offset (truncated) is resumed after the line c took last, or
 // from its start when that line is gone. A last line not yet ended by a
-// newline is left for the next call. It returns how many lines were
-// skipped as too long.
-func follow(path string, c *fileCursor, fn func(line []byte)) (skipped int, err error) {
+// newline is left for the next call. It reads no more than b allows, and
+// charges b what it read. It returns how many lines were skipped as too
+// long.
+func follow(path string, c *fileCursor, b *budget, fn func(line []byte)) (skipped int, err error) {
+	if b.spent() {
+		return 0, nil
+	}
 	var ls unix.Stat_t
 	if err := unix.Lstat(path, &ls); err == nil && ls.Mode&unix.S_IFMT == unix.S_IFREG &&
 		uint64(ls.Dev) == c.Dev && ls.Ino == c.Ino && ls.Size == c.Offset {
@@ -61,18 +85,20 @@ func follow(path string, c *fileCursor, fn func(line []byte)) (skipped int, err 
 	if _, err := f.Seek(c.Offset, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("seek log: %w", err)
 	}
-	return readLines(io.LimitReader(f, maxPoll), c, fn)
+	return readLines(io.LimitReader(f, min(b.bytes, st.Size-c.Offset)), c, b, fn)
 }
 
-// readLines takes each complete line of r, moving c past it. An
-// unterminated tail is left for later, unless it is already longer than
-// maxLine: then it is passed over and c skips through its newline.
-func readLines(r io.Reader, c *fileCursor, fn func(line []byte)) (skipped int, err error) {
+// readLines takes each complete line of r, moving c past it, while b
+// has lines left. An unterminated tail is left for later, unless it is
+// already longer than maxLine: then it is passed over and c skips
+// through its newline.
+func readLines(r io.Reader, c *fileCursor, b *budget, fn func(line []byte)) (skipped int, err error) {
 	data, err := io.ReadAll(r)
+	b.bytes -= int64(len(data))
 	if err != nil {
 		return 0, fmt.Errorf("read log: %w", err)
 	}
-	for len(data) > 0 {
+	for len(data) > 0 && b.lines > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			if len(data) > maxLine && !c.Skip {
@@ -96,6 +122,7 @@ func readLines(r io.Reader, c *fileCursor, fn func(line []byte)) (skipped int, e
 		}
 		sum := sha256.Sum256(line)
 		c.Last, c.LastLen = hex.EncodeToString(sum[:]), int64(len(line))
+		b.lines--
 		if l := bytes.TrimSpace(line); len(l) > 0 {
 			fn(l)
 		}

@@ -15,7 +15,7 @@ func FuzzReadLines(f *testing.F) {
 			start = -start
 		}
 		c := fileCursor{Offset: start, Skip: skip}
-		_, err := readLines(bytes.NewReader(data), &c, func(line []byte) {
+		_, err := readLines(bytes.NewReader(data), &c, newBudget(), func(line []byte) {
 			if !bytes.Contains(data, line) || len(line) > maxLine {
 				t.Fatalf("line %q not from the data", line)
 			}

@@ -24,15 +24,38 @@ const maxAdmissionBytes = 4 << 20
 type opState struct {
 	op        Operation
 	admission spec.Admission
+	// adm is admission.json's stamp when last read: unchanged, it is not
+	// read again.
+	adm stamp
 	// attention.json's size and mtime when last read: unchanged, it is
 	// not read again.
 	attSize  int64
 	attMtime unix.Timespec
 }
 
-// pollOperations reads every operation's new records and forgets the
-// operations retention removed.
-func (r *Reader) pollOperations() ([]Record, error) {
+// stamp tells one version of a file from another: the runtime writes its
+// records atomically (a new inode), or at least with a new size or mtime.
+type stamp struct {
+	ino  uint64
+	size int64
+	mtim unix.Timespec
+}
+
+// stampOf is the stamp of the file at path.
+func stampOf(path string) (stamp, error) {
+	var s unix.Stat_t
+	if err := unix.Lstat(path, &s); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return stamp{}, fs.ErrNotExist
+		}
+		return stamp{}, fmt.Errorf("stat %s: %w", filepath.Base(path), err)
+	}
+	return stamp{ino: s.Ino, size: s.Size, mtim: s.Mtim}, nil
+}
+
+// pollOperations reads the operations' new records, within b, and
+// forgets the operations retention removed.
+func (r *Reader) pollOperations(b *budget) ([]Record, error) {
 	ids, err := r.store.Operations()
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
@@ -42,7 +65,10 @@ func (r *Reader) pollOperations() ([]Record, error) {
 	var errs []error
 	for _, id := range ids {
 		live[id] = true
-		recs, err := r.pollOperation(id)
+		if b.spent() {
+			continue // the next Poll's
+		}
+		recs, err := r.pollOperation(id, b)
 		out = append(out, recs...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("operation %s: %w", id, err))
@@ -54,14 +80,20 @@ func (r *Reader) pollOperations() ([]Record, error) {
 			delete(r.ops, id)
 		}
 	}
+	for id := range r.badAdm {
+		if !live[id] {
+			delete(r.badAdm, id)
+		}
+	}
 	return out, errors.Join(errs...)
 }
 
 // pollOperation reads one operation's new records: its admission once
-// bound (never for one rolled back before), its egress denials, its manifest's gate verdicts once written,
-// and its new findings. An operation without admission.json yet is
-// left for the next Poll.
-func (r *Reader) pollOperation(id string) ([]Record, error) {
+// bound (never for one rolled back before), its egress denials (within
+// b), its manifest's gate verdicts once written and its denials all read,
+// and its new findings. An operation without admission.json yet is left
+// for the next Poll.
+func (r *Reader) pollOperation(id string, b *budget) ([]Record, error) {
 	dir, err := r.store.OperationDir(id)
 	if err != nil {
 		return nil, err
@@ -75,7 +107,7 @@ func (r *Reader) pollOperation(id string) ([]Record, error) {
 		c = &opCursor{}
 		r.cur.Operations[id] = c
 	}
-	var out []Record
+	ended := c.Manifest
 	var m *spec.Manifest
 	if !c.Manifest {
 		if m, err = readManifest(filepath.Join(dir, record.ManifestFile)); err != nil {
@@ -85,25 +117,8 @@ func (r *Reader) pollOperation(id string) ([]Record, error) {
 			r.Malformed++
 		}
 	}
-	if !c.Admitted {
-		// admission.json is written again once bound (subject, timing);
-		// one that does not parse keeps the labels already read.
-		if err := r.reloadAdmission(st, dir); err != nil {
-			r.Malformed++
-		}
-	}
-	// Admitted and bound: the subject is recorded with the bind (an
-	// operation rolled back before it has a manifest, never a subject).
-	if !c.Admitted && st.admission.Subject != nil {
-		c.Admitted = true
-		a := st.admission
-		reason := "admitted"
-		if a.SafeDefault {
-			reason = "safe_default"
-		}
-		out = append(out, Admission{Op: st.op, At: a.CreatedAt, Reason: reason, FallbackFrom: a.FallbackFrom, Timing: a.Timing})
-	}
-	n, err := follow(filepath.Join(dir, record.EventsFile), &c.Events, func(line []byte) {
+	out := r.admitted(st, dir, c, ended)
+	n, err := follow(filepath.Join(dir, record.EventsFile), &c.Events, b, func(line []byte) {
 		e, perr := spec.ParseEvent(line)
 		switch {
 		case perr != nil:
@@ -116,7 +131,9 @@ func (r *Reader) pollOperation(id string) ([]Record, error) {
 	if err != nil {
 		return out, err
 	}
-	if !c.Manifest && m != nil {
+	// The gate after the operation's denials: with the budget spent,
+	// some may be left, and the manifest is read again next Poll.
+	if !c.Manifest && m != nil && !b.spent() {
 		c.Manifest = true
 		out = append(out, gateOf(st.op, st.admission.Contract, m, m2time(dir)))
 	}
@@ -124,14 +141,53 @@ func (r *Reader) pollOperation(id string) ([]Record, error) {
 	return append(out, found...), err
 }
 
+// admitted is the operation's Admission once it is bound. Until then
+// admission.json is read again whenever it changes (it is written again
+// once bound: subject, timing); one that does not parse keeps the labels
+// already read. Once the operation ended (its manifest was read before)
+// unbound, it never will be: it is not read again.
+func (r *Reader) admitted(st *opState, dir string, c *opCursor, ended bool) []Record {
+	if c.Admitted || ended {
+		return nil
+	}
+	if err := r.reloadAdmission(st, dir); err != nil {
+		r.Malformed++
+	}
+	// Admitted and bound: the subject is recorded with the bind (an
+	// operation rolled back before it has a manifest, never a subject).
+	if st.admission.Subject == nil {
+		return nil
+	}
+	c.Admitted = true
+	a := st.admission
+	reason := "admitted"
+	if a.SafeDefault {
+		reason = "safe_default"
+	}
+	return []Record{Admission{Op: st.op, At: a.CreatedAt, Reason: reason, FallbackFrom: a.FallbackFrom, Timing: a.Timing}}
+}
+
 // state is the operation's cached labels, read from admission.json the
-// first time (nil, nil while it is not written yet).
+// first time (nil, nil while it is not written yet). One that does not
+// parse is counted malformed once, and read again only once it changed.
 func (r *Reader) state(id, dir string) (*opState, error) {
 	if st := r.ops[id]; st != nil {
 		return st, nil
 	}
-	st := &opState{}
-	b, err := fsafe.ReadFile(filepath.Join(dir, record.AdmissionFile), maxAdmissionBytes)
+	path := filepath.Join(dir, record.AdmissionFile)
+	s, err := stampOf(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if bad, ok := r.badAdm[id]; ok && bad == s {
+		return nil, nil
+	}
+	st := &opState{adm: s}
+	r.admReads++
+	b, err := fsafe.ReadFile(path, maxAdmissionBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -140,21 +196,31 @@ func (r *Reader) state(id, dir string) (*opState, error) {
 	}
 	if err := json.Unmarshal(b, &st.admission); err != nil {
 		r.Malformed++
+		r.badAdm[id] = s
 		return nil, nil
 	}
+	delete(r.badAdm, id)
 	a := st.admission
 	st.op = Operation{ID: id, Namespace: a.Namespace, Container: a.ContainerID, Selector: a.Selector, Contract: a.ContractID, Pod: a.Kubernetes}
 	r.ops[id] = st
 	return st, nil
 }
 
-// reloadAdmission reads admission.json again: the bound one (subject,
-// timing) replaces the one persisted before the bind.
+// reloadAdmission reads admission.json again if it changed since it was
+// last read: the bound one (subject, timing) replaces the one persisted
+// before the bind. One that does not parse is not read again unchanged.
 func (r *Reader) reloadAdmission(st *opState, dir string) error {
-	b, err := fsafe.ReadFile(filepath.Join(dir, record.AdmissionFile), maxAdmissionBytes)
+	path := filepath.Join(dir, record.AdmissionFile)
+	s, err := stampOf(path)
+	if err != nil || s == st.adm {
+		return err
+	}
+	r.admReads++
+	b, err := fsafe.ReadFile(path, maxAdmissionBytes)
 	if err != nil {
 		return err
 	}
+	st.adm = s
 	var a spec.Admission
 	if err := json.Unmarshal(b, &a); err != nil {
 		return fmt.Errorf("read admission: %w", err)

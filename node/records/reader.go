@@ -21,6 +21,14 @@ type Reader struct {
 	// Malformed counts lines and records that did not parse (torn or
 	// over-long writes), skipped.
 	Malformed int
+	// More: the last Poll stopped at its budget (pollBytes, pollLines)
+	// with records left for the next.
+	More bool
+	// badAdm is the stamp of each admission.json that did not parse:
+	// counted malformed once, read again only once it changes.
+	badAdm map[string]stamp
+	// admReads counts the reads of admission.json (tests).
+	admReads int
 }
 
 // Open starts a reader of stateDir at the cursor saved at cursorPath (a
@@ -30,15 +38,18 @@ func Open(stateDir, cursorPath string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{store: record.Store{Dir: stateDir}, cursorPath: cursorPath, cur: c, ops: map[string]*opState{}}, nil
+	return &Reader{store: record.Store{Dir: stateDir}, cursorPath: cursorPath, cur: c, ops: map[string]*opState{}, badAdm: map[string]stamp{}}, nil
 }
 
 // Poll returns the records written since the cursor, refusals first, and
 // moves the cursor in memory; Commit saves it. An error leaves what was
-// read so far in the result and the cursor past it.
+// read so far in the result and the cursor past it. One Poll reads at
+// most pollBytes and pollLines of the logs; More says it stopped there.
 func (r *Reader) Poll() ([]Record, error) {
 	var out []Record
-	n, err := follow(r.store.RefusalsPath(), &r.cur.Refusals, func(line []byte) {
+	b := newBudget()
+	defer func() { r.More = b.spent() }()
+	n, err := follow(r.store.RefusalsPath(), &r.cur.Refusals, b, func(line []byte) {
 		if rf, ok := parseRefusal(line); ok {
 			out = append(out, rf)
 		} else {
@@ -49,7 +60,7 @@ func (r *Reader) Poll() ([]Record, error) {
 	if err != nil {
 		return out, fmt.Errorf("follow refusals log: %w", err)
 	}
-	ops, err := r.pollOperations()
+	ops, err := r.pollOperations(b)
 	return append(out, ops...), err
 }
 
