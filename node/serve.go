@@ -76,6 +76,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		WithField("events", d.poster != nil).Info("gensee-node serving")
 	t := time.NewTicker(d.cfg.Interval)
 	defer t.Stop()
+	// now is always ready: a step that stopped at the reader's budget
+	// (records.Reader.More) is followed by the next at once, so a backlog
+	// drains as fast as it is read, a budget at a time.
+	now := make(chan time.Time)
+	close(now)
 	var last string // the last error logged: the same one is not logged every step
 	for {
 		_, err := d.Step()
@@ -87,6 +92,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			log.G(ctx).Info("reading records again")
 			last = ""
 		}
+		next := t.C
+		if err == nil && d.reader.More {
+			next = now
+		}
 		select {
 		case <-ctx.Done():
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -97,7 +106,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return nil
 			}
 			return fmt.Errorf("serve metrics: %w", err)
-		case <-t.C:
+		case <-next:
 		}
 	}
 }
