@@ -2,41 +2,30 @@ package admission
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gensee/gensee/spec"
 )
 
-// Stabilize returns obs with the selector's volatile env left out of its
-// command digest (spec.StableEnv; docs/design.md §3.2): cmd must be what
-// obs.CommandDigest covers. With no volatile entries, obs is returned
-// unchanged.
-func Stabilize(obs spec.Observation, cmd spec.Command, volatile []string) (spec.Observation, *failure) {
+// stabilize returns obs with the selector's volatile env left out of its
+// command digest (spec.StableEnv; docs/design.md §3.2), and the command
+// that digest now covers: cmd must be what obs.CommandDigest covers. With
+// no volatile entries, obs and cmd are returned unchanged.
+func stabilize(obs spec.Observation, cmd spec.Command, volatile []string) (spec.Observation, spec.Command, *failure) {
 	if len(volatile) == 0 {
-		return obs, nil
+		return obs, cmd, nil
 	}
-	stable, left, f := stableCommand(obs, cmd, volatile)
-	if f != nil {
-		return obs, f
-	}
-	digest, err := stable.Digest()
-	if err != nil {
-		return obs, fail(ReasonObservationInvalid, "digest of the stable command: "+err.Error(), "report this bug")
-	}
-	obs.CommandDigest, obs.VolatileEnv = digest, left
-	return obs, nil
-}
-
-// stableCommand checks that cmd is what obs's command digest covers and
-// returns it with the volatile entries left out, and their names.
-func stableCommand(obs spec.Observation, cmd spec.Command, volatile []string) (spec.Command, []string, *failure) {
-	got, err := cmd.Digest()
-	if err != nil || got != obs.CommandDigest {
-		return cmd, nil, fail(ReasonObservationInvalid, "the selector lists volatile_env, but the runtime's command does not match the observation's command_digest",
+	if got, err := cmd.Digest(); err != nil || got != obs.CommandDigest {
+		return obs, cmd, fail(ReasonObservationInvalid, "the selector lists volatile_env, but the runtime's command does not match the observation's command_digest",
 			"report this bug (the front door passed no command, or another one)")
 	}
 	kept, left := spec.StableEnv(cmd.Env, volatile)
-	return spec.Command{Args: cmd.Args, Env: kept, Cwd: cmd.Cwd}, left, nil
+	stable := spec.Command{Args: cmd.Args, Env: kept, Cwd: cmd.Cwd}
+	digest, err := stable.Digest()
+	if err != nil {
+		return obs, cmd, fail(ReasonObservationInvalid, "digest of the stable command: "+err.Error(), "report this bug")
+	}
+	obs.CommandDigest, obs.VolatileEnv = digest, left
+	return obs, stable, nil
 }
 
 // NeedsAnalyzer reports whether Decide would ask an analyzer for a caller
@@ -52,18 +41,15 @@ func NeedsAnalyzer(cat *spec.Catalog, f Facts) bool {
 }
 
 // consult asks the selector's analyzer (in.Ask) about the stable
-// observation; the observation must be complete.
-func consult(in Input, sel *spec.Selector, obs spec.Observation, digest string) ([]byte, *spec.AnalyzerConsult) {
+// observation obs of the stable command cmd; the observation must be
+// complete.
+func consult(ask Asker, sel *spec.Selector, obs spec.Observation, digest string, cmd spec.Command) ([]byte, *spec.AnalyzerConsult) {
 	if obs.ExecutableSHA256 == "" {
 		c := spec.AnalyzerConsult{Analyzer: sel.Analyzer.ID, Endpoint: sel.Analyzer.Endpoint, Outcome: spec.ConsultMalformed,
 			Detail: "not asked: the observation has no executable hash"}
 		return nil, &c
 	}
-	cmd := in.Command
-	if len(sel.VolatileEnv) > 0 {
-		cmd, _, _ = stableCommand(in.Observation, in.Command, sel.VolatileEnv) // Stabilize checked it
-	}
-	env, c := in.Ask(sel, obs, digest, cmd)
+	env, c := ask(sel, obs, digest, cmd)
 	c.Analyzer, c.Endpoint = sel.Analyzer.ID, sel.Analyzer.Endpoint
 	if len(env) > 0 && c.Outcome == "" {
 		c.Outcome = spec.ConsultAnswered
@@ -99,9 +85,3 @@ func rejected(c *spec.AnalyzerConsult, f *failure) *failure {
 	g.what = fmt.Sprintf("analyzer %s's answer from %s: %s", c.Analyzer, c.Endpoint, f.what)
 	return &g
 }
-
-// consultOutcomes lists every spec.AnalyzerConsult outcome.
-var consultOutcomes = []string{spec.ConsultAnswered, spec.ConsultNoClass, spec.ConsultTimeout, spec.ConsultUnreachable, spec.ConsultMalformed, spec.ConsultRejected}
-
-// ValidOutcome reports whether o is a consult outcome.
-func ValidOutcome(o string) bool { return slices.Contains(consultOutcomes, o) }

@@ -41,7 +41,7 @@ type Input struct {
 	PreflightObservation []byte           // annotation io.gensee.boundary.observation; may be empty
 	Observation          spec.Observation // re-derived by the runtime (shim/observe)
 	// Command is what Observation.CommandDigest covers, as the bundle has
-	// it; needed when the selector lists volatile_env (Stabilize).
+	// it; needed when the selector lists volatile_env (stabilize).
 	Command spec.Command
 	Now     time.Time
 	// Ask asks the selector's node analyzer (nil: none is asked). Decide
@@ -114,7 +114,8 @@ func Decide(in Input) Decision {
 		return refuse(d, f)
 	}
 	d.Selector = sel.ID
-	if d.Observation, f = Stabilize(in.Observation, in.Command, sel.VolatileEnv); f != nil {
+	var cmd spec.Command // what d.Observation's command digest covers
+	if d.Observation, cmd, f = stabilize(in.Observation, in.Command, sel.VolatileEnv); f != nil {
 		return refuse(d, f)
 	}
 	// The observation matters only to check an inference or a preflight;
@@ -127,7 +128,7 @@ func Decide(in Input) Decision {
 		return refuse(d, f)
 	}
 	if len(in.InferenceEnvelope) == 0 && sel.Analyzer != nil && in.Ask != nil {
-		in.InferenceEnvelope, d.Analyzer = consult(in, sel, d.Observation, d.ObservationDigest)
+		in.InferenceEnvelope, d.Analyzer = consult(in.Ask, sel, d.Observation, d.ObservationDigest, cmd)
 	}
 	class, summary, f := evaluate(in, sel, d.ObservationDigest, d.Analyzer)
 	d.Inference = summary

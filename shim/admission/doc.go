@@ -14,7 +14,7 @@
 //     (no_selector, ambiguous_selector). Overlapping selectors are not
 //     ranked: several matches refuse, so an operator makes them disjoint;
 //  3. the selector's volatile_env, if any, is left out of the observation's
-//     command digest (Stabilize: Input.Command must be what the digest
+//     command digest (stabilize: Input.Command must be what the digest
 //     covers; PATH, LD_* and spec.ProtectedEnv never are), and the
 //     observation so stabilized is well formed (observation_invalid);
 //  4. a preflight observation annotation, if present, equals it
