@@ -89,21 +89,7 @@ func TestContribAnalyzerDaemonSet(t *testing.T) {
 	if ds == nil {
 		t.Fatal("no DaemonSet gensee-analyzer")
 	}
-	pod, _ := at(ds, "spec", "template", "spec").(map[string]any)
-	inst, _ := at(objs["DaemonSet/"+installNS+"/gensee-node-installer"], "spec", "template", "spec", "nodeSelector").(map[string]any)
-	if sel, _ := at(pod, "nodeSelector").(map[string]any); !maps.Equal(sel, inst) || str(pod, "runtimeClassName") != "" {
-		t.Errorf("nodeSelector %v (want the installer's %v), runtimeClassName %q (want none)", sel, inst, str(pod, "runtimeClassName"))
-	}
-	cs := list(pod, "containers")
-	if len(cs) != 1 {
-		t.Fatalf("want one container, got %d", len(cs))
-	}
-	c := cs[0]
-	sc, _ := at(c, "securityContext").(map[string]any)
-	if at(sc, "runAsUser") != 0 || at(sc, "allowPrivilegeEscalation") != false || at(sc, "readOnlyRootFilesystem") != true ||
-		!slices.Equal(asStrings(at(sc, "capabilities", "drop")), []string{"ALL"}) || at(sc, "capabilities", "add") != nil {
-		t.Errorf("securityContext %v: want root, no privilege escalation, read-only root, every capability dropped", sc)
-	}
+	pod, c := nodeDaemonPod(t, objs, ds)
 	argv := asStrings(at(c, "command"))
 	checkServeArgv(t, "DaemonSet gensee-analyzer", argv)
 
@@ -134,4 +120,29 @@ func TestContribAnalyzerDaemonSet(t *testing.T) {
 			t.Errorf("--%s %s: want it in a Secret volume of defaultMode 0400, got %v", f, p, v)
 		}
 	}
+}
+
+// nodeDaemonPod checks what the kit's node daemons (the analyzer's, the
+// node daemon's) share: the installer's nodeSelector and no
+// runtimeClassName, one container, root without privilege escalation on a
+// read-only root with every capability dropped. It returns the pod spec
+// and the container.
+func nodeDaemonPod(t *testing.T, objs map[string]map[string]any, ds map[string]any) (pod, c map[string]any) {
+	t.Helper()
+	pod, _ = at(ds, "spec", "template", "spec").(map[string]any)
+	inst, _ := at(objs["DaemonSet/"+installNS+"/gensee-node-installer"], "spec", "template", "spec", "nodeSelector").(map[string]any)
+	if sel, _ := at(pod, "nodeSelector").(map[string]any); !maps.Equal(sel, inst) || str(pod, "runtimeClassName") != "" {
+		t.Errorf("nodeSelector %v (want the installer's %v), runtimeClassName %q (want none)", sel, inst, str(pod, "runtimeClassName"))
+	}
+	cs := list(pod, "containers")
+	if len(cs) != 1 {
+		t.Fatalf("want one container, got %d", len(cs))
+	}
+	c = cs[0]
+	sc, _ := at(c, "securityContext").(map[string]any)
+	if at(sc, "runAsUser") != 0 || at(sc, "allowPrivilegeEscalation") != false || at(sc, "readOnlyRootFilesystem") != true ||
+		!slices.Equal(asStrings(at(sc, "capabilities", "drop")), []string{"ALL"}) || at(sc, "capabilities", "add") != nil {
+		t.Errorf("securityContext %v: want root, no privilege escalation, read-only root, every capability dropped", sc)
+	}
+	return pod, c
 }

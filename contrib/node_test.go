@@ -1,7 +1,6 @@
 package contrib
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -67,21 +66,7 @@ func TestContribNodeDaemonSet(t *testing.T) {
 	if ds == nil {
 		t.Fatal("no DaemonSet gensee-node")
 	}
-	pod, _ := at(ds, "spec", "template", "spec").(map[string]any)
-	inst, _ := at(objs["DaemonSet/"+installNS+"/gensee-node-installer"], "spec", "template", "spec", "nodeSelector").(map[string]any)
-	if sel, _ := at(pod, "nodeSelector").(map[string]any); !maps.Equal(sel, inst) || str(pod, "runtimeClassName") != "" {
-		t.Errorf("nodeSelector %v (want the installer's %v), runtimeClassName %q (want none)", sel, inst, str(pod, "runtimeClassName"))
-	}
-	cs := list(pod, "containers")
-	if len(cs) != 1 {
-		t.Fatalf("want one container, got %d", len(cs))
-	}
-	c := cs[0]
-	sc, _ := at(c, "securityContext").(map[string]any)
-	if at(sc, "runAsUser") != 0 || at(sc, "allowPrivilegeEscalation") != false || at(sc, "readOnlyRootFilesystem") != true ||
-		!slices.Equal(asStrings(at(sc, "capabilities", "drop")), []string{"ALL"}) || at(sc, "capabilities", "add") != nil {
-		t.Errorf("securityContext %v: want root, no privilege escalation, read-only root, every capability dropped", sc)
-	}
+	pod, c := nodeDaemonPod(t, objs, ds)
 	if cfg := checkNodeArgv(t, "DaemonSet gensee-node", asStrings(at(c, "command"))); cfg.Kubeconfig != node.InCluster {
 		t.Errorf("--kubeconfig %q, want %s (the ServiceAccount)", cfg.Kubeconfig, node.InCluster)
 	}
