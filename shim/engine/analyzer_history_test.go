@@ -60,7 +60,7 @@ func refAnalyzer(t *testing.T, st record.Store, exe string, now time.Time) *spec
 		}
 	}
 	a, err := reference.Load(context.Background(), reference.Config{Catalog: cat, ID: "ref-analyzer", RulesFile: filepath.Join(dir, "rules.dsse"),
-		KeyFile: filepath.Join(dir, "key.hex"), Records: reference.RecordsDir(st.Dir), Now: func() time.Time { return now }})
+		KeyFile: filepath.Join(dir, "key.hex"), Records: record.Store{Dir: st.Dir}.OperationsDir(), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func (s Store) RemoveOperation(id string) error {
 
 // SweepTrash removes what a RemoveOperation interrupted by a crash left.
 func (s Store) SweepTrash() error {
-	parent := filepath.Join(s.Dir, "operations")
+	parent := s.OperationsDir()
 	ents, err := os.ReadDir(parent)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -53,12 +53,15 @@ func ValidOperationID(id string) bool { return opIDPattern().MatchString(id) }
 // namespace's or a container's name).
 func ValidName(s string) bool { return len(s) <= 76 && namePattern().MatchString(s) }
 
+// OperationsDir is the directory every operation's directory is in.
+func (s Store) OperationsDir() string { return filepath.Join(s.Dir, "operations") }
+
 // OperationDir is the directory of operation id.
 func (s Store) OperationDir(id string) (string, error) {
 	if !ValidOperationID(id) {
 		return "", fmt.Errorf("operation id %q is malformed", id)
 	}
-	return filepath.Join(s.Dir, "operations", id), nil
+	return filepath.Join(s.OperationsDir(), id), nil
 }
 
 // CreateOperation makes the operation's directory (0700) and indexes it.
@@ -172,7 +175,7 @@ func (s Store) ReadJSON(id, name string, v any) error {
 
 // Operations lists operation ids (in no particular order).
 func (s Store) Operations() ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(s.Dir, "operations"))
+	ents, err := os.ReadDir(s.OperationsDir())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

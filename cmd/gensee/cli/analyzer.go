@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/analyzer/reference"
+	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -82,7 +83,7 @@ func (o *serveOptions) run(ctx context.Context, env *Env) error {
 	}
 	log.L.Logger.SetOutput(env.Stderr)
 	a, err := reference.Load(ctx, reference.Config{Catalog: loaded.Catalog, ID: o.id, RulesFile: o.rules, KeyFile: o.key,
-		Model: o.model, Records: reference.RecordsDir(cfg.StateDir), Lifetime: o.lifetime, Now: env.Now})
+		Model: o.model, Records: record.Store{Dir: cfg.StateDir}.OperationsDir(), Lifetime: o.lifetime, Now: env.Now})
 	if err != nil {
 		code := ExitRefused
 		var se *reference.StartError

@@ -152,7 +152,7 @@ func (o *promoteOptions) run(_ context.Context, env *Env) error {
 			safeText(p.Destination), safeText(p.Slot), p.OperationID, p.ProductDigest)
 	}
 	if res.Recorded {
-		fmt.Fprintf(env.Stdout, "recorded in %s\n", filepath.Join(cfg.StateDir, "operations", p.OperationID, promote.RecordFile))
+		fmt.Fprintf(env.Stdout, "recorded in %s\n", filepath.Join(record.Store{Dir: cfg.StateDir}.OperationsDir(), p.OperationID, promote.RecordFile))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -41,8 +40,3 @@ func (s *memoryState) Update(fn func(cur trust.State, found bool) (trust.State, 
 	}
 	return nil
 }
-
-// RecordsDir is the runtime's operations directory under stateDir (the
-// operator config's state_dir): where shim/record keeps
-// <opid>/manifest.json.
-func RecordsDir(stateDir string) string { return filepath.Join(stateDir, "operations") }

@@ -38,7 +38,7 @@ type Config struct {
 	KeyFile string
 	// Model is the model id the inferences name; DefaultModel if empty.
 	Model string
-	// Records is the runtime's operations directory (RecordsDir of its
+	// Records is the runtime's operations directory (record.Store's OperationsDir of its
 	// state dir), read for history; empty: history is never read.
 	Records string
 	// Lifetime is how long an inference lives, at most the analyzer's

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/shim/trust"
 	"github.com/gensee/gensee/spec"
 )
@@ -75,8 +76,8 @@ func TestLoadLifetime(t *testing.T) {
 
 // TestRecordsDir: the analyzer reads history where shim/record writes it.
 func TestRecordsDir(t *testing.T) {
-	if got := RecordsDir("/var/lib/gensee"); got != filepath.Join("/var/lib/gensee", "operations") {
-		t.Errorf("RecordsDir = %s", got)
+	if got := (record.Store{Dir: "/var/lib/gensee"}).OperationsDir(); got != filepath.Join("/var/lib/gensee", "operations") {
+		t.Errorf("OperationsDir = %s", got)
 	}
 }
 
