@@ -275,7 +275,7 @@ type RecordStore struct {
 // returned: the index is a hint to analyzers, the manifest the record.
 func (s RecordStore) WriteManifest(m *spec.Manifest) error {
 	b, err := s.Store.WriteJSONBytes(s.ID, record.ManifestFile, m)
-	if err != nil || m.ObservationDigest == "" || m.HistoryClass() == "" {
+	if err != nil || m.ObservationDigest == "" { // AppendHistory skips runs no inference admitted
 		return err
 	}
 	if err := s.Store.AppendHistory(s.ID, m, b); err != nil {
