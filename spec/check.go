@@ -162,6 +162,10 @@ func printable(s string) bool {
 	return true
 }
 
+// Truncate is s cut to at most n bytes on a rune boundary, "..." marking
+// the cut: how a message quotes an input of any length.
+func Truncate(s string, n int) string { return truncate(s, n) }
+
 // truncate shortens s for error messages, on a rune boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {

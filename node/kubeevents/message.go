@@ -3,7 +3,6 @@ package kubeevents
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -110,14 +109,10 @@ func orDash(s string) string {
 	return s
 }
 
-// truncate cuts s to at most n bytes on a rune boundary.
+// truncate cuts s to at most n bytes on a rune boundary, "..." included.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	n -= 3
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
+	return spec.Truncate(s, n-3)
 }

@@ -43,21 +43,10 @@ func decodeAnswer(body []byte) (env []byte, outcome, detail string) {
 // the cut) with every control, format or invalid character as '?': an
 // analyzer's words go into records and terminals.
 func Printable(s string, n int) string {
-	cut := len(s) > n
-	if cut {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
-	}
-	s = strings.Map(func(r rune) rune {
+	return strings.Map(func(r rune) rune {
 		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
 			return '?'
 		}
 		return r
-	}, s)
-	if cut {
-		s += "..."
-	}
-	return s
+	}, spec.Truncate(s, n))
 }

@@ -68,7 +68,7 @@ func (a *Analyzer) history(ctx context.Context, refs []spec.HistoryRef, digest s
 // already read (a manifest is written once).
 func (a *Analyzer) readRun(ref spec.HistoryRef) (run, error) {
 	if !record.ValidOperationID(ref.OperationID) {
-		return run{}, fmt.Errorf("operation id %q is malformed", truncate(ref.OperationID, 40))
+		return run{}, fmt.Errorf("operation id %q is malformed", spec.Truncate(ref.OperationID, 40))
 	}
 	key := ref.OperationID + ":" + ref.ManifestSHA256
 	if r, ok := a.seen.get(key); ok {
@@ -80,7 +80,7 @@ func (a *Analyzer) readRun(ref spec.HistoryRef) (run, error) {
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != ref.ManifestSHA256 {
-		return run{}, fmt.Errorf("manifest sha256 is %s, the reference names %s", got, truncate(ref.ManifestSHA256, 64))
+		return run{}, fmt.Errorf("manifest sha256 is %s, the reference names %s", got, spec.Truncate(ref.ManifestSHA256, 64))
 	}
 	m, err := spec.ParseManifest(data)
 	if err != nil {
@@ -88,7 +88,7 @@ func (a *Analyzer) readRun(ref spec.HistoryRef) (run, error) {
 	}
 	r := run{analyzer: m.Inference.Analyzer, digest: m.ObservationDigest, class: m.HistoryClass()}
 	r.verdict, r.why = m.HistoryVerdict()
-	r.why = truncate(r.why, 120)
+	r.why = spec.Truncate(r.why, 120)
 	a.seen.put(key, r)
 	return r, nil
 }
@@ -147,11 +147,4 @@ func (c *seenCache) put(key string, r run) {
 		clear(c.runs)
 	}
 	c.runs[key] = r
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
