@@ -92,7 +92,7 @@ func checkModel(p problems, path, s string) {
 func checkHex64(p problems, path, what, s string) {
 	if s == "" {
 		p.addf(path, "is required: %s as 64 lowercase hex characters", what)
-	} else if len(s) != 64 || !isLowerHex(s) {
+	} else if !IsHex64(s) {
 		p.addf(path, "%s must be 64 lowercase hex characters, got %q", what, truncate(s, 80))
 	}
 }
@@ -102,7 +102,7 @@ func checkDigest(p problems, path, s string) {
 	h, ok := strings.CutPrefix(s, "sha256:")
 	if s == "" {
 		p.add(path, "is required: \"sha256:\" followed by 64 lowercase hex characters")
-	} else if !ok || len(h) != 64 || !isLowerHex(h) {
+	} else if !ok || !IsHex64(h) {
 		p.addf(path, "must be \"sha256:\" followed by 64 lowercase hex characters, got %q", truncate(s, 80))
 	}
 }

@@ -42,7 +42,7 @@ func (e *Envelope) validate(payload64 bool) error {
 	}
 	for i, s := range e.Signatures {
 		path := joinIndex("signatures", i)
-		if s.KeyID != "" && (len(s.KeyID) != 64 || !isLowerHex(s.KeyID)) {
+		if s.KeyID != "" && !IsHex64(s.KeyID) {
 			p.add(joinKey(path, "keyid"), "must be empty or 64 lowercase hex characters (sha256 of the public key)")
 		}
 		if b, err := decodeStrictBase64(s.Sig); err != nil || len(b) != 64 {

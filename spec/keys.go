@@ -51,7 +51,7 @@ func KeyID(pub ed25519.PublicKey) string {
 
 func parseHex32(s string) ([]byte, error) {
 	s = strings.TrimSuffix(s, "\n")
-	if len(s) != 64 || !isLowerHex(s) {
+	if !IsHex64(s) {
 		return nil, fmt.Errorf("%w: want exactly 64 lowercase hex characters (one optional trailing newline), got %d characters", ErrKey, len(s))
 	}
 	b, err := hex.DecodeString(s)
@@ -60,6 +60,10 @@ func parseHex32(s string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// IsHex64 reports whether s is 64 lowercase hex digits (a sha256, an
+// ed25519 key).
+func IsHex64(s string) bool { return len(s) == 64 && isLowerHex(s) }
 
 func isLowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -61,7 +61,7 @@ func (h HistoryLine) group() string { return h.Analyzer + "\x00" + h.Class }
 // historyPath is the history file of observation digest "sha256:<hex>".
 func (s Store) historyPath(digest string) (string, error) {
 	h, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok || !isHex64(h) {
+	if !ok || !spec.IsHex64(h) {
 		return "", fmt.Errorf("observation digest %q is not sha256:<64 hex>", digest)
 	}
 	return filepath.Join(s.Dir, historyDir, h+".jsonl"), nil
@@ -245,18 +245,5 @@ func parseLine(line []byte) (HistoryLine, bool) {
 	if len(line) == 0 || spec.DecodeStrict(line, &h, 1024) != nil {
 		return h, false
 	}
-	return h, ValidOperationID(h.OperationID) && isHex64(h.ManifestSHA256) && h.Analyzer != "" && h.Class != "" && h.Verdict.Valid()
-}
-
-// isHex64 reports whether s is 64 lowercase hex digits.
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return h, ValidOperationID(h.OperationID) && spec.IsHex64(h.ManifestSHA256) && h.Analyzer != "" && h.Class != "" && h.Verdict.Valid()
 }
