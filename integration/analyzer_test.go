@@ -415,6 +415,15 @@ func TestAnalyzerHostRun(t *testing.T) {
 	if res.code != 0 || res.manifest == nil || res.manifest.Contract.ID != def.ID || !res.manifest.Inference.SafeDefault {
 		t.Fatalf("boundary run of an unruled command: exit %d, manifest %+v\n%s", res.code, res.manifest, res.stderr)
 	}
+	// The ruled command with a loader variable the rule does not pin is
+	// not classified (the red team's "rules met by attacker-chosen code"):
+	// the safe_default governs, and the manifest says the analyzer named
+	// no class.
+	res = h.run("nobody", []string{"--workspace", h.workspace(nil), "--env", "LD_PRELOAD=/nonexistent/x.so"}, "/bin/true")
+	if res.manifest == nil || res.manifest.Contract.ID != def.ID || !res.manifest.Inference.SafeDefault ||
+		res.manifest.Inference.AnalyzerOutcome != spec.ConsultNoClass {
+		t.Fatalf("boundary run of /bin/true with LD_PRELOAD: exit %d, manifest %+v\n%s", res.code, res.manifest, res.stderr)
+	}
 }
 
 // TestAnalyzerHooks: a podman container through the OCI hook, which sees
