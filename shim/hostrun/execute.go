@@ -118,12 +118,14 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	if err := reserveSpace(dir); err != nil {
 		return nil, r.abandon(ctx, h, refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err))
 	}
+	r.phases.mark("record")
 	if rf, err := r.bind(ctx, h); rf != nil || err != nil {
 		if rf != nil {
 			return nil, r.abandon(ctx, h, rf)
 		}
 		return nil, err
 	}
+	r.phases.mark("bind")
 	return r.runWrapper(ctx, h, exe, upper, work)
 }
 

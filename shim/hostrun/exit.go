@@ -58,6 +58,8 @@ func (r *run) exit(ctx context.Context, h *held, hx hostExit) (*Result, error) {
 	}
 	st := hx.status
 	m, err := p.Run(ctx, engine.Facts{Status: &st, Started: hx.started, Exit: engine.Exit{Deadline: hx.deadline}})
+	r.phases.mark("exit_path")
+	r.log.WithFields(r.phases.fields).Debug("host run phases")
 	if err != nil {
 		return nil, err
 	}

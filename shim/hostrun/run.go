@@ -55,6 +55,7 @@ type run struct {
 	adm      *spec.Admission
 	log      *log.Entry
 	ws       *Workspace // the workspace directory admission checked
+	phases   *phases
 }
 
 // Run executes req's command under the boundary. A *Refusal means it was
@@ -65,6 +66,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if os.Geteuid() != 0 {
 		return nil, refuse(ReasonNotRoot, "uid", "run it with sudo: the boundary (cgroup, nftables, mounts) needs root; the command itself runs as you", "gensee boundary run needs root")
 	}
+	ph := newPhases()
 	st := record.Store{Dir: req.Config.StateDir}
 	if _, err := CleanOrphans(ctx, req.Config.StateDir); err != nil {
 		log.G(ctx).WithError(err).Warn("remove leftovers of dead host runs")
@@ -81,16 +83,19 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, refused(ctx, st, req.User, rf)
 	}
 	defer wsDir.Close()
+	ph.mark("checks")
 	exe, obs, rf := observeCommand(cmd)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
 	defer exe.Close()
+	ph.mark("observe")
 	adm, rf := admit(ctx, req, cmd, obs, exe)
 	if rf != nil {
 		return nil, refused(ctx, st, req.User, rf)
 	}
-	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract, ws: wsDir}
+	ph.mark("admission")
+	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract, ws: wsDir, phases: ph}
 	return r.execute(ctx, exe)
 }
 

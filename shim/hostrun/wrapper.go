@@ -56,11 +56,13 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 		return nil, err
 	}
 	defer w.close()
+	r.phases.mark("wrapper_start")
 	ready, rf := r.readyWrapper(w, h, exe, upper, work)
 	if rf != nil {
 		w.kill()
 		return nil, r.abandon(ctx, h, rf)
 	}
+	r.phases.mark("wrapper_ready")
 	h.net.StartSensors(r.adm.Subject)
 	started := time.Now()
 	var dl engine.Deadline
@@ -72,10 +74,11 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 	w.ctl.Close()
 	// The stage's applied line: the command runs. A failure line, or EOF
 	// without the applied line: nothing of the command ran.
-	applied, lingering, failed := readExec(w.status)
+	applied, lingering, failed := readExec(w.status, r.phases)
 	if err := w.c.Wait(); err != nil && w.c.ProcessState == nil {
 		r.log.WithError(err).Error("wait for the command")
 	}
+	r.phases.mark("wrapper_exit")
 	stopSignals()
 	hit := dl.Stop()
 	if failed != nil {
@@ -167,7 +170,7 @@ func (r *run) readyWrapper(w *wrapper, h *held, exe *sealedCommand, upper, work 
 // readExec reads the status fd after the go until the wrapper exits: the
 // stage's applied line, then (unless the cgroup was killed) the wrapper's
 // lingering count; or a failure line, when nothing of the command ran.
-func readExec(status *bufio.Reader) (*inner.Applied, int, *inner.Status) {
+func readExec(status *bufio.Reader, ph *phases) (*inner.Applied, int, *inner.Status) {
 	var applied *inner.Applied
 	lingering := 0
 	for {
@@ -182,6 +185,7 @@ func readExec(status *bufio.Reader) (*inner.Applied, int, *inner.Status) {
 				return nil, 0, &st
 			case st.Applied != nil:
 				applied = st.Applied
+				ph.mark("stage")
 			case st.Lingering != nil:
 				lingering = *st.Lingering
 			}
