@@ -13,14 +13,16 @@
 //     new mount, pid, ipc and uts namespace and a new session: pid 1 of
 //     the run. Still root, it unshares a cgroup namespace (rooted at the
 //     run's cgroup), builds the command's view of the file system
-//     (stageMounts), waits for the parent's go, starts the stage and then
-//     only forwards signals and reaps; when the stage's process ends it
-//     kills and counts what is left in the pid namespace and exits with
-//     the command's status;
+//     (stageMounts), reports ready, starts the stage, waits for the
+//     parent's go and hands it on to the stage, and then only forwards
+//     signals and reaps; when the stage's process ends it kills and counts
+//     what is left in the pid namespace and exits with the command's
+//     status;
 //   - the stage, in a new user namespace mapping the invoking uid and gid
-//     to themselves and nothing else: it drops every privilege, applies
-//     Landlock and seccomp on its one thread and executes the sealed copy
-//     of the command (execveat).
+//     to themselves and nothing else: it drops every privilege and applies
+//     Landlock on its one thread while the parent arms its sensors, waits
+//     for the go, then installs seccomp and executes the sealed copy of the
+//     command (execveat).
 //
 // No code of the command runs before the stage's exec, and the stage runs
 // only after the parent's go (table read back, sensors running). This

@@ -3,6 +3,7 @@ package inner
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -39,8 +40,10 @@ var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
 
 // StageMain is the stage: in the run's user namespace (only the invoking
 // uid and gid mapped), on one locked thread, it drops every privilege,
-// restricts itself with Landlock and seccomp and executes the sealed copy
-// of the command. It returns only on failure.
+// restricts itself with Landlock, builds its seccomp filter, waits for the
+// go on its spec pipe, then installs the filter and executes the sealed
+// copy of the command. It returns only on failure, or when the go never
+// comes (the run was given up: nothing is reported, the wrapper does).
 func StageMain() int {
 	runtime.LockOSThread()
 	st := os.NewFile(fdStatus, "status")
@@ -50,7 +53,9 @@ func StageMain() int {
 		return wrapperSetupFailed
 	}
 	var s stageSpec
-	if err := json.NewDecoder(os.NewFile(fdStageSpec, "stage-spec")).Decode(&s); err != nil {
+	specR := os.NewFile(fdStageSpec, "stage-spec")
+	dec := json.NewDecoder(specR)
+	if err := dec.Decode(&s); err != nil {
 		return fail("stage", "", fmt.Errorf("read the stage's spec: %w", err))
 	}
 	if s.UID == 0 {
@@ -89,6 +94,9 @@ func StageMain() int {
 	prog, err := sandbox.HostFilter()
 	if err != nil {
 		return fail("seccomp", "", err)
+	}
+	if !awaitGo(io.MultiReader(dec.Buffered(), specR)) {
+		return wrapperSetupFailed // the run was given up before its go
 	}
 	report(Status{Applied: &applied})
 	if err := sandbox.InstallFilter(prog); err != nil {

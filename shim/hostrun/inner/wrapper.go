@@ -30,7 +30,7 @@ const (
 
 // The stage's inherited fds besides fdStatus, fdExe and fdInterp.
 const (
-	fdStageSpec = 3 // wrapper -> stage: the stageSpec as JSON
+	fdStageSpec = 3 // wrapper -> stage: the stageSpec as JSON, then one byte "go" (EOF: abort)
 	fdTree      = 7 // the staged workspace's mount (O_PATH): its cwd and Landlock rule
 )
 
@@ -111,6 +111,14 @@ var Forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // WrapperMain is pid 1 of a host run. It returns the command's status (its
 // exit code, or 128+n when signal n ended it) or, on failure before the
 // exec, wrapperSetupFailed with the reason on the status fd.
+//
+// Ordering: the view is built, then ready is reported, then the stage is
+// started, so that the stage's start (its exec, dropping privileges,
+// Landlock, its filter built) overlaps the parent's arming of the sensors
+// and the deadline; the stage then waits, as the wrapper does, for the
+// parent's go, which the wrapper hands on to it. Nothing of the command
+// runs before the go: a parent that gives up (EOF) ends the wrapper, pid
+// 1, and with it the pid namespace and the stage.
 func WrapperMain() int {
 	runtime.LockOSThread()
 	ctl := os.NewFile(fdControl, "control")
@@ -133,6 +141,11 @@ func WrapperMain() int {
 		return wrapperSetupFailed
 	}
 	report(Status{Ready: true, Masked: view.masked, Tmpfs: view.tmpfs})
+	stage, err := startStage(spec, view, st)
+	if err != nil {
+		report(Status{Step: "stage", Error: err.Error()})
+		return wrapperSetupFailed
+	}
 	// Wait for the parent's go: the sensors and the deadline are running.
 	if !awaitGo(io.MultiReader(dec.Buffered(), ctl)) {
 		return wrapperSetupFailed // the parent gave up: nothing runs
@@ -140,17 +153,13 @@ func WrapperMain() int {
 	ctl.Close()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, Forwarded...)
-	pid, err := startStage(spec, view, st)
-	if err != nil {
-		report(Status{Step: "stage", Error: err.Error()})
-		return wrapperSetupFailed
-	}
+	stage.start()
 	go func() {
 		for s := range sigs {
-			unix.Kill(pid, s.(syscall.Signal))
+			unix.Kill(stage.pid, s.(syscall.Signal))
 		}
 	}()
-	status := reap(pid)
+	status := reap(stage.pid)
 	n := killLingering()
 	report(Status{Lingering: &n})
 	return status
@@ -175,14 +184,29 @@ func killLingering() int {
 	}
 }
 
+// stageProc is the started stage, waiting for its go.
+type stageProc struct {
+	pid  int
+	ctl  *os.File   // the stage's spec pipe: its spec, then the go
+	sent chan error // the spec's write, done
+}
+
+// start hands the parent's go on to the stage, after its spec.
+func (s *stageProc) start() {
+	if err := <-s.sent; err == nil {
+		s.ctl.Write([]byte{'g'}) // a stage that failed already has said why
+	}
+	s.ctl.Close()
+}
+
 // startStage starts the stage in its user namespace, mapping only the
 // invoking uid and gid (each to itself). The stage reads its spec from a
-// pipe and inherits the status fd, the staged workspace's mount and the
-// sealed files.
-func startStage(spec Spec, view *view, st *os.File) (int, error) {
+// pipe, then waits on it for the go (start); it inherits the status fd,
+// the staged workspace's mount and the sealed files.
+func startStage(spec Spec, view *view, st *os.File) (*stageProc, error) {
 	sr, sw, err := os.Pipe()
 	if err != nil {
-		return 0, fmt.Errorf("stage spec pipe: %w", err)
+		return nil, fmt.Errorf("stage spec pipe: %w", err)
 	}
 	defer sr.Close()
 	ss := stageSpec{UID: spec.UID, GID: spec.GID, Args: spec.Args, Env: spec.Env, InterpArgs: spec.InterpArgs,
@@ -190,7 +214,7 @@ func startStage(spec Spec, view *view, st *os.File) (int, error) {
 	b, err := json.Marshal(ss)
 	if err != nil {
 		sw.Close()
-		return 0, err
+		return nil, err
 	}
 	interp := os.NewFile(fdInterp, "interp")
 	if spec.InterpArgs == nil {
@@ -216,17 +240,18 @@ func startStage(spec Spec, view *view, st *os.File) (int, error) {
 	})
 	if err != nil {
 		sw.Close()
-		return 0, fmt.Errorf("start the stage in a user namespace: %w", err)
+		return nil, fmt.Errorf("start the stage in a user namespace: %w", err)
 	}
 	// The stage waits for its spec: nothing of the command runs before
 	// the procfs is read-only.
 	if err := procRO(); err != nil {
 		sw.Close()
 		p.Kill()
-		return 0, err
+		return nil, err
 	}
-	go func() { sw.Write(b); sw.Close() }()
-	return p.Pid, nil
+	sent := make(chan error, 1)
+	go func() { _, err := sw.Write(b); sent <- err }()
+	return &stageProc{pid: p.Pid, ctl: sw, sent: sent}, nil
 }
 
 // reap waits, as pid 1, for every child until the stage's own exit, and
