@@ -81,9 +81,11 @@ func (r *run) notifier() *notify.Notifier {
 }
 
 // execute creates the operation and its boundary, runs the wrapper, and
-// runs the exit path. Ordering: record; cgroup (marker first, so a crash
-// leaves nothing unrecorded); table installed and read back with the NFLOG
-// reader already bound (engine.Boundary.Bind); the wrapper born into the
+// runs the exit path. Ordering: the record (operation, admission, upper
+// dir, the records' reserve) beside the cgroup (marker first, so a crash
+// leaves nothing unrecorded) and the table installed and read back with
+// the NFLOG reader already bound (engine.Boundary.Bind): neither needs the
+// other, and both are in place before the wrapper is born into the
 // cgroup; its mounts; the sensors and the deadline; then the go, and only
 // then the exec.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
@@ -97,36 +99,57 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	r.id = id
 	r.adm.OperationID, r.adm.ContainerID = id, id
 	r.log = log.G(ctx).WithField("operation_id", id)
-	dir, err := r.store.CreateOperation(id, Namespace, id)
-	if err != nil {
-		return nil, fmt.Errorf("create operation record: %w", err)
-	}
 	h := &held{}
 	defer func() {
 		if retErr != nil {
 			r.undo(ctx, h)
 		}
 	}()
-	if err := r.store.WriteJSON(id, record.AdmissionFile, r.adm); err != nil {
-		return nil, err
+	type made struct {
+		dir string
+		rf  *Refusal
+		err error
 	}
-	upper, work := filepath.Join(dir, upperDir), filepath.Join(dir, workDir)
-	if err := makeUpper(upper, work, r.ws.Stat); err != nil {
-		return nil, r.abandon(ctx, h, refuse(ReasonWorkspace, "--workspace", "", "%v", err))
+	recorded := make(chan made, 1)
+	adm := *r.adm // the record's copy: bind sets the table on r.adm meanwhile
+	go func() {
+		dir, rf, err := r.makeRecord(&adm)
+		recorded <- made{dir, rf, err}
+	}()
+	brf, berr := r.bind(ctx, h)
+	rec := <-recorded
+	r.phases.mark("record_bind")
+	switch {
+	case rec.err != nil:
+		return nil, rec.err
+	case berr != nil:
+		return nil, berr
+	case rec.rf != nil:
+		return nil, r.abandon(ctx, h, rec.rf)
+	case brf != nil:
+		return nil, r.abandon(ctx, h, brf)
 	}
-	// Before anything of the command can write: room for the records.
+	return r.runWrapper(ctx, h, exe, filepath.Join(rec.dir, upperDir), filepath.Join(rec.dir, workDir))
+}
+
+// makeRecord creates the operation's record: its directory, indexed,
+// the admission, the overlay's upper and work dirs and, before anything
+// of the command can write, room for the records.
+func (r *run) makeRecord(adm *spec.Admission) (string, *Refusal, error) {
+	dir, err := r.store.CreateOperation(r.id, Namespace, r.id)
+	if err != nil {
+		return "", nil, fmt.Errorf("create operation record: %w", err)
+	}
+	if err := r.store.WriteJSON(r.id, record.AdmissionFile, adm); err != nil {
+		return dir, nil, err
+	}
+	if err := makeUpper(filepath.Join(dir, upperDir), filepath.Join(dir, workDir), r.ws.Stat); err != nil {
+		return dir, refuse(ReasonWorkspace, "--workspace", "", "%v", err), nil
+	}
 	if err := reserveSpace(dir); err != nil {
-		return nil, r.abandon(ctx, h, refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err))
+		return dir, refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err), nil
 	}
-	r.phases.mark("record")
-	if rf, err := r.bind(ctx, h); rf != nil || err != nil {
-		if rf != nil {
-			return nil, r.abandon(ctx, h, rf)
-		}
-		return nil, err
-	}
-	r.phases.mark("bind")
-	return r.runWrapper(ctx, h, exe, upper, work)
+	return dir, nil, nil
 }
 
 // bind makes the run's cgroup (its marker first) and binds the boundary
