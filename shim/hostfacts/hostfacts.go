@@ -32,6 +32,7 @@ func Operator(cfg config.Config) specpolicy.Operator {
 	op.OOMScoreAdjFloor = OOMScoreAdjFloor()
 	mounts := MountTable()
 	op.CgroupNsDelegate = CgroupNsDelegate(mounts)
+	op.NoX32ABI = NoX32ABI()
 	op.Submounts = func(p string) []string {
 		var out []string
 		for _, m := range mounts {

@@ -13,19 +13,41 @@ import (
 // same way. A spec without a profile would otherwise run default-allow:
 // unshare -U -r then holds every capability over new network and mount
 // namespaces, the kernel surface RuntimeDefault closes. There is no
-// unconfined: an explicit profile is merged, never dropped. It never
+// unconfined: an explicit profile is merged, never dropped. noX32 (the
+// host has no x32 ABI) leaves the profile's x32 section out. It never
 // modifies s.
-func admitSeccomp(s *specs.Spec) (*specs.LinuxSeccomp, Seccomp, error) {
+func admitSeccomp(s *specs.Spec, noX32 bool) (*specs.LinuxSeccomp, Seccomp, error) {
 	var old *specs.LinuxSeccomp
 	if s.Linux != nil {
 		old = s.Linux.Seccomp
 	}
-	if old != nil {
-		return mergeSeccomp(old)
+	created := old == nil
+	if created {
+		old = runtimeDefault(s)
 	}
-	merged, rec, err := mergeSeccomp(runtimeDefault(s))
-	rec.Created = true
-	return merged, rec, err
+	merged, rec, err := mergeSeccomp(old)
+	if err != nil {
+		return nil, rec, err
+	}
+	rec.Created = created
+	if noX32 {
+		dropX32(merged, &rec)
+	}
+	return merged, rec, nil
+}
+
+// dropX32 leaves the x32 ABI out of merged, a profile of this call's own,
+// on a kernel without it: its syscalls (x86_64 numbers with bit 30 set)
+// fail there with ENOSYS whatever the filter says, and would get the
+// filter's bad-arch action instead. Only the kernel's answer to an x32
+// call changes, from ENOSYS to the bad-arch action; runc no longer
+// compiles a second copy of every rule.
+func dropX32(merged *specs.LinuxSeccomp, rec *Seccomp) {
+	if !slices.Contains(merged.Architectures, specs.ArchX32) {
+		return
+	}
+	merged.Architectures = slices.DeleteFunc(merged.Architectures, func(a specs.Arch) bool { return a == specs.ArchX32 })
+	rec.ArchitecturesRemoved = append(rec.ArchitecturesRemoved, string(specs.ArchX32))
 }
 
 // RuntimeDefault is containerd's default profile for a process with the

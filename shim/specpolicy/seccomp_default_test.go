@@ -53,3 +53,39 @@ func TestNoProfileGetsRuntimeDefault(t *testing.T) {
 		t.Error("no capabilities object: another profile than the default set's")
 	}
 }
+
+// TestNoX32ABILeavesX32Out: on a host without the x32 ABI, the profile a
+// spec gets (its own or RuntimeDefault) has no x32 section, recorded;
+// every rule is unchanged. Elsewhere the section stays.
+func TestNoX32ABILeavesX32Out(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		with, without := ctrDefaultSpec(t), ctrDefaultSpec(t)
+		if named {
+			with.Linux.Seccomp = seccomp.DefaultProfile(with)
+			without.Linux.Seccomp = seccomp.DefaultProfile(without)
+		}
+		resWith, err := CheckSpec(with, Grants{}, Operator{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resWithout, err := CheckSpec(without, Grants{}, Operator{NoX32ABI: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(with.Linux.Seccomp.Architectures, specs.ArchX32) {
+			t.Fatalf("named %v: the x32 section is gone where the host may have x32: %v", named, with.Linux.Seccomp.Architectures)
+		}
+		if slices.Contains(resWith.Seccomp.ArchitecturesRemoved, string(specs.ArchX32)) {
+			t.Errorf("named %v: x32 recorded as removed where it stayed", named)
+		}
+		if slices.Contains(without.Linux.Seccomp.Architectures, specs.ArchX32) {
+			t.Errorf("named %v: NoX32ABI kept the x32 section: %v", named, without.Linux.Seccomp.Architectures)
+		}
+		if !slices.Contains(resWithout.Seccomp.ArchitecturesRemoved, string(specs.ArchX32)) {
+			t.Errorf("named %v: x32's removal not recorded: %v", named, resWithout.Seccomp.ArchitecturesRemoved)
+		}
+		if !reflect.DeepEqual(with.Linux.Seccomp.Syscalls, without.Linux.Seccomp.Syscalls) || with.Linux.Seccomp.DefaultAction != without.Linux.Seccomp.DefaultAction {
+			t.Errorf("named %v: leaving x32 out changed the rules", named)
+		}
+	}
+}

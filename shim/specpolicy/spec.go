@@ -54,7 +54,7 @@ func CheckSpec(s *specs.Spec, g Grants, op Operator) (Result, error) {
 			return res, err
 		}
 	}
-	merged, rec, err := admitSeccomp(s)
+	merged, rec, err := admitSeccomp(s, op.NoX32ABI)
 	if err != nil {
 		return res, err
 	}

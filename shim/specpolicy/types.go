@@ -59,6 +59,11 @@ type Operator struct {
 	// door that judges the profile apart from the spec it hands CheckSpec
 	// (the OCI hook). CheckSpec also verifies the spec's own profile.
 	Clone3ENOSYS bool
+	// NoX32ABI is the host fact that the kernel has no x32 syscall ABI
+	// (hostfacts.NoX32ABI): a profile's x32 section is then never
+	// reached, and CheckSpec leaves it out (runc would compile its rules
+	// for every container all the same: about 8 ms of each start).
+	NoX32ABI bool
 }
 
 // Result says what admission changed and noticed, for the records.
@@ -74,6 +79,7 @@ type Seccomp struct {
 	FamiliesRefused []string // e.g. "AF_PACKET", ..., "AF_NETLINK protocols other than ..."
 	SyscallsRefused []string // e.g. "io_uring_setup", ...
 	// ArchitecturesRemoved lists ABIs dropped from the profile because the family rules
-	// cannot hold there (SCMP_ARCH_X86: socketcall); their syscalls are killed.
+	// cannot hold there (SCMP_ARCH_X86: socketcall), or because the kernel has no such
+	// ABI (SCMP_ARCH_X32 where Operator.NoX32ABI); their syscalls get the bad-arch action.
 	ArchitecturesRemoved []string
 }
