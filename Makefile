@@ -27,7 +27,7 @@ deps: ## everything: Debian packages and every pinned tool the tests use, into b
 deps-demo: ## only what the demo runs: containerd, ctr and runc into bin/ (root)
 	./hack/deps.sh demo
 
-build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-oci-hook, bin/gensee-sandbox and bin/gensee-node
+build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-runc, bin/gensee-oci-hook, bin/gensee-sandbox and bin/gensee-node
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
 	# The shim, the helper and the hook are exec'd on every container's
 	# path: static, without cgo, as containerd builds its own shims
@@ -37,6 +37,9 @@ build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, b
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-shim ./cmd/gensee-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
+	# The runc the shim hands containerd's runc task service: it starts
+	# and deletes a task itself and runs the real runc for the rest.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-runc ./cmd/gensee-runc
 	# The host run's wrapper and stage: static and small (no shim
 	# dependencies), started twice per gensee boundary run.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-sandbox ./cmd/gensee-sandbox

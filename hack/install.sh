@@ -4,7 +4,7 @@
 # Installs the built binaries (BIN, default bin/) and the operator kit from contrib/ under
 # DESTDIR (default empty) with PREFIX (default /usr/local) and SYSCONFDIR (default /etc):
 #
-#   $PREFIX/bin/{containerd-shim-gensee-v2,gensee-shim,gensee-gate-helper,gensee-oci-hook,
+#   $PREFIX/bin/{containerd-shim-gensee-v2,gensee-shim,gensee-gate-helper,gensee-runc,gensee-oci-hook,
 #                gensee-sandbox,gensee,gensee-node}             0755, siblings (the front and the
 #                                                               CLI open the others beside themselves)
 #   $SYSCONFDIR/containerd/conf.d/gensee.toml                   containerd drop-in (CRI handler "gensee")
@@ -43,7 +43,7 @@ CONTRIB=${CONTRIB:-$top/contrib}
 MANPAGES=${MANPAGES:-} # pre-generated pages (the release tarball's share/man/man1); else generated
 VERSION=${VERSION:-dev}
 
-binaries=(containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-oci-hook gensee-sandbox gensee gensee-node)
+binaries=(containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee gensee-node)
 manifest=$PREFIX/share/gensee/install-manifest
 
 die() {

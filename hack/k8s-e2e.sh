@@ -49,7 +49,7 @@ t_start=$SECONDS
 say() { echo "k8s-e2e: [$((SECONDS - t_start))s] $*" >&2; }
 die() { say "FAIL: $*"; exit 1; }
 
-for b in containerd ctr runc crictl containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee buildkitd buildctl; do
+for b in containerd ctr runc crictl containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee buildkitd buildctl; do
 	[ -x "$bin/$b" ] || die "$bin/$b missing: run make deps build"
 done
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy cni/bridge cni/host-local cni/loopback; do
@@ -962,7 +962,7 @@ check_file() { # PATH MODE SAME-AS
 	[ "$(stat -c '%a %u %g' "$1")" = "$2 0 0" ] || die "scenario 7: ${1#"$iroot"} is $(stat -c '%a %u %g' "$1"), want $2 root:root"
 	cmp -s "$1" "$3" || die "scenario 7: ${1#"$iroot"} differs from $3"
 }
-for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee; do
+for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee; do
 	check_file "$iroot/usr/local/bin/$b" 755 "$bin/$b"
 done
 check_file "$iroot/etc/gensee/config.toml" 600 "$top/contrib/gensee/config.toml"

@@ -39,6 +39,7 @@ func (p Proc) Alive() bool {
 type Stat struct {
 	Start uint64 // field 22
 	PPID  int    // field 4
+	State byte   // field 3: R, S, D, Z (zombie), X (dead), ...
 }
 
 // ErrGone means the process exited (or its pid now names another process).
@@ -84,7 +85,10 @@ func ParseStat(b []byte) (Stat, error) {
 	if err != nil {
 		return Stat{}, fmt.Errorf("malformed stat: start time %q", f[19])
 	}
-	return Stat{Start: start, PPID: ppid}, nil
+	if len(f[0]) != 1 {
+		return Stat{}, fmt.Errorf("malformed stat: state %q", f[0])
+	}
+	return Stat{Start: start, PPID: ppid, State: f[0][0]}, nil
 }
 
 // Procs lists the processes of cgroup path p and every descendant cgroup

@@ -260,7 +260,12 @@ func (s *service) persistTask(c *creation) error {
 		c.recorded()
 		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
-	if r.Options, err = typeurl.MarshalAnyToProto(c.runc); err != nil {
+	handed, err := s.handRunc(r.Bundle, c.runc)
+	if err != nil {
+		c.recorded()
+		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
+	}
+	if r.Options, err = typeurl.MarshalAnyToProto(handed); err != nil {
 		c.recorded()
 		return err
 	}

@@ -25,6 +25,7 @@ type service struct {
 	loadConfig func(path string) (config.Config, error)
 
 	seccomp seccompProbe
+	front   runcFront
 
 	mu    sync.Mutex
 	ops   map[string]*operation   // by container id; guarded by mu

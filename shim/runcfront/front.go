@@ -1,0 +1,105 @@
+package runcfront
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/internal/fsafe"
+)
+
+// RuncFile is the file in a task's bundle that names the real runc (an
+// absolute path, one line), written by the shim before the task's first
+// runc call.
+const RuncFile = "gensee-runc.path"
+
+// Binary is the front's program, installed beside the full shim.
+const Binary = "gensee-runc"
+
+// Main answers the call in os.Args or hands it to the real runc; it does
+// not return.
+func Main() {
+	c := parseCall(os.Args[1:])
+	real, err := realRunc(c.bundle())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gensee-runc: %v\n", err)
+		os.Exit(1)
+	}
+	if handled, err := answer(c); handled {
+		if err != nil {
+			report(c.log, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	err = unix.Exec(real, append([]string{real}, os.Args[1:]...), os.Environ())
+	fmt.Fprintf(os.Stderr, "gensee-runc: run %s: %v\n", real, err)
+	os.Exit(1)
+}
+
+// answer answers c itself where it can; handled is false when the real
+// runc must (nothing was changed then).
+func answer(c call) (handled bool, err error) {
+	if id := c.container("start"); id != "" {
+		return Start(filepath.Join(c.root, id))
+	}
+	if id := c.container("delete"); id != "" {
+		return Delete(filepath.Join(c.root, id))
+	}
+	return false, nil
+}
+
+// realRunc reads the real runc's path from the bundle's RuncFile: a
+// regular file of this process's owner that nobody else may write, in
+// directories only root or that owner may write, naming an absolute path.
+func realRunc(bundle string) (string, error) {
+	if bundle == "" {
+		return "", errors.New("no task bundle in the call (--log <bundle>/log.json): gensee-runc runs only as the gensee shim's runc")
+	}
+	path := filepath.Join(bundle, RuncFile)
+	euid := uint32(os.Geteuid())
+	if err := fsafe.TrustedDirs(bundle, euid); err != nil {
+		return "", fmt.Errorf("read the real runc's path: %w", err)
+	}
+	f, st, err := fsafe.OpenFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the real runc's path: %w", err)
+	}
+	defer f.Close()
+	if st.Uid != euid || st.Mode&0o022 != 0 {
+		return "", fmt.Errorf("read the real runc's path: %s is not a file of uid %d that only its owner may write", path, euid)
+	}
+	b, err := fsafe.ReadAll(f, st, 4096)
+	if err != nil {
+		return "", fmt.Errorf("read the real runc's path: %w", err)
+	}
+	real := string(bytes.TrimSuffix(b, []byte("\n")))
+	if !filepath.IsAbs(real) || filepath.Clean(real) != real || strings.ContainsFunc(real, unicode.IsControl) {
+		return "", fmt.Errorf("read the real runc's path: %s names %q, not a clean absolute path", path, real)
+	}
+	return real, nil
+}
+
+// report writes err as runc reports a failed command: on stderr, and as a
+// JSON error line in its --log, where containerd reads runc's last error.
+func report(logPath string, err error) {
+	fmt.Fprintln(os.Stderr, err)
+	if logPath == "" {
+		return
+	}
+	line, _ := json.Marshal(map[string]string{"level": "error", "msg": err.Error(), "time": time.Now().Format(time.RFC3339Nano)})
+	f, ferr := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if ferr != nil {
+		return
+	}
+	f.Write(append(line, '\n'))
+	f.Close()
+}
