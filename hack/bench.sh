@@ -15,6 +15,17 @@
 #       time the analyzer adds to Create, and the consult's own time from
 #       admission.json (target <= 5 ms)
 # Not a test: the figures go into the closing notes. Needs root.
+#
+# How to read the noise: every line gives medians and the spread of its
+# samples (min, q1, q3, max). On the 2-vCPU VMs this runs on, one
+# `ctr run` varies by +-10% from pair to pair and a neighbour's compile
+# moves whole runs by more; the two contenders alternate pair by pair, so
+# both see the same machine, and a ratio is read from the medians. A
+# ratio is a result only when the two interquartile ranges do not swamp
+# the difference it claims; a run taken while the load average is above
+# 1 (printed below, and per line by P3/P4) is not one to quote. Targets
+# (issue 31): P1 <= 0.95, P1a <= 1.05 of runc.v2, P5 <= 1.15, P2 <= 0.40,
+# P3 >= 0.90, P6 <= 30 ms added, P7 <= 5 ms.
 # Profiling the shim: GENSEE_PROFILE=DIR in the daemon's environment (export
 # it before this script; gensee_daemon_start passes it on) makes every gensee
 # shim process write DIR/<time>-<pid>.usage.json (utime, stime, GC cycles,
@@ -95,6 +106,7 @@ descendants() {
 	done
 }
 
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "P1: ctr run --rm /bin/true, $pairs alternating pairs (plus one warm-up each)"
 run_once io.containerd.runc.v2 warm-r >/dev/null
 run_once io.containerd.gensee.v2 warm-g >/dev/null
@@ -108,7 +120,7 @@ for i in $(seq 1 "$pairs"); do
 done
 gm=$(printf '%s\n' "${g[@]}" | median)
 rm_=$(printf '%s\n' "${r[@]}" | median)
-p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(ratio "$gm" "$rm_") (target <= 1.05); $pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread); runc.v2 $(printf '%s\n' "${r[@]}" | spread)"
+p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(ratio "$gm" "$rm_") (target <= 0.95); $pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread); runc.v2 $(printf '%s\n' "${r[@]}" | spread)"
 echo "$p1"
 
 echo "P1a: ctr run --rm /bin/true, 1024 allow_exact tuples vs deny_all, $pairs alternating pairs"
@@ -123,7 +135,7 @@ for i in $(seq 1 "$pairs"); do
 done
 am=$(printf '%s\n' "${a[@]}" | median)
 dm=$(printf '%s\n' "${d[@]}" | median)
-p1a="P1a ctr run --rm, 1024 allow tuples: median ${am} ms, deny_all median ${dm} ms, ratio $(ratio "$am" "$dm"); vs runc.v2 $(ratio "$am" "$rm_"); $pairs pairs; allow $(printf '%s\n' "${a[@]}" | spread)"
+p1a="P1a ctr run --rm, 1024 allow tuples: median ${am} ms, deny_all median ${dm} ms, ratio $(ratio "$am" "$dm"); vs runc.v2 (P1's median) $(ratio "$am" "$rm_") (target <= 1.05); $pairs pairs; allow $(printf '%s\n' "${a[@]}" | spread); deny_all $(printf '%s\n' "${d[@]}" | spread)"
 echo "$p1a"
 
 echo "P7: ctr run --rm /bin/true through the node analyzer vs the safe_default, $pairs alternating pairs"
@@ -141,7 +153,7 @@ dm=$(printf '%s\n' "${d[@]}" | median)
 # The consult's own time, as each admission.json recorded it (answered only).
 took=$(cat "$dir"/state/operations/*/admission.json | jq -r 'select(.analyzer.outcome == "answered") | .analyzer.took_us')
 tm=$(printf '%s\n' $took | median)
-p7="P7 analyzer added to Create: ctr run median ${nm} ms vs ${dm} ms without (difference $(awk -v a="$nm" -v b="$dm" 'BEGIN{printf "%.1f", a-b}') ms, ratio $(ratio "$nm" "$dm")); consult median $(awk -v t="$tm" 'BEGIN{printf "%.2f", t/1000}') ms over $(printf '%s\n' $took | wc -l) answered ($(printf '%s\n' $took | spread) us) (target <= 5 ms); $pairs pairs"
+p7="P7 analyzer added to Create: ctr run median ${nm} ms vs ${dm} ms without (difference $(awk -v a="$nm" -v b="$dm" 'BEGIN{printf "%.1f", a-b}') ms, ratio $(ratio "$nm" "$dm")); consult median $(awk -v t="$tm" 'BEGIN{printf "%.2f", t/1000}') ms over $(printf '%s\n' $took | wc -l) answered ($(printf '%s\n' $took | spread) us) (target <= 5 ms); $pairs pairs; analyzer $(printf '%s\n' "${n[@]}" | spread); without $(printf '%s\n' "${d[@]}" | spread)"
 echo "$p7"
 
 p5pairs=${P5_PAIRS:-9}
@@ -156,7 +168,7 @@ for i in $(seq 1 "$p5pairs"); do
 done
 gm=$(printf '%s\n' "${g[@]}" | median)
 rm_=$(printf '%s\n' "${r[@]}" | median)
-p5="P5 sleeping container, VmRSS of the runtime's processes: gensee median $((${gm%.*} / 1024)) MiB (${gm} KiB), runc.v2 median $((${rm_%.*} / 1024)) MiB (${rm_} KiB), ratio $(ratio "$gm" "$rm_") (target <= 1.3); $p5pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread) KiB"
+p5="P5 sleeping container, VmRSS of the runtime's processes: gensee median $((${gm%.*} / 1024)) MiB (${gm} KiB), runc.v2 median $((${rm_%.*} / 1024)) MiB (${rm_} KiB), ratio $(ratio "$gm" "$rm_") (target <= 1.15); $p5pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread) KiB; runc.v2 $(printf '%s\n' "${r[@]}" | spread) KiB"
 echo "$p5"
 gensee_analyzer_stop
 gensee_daemon_stop "$dir" demo demo-allow demo-analyzer
@@ -173,5 +185,5 @@ p6=$(./hack/bench-host.sh 2>/dev/null || true)
 echo "$p6"
 
 echo
-echo "== summary"
+echo "== summary (load average at end: $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%s\n' "$p1" "$p1a" "$p7" "$p5" "$p2" "$p34" "$p6"

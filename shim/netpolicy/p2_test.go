@@ -330,6 +330,13 @@ func median[T int64 | float64](v []T) T {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// quartiles are the first and third quartiles of v (nearest rank).
+func quartiles[T int64 | float64](v []T) (q1, q3 T) {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[(len(s)+3)/4-1], s[(3*len(s)+3)/4-1]
+}
+
 func durMS(d []time.Duration) float64 {
 	ms := make([]float64, len(d))
 	for i, x := range d {
@@ -339,8 +346,9 @@ func durMS(d []time.Duration) float64 {
 }
 
 func (r p2Result) String() string {
-	return fmt.Sprintf("gensee %.1f ms, nft -f %.1f ms, ratio %.2f (per round min %.2f max %.2f; %d alternating rounds, target <= 0.40)",
-		durMS(r.gensee), durMS(r.nft), median(r.ratios), slices.Min(r.ratios), slices.Max(r.ratios), len(r.ratios))
+	q1, q3 := quartiles(r.ratios)
+	return fmt.Sprintf("gensee %.1f ms, nft -f %.1f ms, ratio %.2f (per round min %.2f, q1 %.2f, q3 %.2f, max %.2f; %d alternating rounds, target <= 0.40)",
+		durMS(r.gensee), durMS(r.nft), median(r.ratios), slices.Min(r.ratios), q1, q3, slices.Max(r.ratios), len(r.ratios))
 }
 
 // measureP2 runs the comparison; it verifies once that the nft text loads a
