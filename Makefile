@@ -7,6 +7,14 @@ BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/gensee/gensee/internal/version.Version=$(VERSION) \
 	-X github.com/containerd/containerd/v2/version.Version=gensee-$(VERSION)
+# Build tags of every binary. grpcnotrace: gRPC without its request tracing
+# (golang.org/x/net/trace), whose html/template and text/template reach
+# reflect's MethodByName, so the linker keeps every exported method of every
+# reachable type: 4 MiB of the long-lived shim's text, rodata and pclntab,
+# all of it mapped in every sleeping task's shim (P5). Nothing here serves
+# gRPC. TAGS='grpcnotrace gensee_profile' adds the shim's measuring aid
+# (cmd/gensee-shim/profile.go, hack/bench.sh).
+TAGS ?= grpcnotrace
 export PATH := $(BIN):$(PATH)
 # make install: DESTDIR, PREFIX and SYSCONFDIR as usual; HOOKSDIR is podman's hooks directory.
 DESTDIR ?=
@@ -28,25 +36,25 @@ deps-demo: ## only what the demo runs: containerd, ctr and runc into bin/ (root)
 	./hack/deps.sh demo
 
 build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-runc, bin/gensee-oci-hook, bin/gensee-sandbox and bin/gensee-node
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
 	# The shim, the helper and the hook are exec'd on every container's
 	# path: static, without cgo, as containerd builds its own shims
 	# (SHIM_CGO_ENABLED=0), so no exec of them pays the dynamic loader and
 	# libc's start-up. The CLI keeps cgo: its user lookups go through NSS.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-shim ./cmd/gensee-shim
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-shim ./cmd/gensee-shim
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-oci-hook ./cmd/gensee-oci-hook
 	# The runc the shim hands containerd's runc task service: it starts
 	# and deletes a task itself and runs the real runc for the rest.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-runc ./cmd/gensee-runc
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-runc ./cmd/gensee-runc
 	# The host run's wrapper and stage: static and small (no shim
 	# dependencies), started twice per gensee boundary run.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-sandbox ./cmd/gensee-sandbox
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-sandbox ./cmd/gensee-sandbox
 	# The node daemon (metrics, Kubernetes Events): client-go and
 	# client_golang live here only, never in the CLI (cmd/gensee's
 	# TestNoKubernetesDeps).
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-node ./cmd/gensee-node
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-node ./cmd/gensee-node
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
@@ -85,7 +93,7 @@ uninstall: ## remove what make install put (never an operator config it did not 
 	DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' HOOKSDIR='$(HOOKSDIR)' ./hack/install.sh uninstall
 
 release: ## dist/: the tarball, SHA256SUMS, an in-toto provenance statement, the installer image
-	DIST='$(DIST)' VERSION='$(VERSION)' GOARCH='$(GOARCH)' LDFLAGS='$(LDFLAGS)' ./hack/release.sh
+	DIST='$(DIST)' VERSION='$(VERSION)' GOARCH='$(GOARCH)' LDFLAGS='$(LDFLAGS)' TAGS='$(TAGS)' ./hack/release.sh
 
 clean:
 	rm -rf $(BIN) $(DIST)

@@ -26,13 +26,16 @@
 # 1 (printed below, and per line by P3/P4) is not one to quote. Targets
 # (issue 31): P1 <= 0.95, P1a <= 1.05 of runc.v2, P5 <= 1.15, P2 <= 0.40,
 # P3 >= 0.90, P6 <= 30 ms added, P7 <= 5 ms.
-# Profiling the shim: GENSEE_PROFILE=DIR in the daemon's environment (export
+# Profiling the shim: with a shim built by make build TAGS='grpcnotrace
+# gensee_profile' (the aid is not compiled in otherwise),
+# GENSEE_PROFILE=DIR in the daemon's environment (export
 # it before this script; gensee_daemon_start passes it on) makes every gensee
 # shim process write DIR/<time>-<pid>.usage.json (utime, stime, GC cycles,
 # bytes allocated) and an allocation profile when it ends;
 # GENSEE_PROFILE_CPU_HZ=N adds a CPU profile (go tool pprof);
-# GENSEE_PROFILE_HEAP_AFTER=3s a heap profile and the runtime's memory
-# statistics of the settled shim (P5). The shim's log carries per-phase
+# GENSEE_PROFILE_HEAP_AFTER=3s a heap and a goroutine profile, the
+# runtime's memory statistics and classes and /proc/self/smaps of the
+# settled shim (P5). The shim's log carries per-phase
 # wall times (checks_ms, catalog_ms, observe_ms, admission_ms,
 # runc_create_ms, boundary_ms (of which baseline_ms, the gate's baseline
 # of the upperdir, with baseline_entries); drain_ms, gate_ms (beside the

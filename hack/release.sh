@@ -7,12 +7,13 @@
 #   gensee-$VERSION.intoto.json                   in-toto Statement v1, SLSA provenance v1 predicate,
 #                                                 the two artifacts above as subjects
 #   SHA256SUMS                                    sha256sum -c SHA256SUMS checks all three
-# VERSION, GOARCH and LDFLAGS come from the Makefile; SOURCE_DATE_EPOCH (default: the commit's
+# VERSION, GOARCH, LDFLAGS and TAGS come from the Makefile; SOURCE_DATE_EPOCH (default: the commit's
 # time) dates the tarball entries and the man pages, so a rebuild of a clean tree is the same.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 : "${VERSION:?}" "${GOARCH:?}" "${DIST:?}" "${LDFLAGS:?}"
+TAGS=${TAGS-grpcnotrace}
 GO=${GO:-go}
 BUILDER_ID=${BUILDER_ID:-https://github.com/gensee/gensee/hack/release.sh}
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -33,7 +34,7 @@ mkdir -p "$stage/bin" "$stage/share/man/man1"
 build() {
 	local cgo=$1 out=$2 pkg=$3
 	echo "release: $out (CGO_ENABLED=$cgo)"
-	CGO_ENABLED=$cgo GOOS=linux GOARCH=$GOARCH $GO build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$stage/bin/$out" "$pkg"
+	CGO_ENABLED=$cgo GOOS=linux GOARCH=$GOARCH $GO build -trimpath -buildvcs=false -tags "$TAGS" -ldflags "$LDFLAGS" -o "$stage/bin/$out" "$pkg"
 }
 build "${CLI_CGO:-1}" gensee ./cmd/gensee
 for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-node; do

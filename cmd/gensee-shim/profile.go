@@ -1,3 +1,5 @@
+//go:build gensee_profile
+
 package main
 
 import (
@@ -6,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,9 +21,16 @@ import (
 // daemon's), every shim process writes a line of its resource usage (CPU
 // time, GC cycles, bytes allocated) and an allocation profile there when it
 // ends; with profileCPUEnv set too, a CPU profile (at that many Hz in the
-// long-lived shim); with profileHeapEnv (a duration), a heap profile and
-// the runtime's memory statistics that long after the process started. A measuring aid for issue 13's bench work, off unless
-// asked for: never set it on a production daemon.
+// long-lived shim); with profileHeapEnv (a duration), a heap and a
+// goroutine profile, the runtime's memory statistics and classes and the
+// process's /proc/self/smaps that long after the process started. A
+// measuring aid for the bench (issues 13 and 31), compiled in only with
+// -tags gensee_profile (GOFLAGS=-tags=gensee_profile make build) and off
+// unless asked for: never build it into a production shim. Linking
+// runtime/pprof turns the runtime's heap profiling on in every shim
+// process (a sampled allocation's stack, recorded for the process's life:
+// resident memory of a sleeping task's shim); the stock runc shim links
+// none, and without this tag neither does ours (noprofile.go).
 const (
 	profileEnv     = "GENSEE_PROFILE"
 	profileCPUEnv  = "GENSEE_PROFILE_CPU_HZ"
@@ -58,12 +69,31 @@ func startProfile() func() {
 			runtime.MemProfileRate = r
 		}
 		time.AfterFunc(d, func() {
+			// The kernel's view first (per mapping: the binary's
+			// text and rodata, the heap arena, the runtime's
+			// off-heap), before the profiles below touch more.
+			if b, err := os.ReadFile("/proc/self/smaps"); err == nil {
+				os.WriteFile(base+".smaps", b, 0o644)
+			}
 			writeProfile(base+".heap.pprof", "heap")
+			writeProfile(base+".goroutine.pprof", "goroutine")
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			writeLine(base+".heap.json", map[string]any{"heap_inuse": ms.HeapInuse, "heap_idle": ms.HeapIdle,
+			line := map[string]any{"heap_inuse": ms.HeapInuse, "heap_idle": ms.HeapIdle,
 				"heap_released": ms.HeapReleased, "stack_inuse": ms.StackInuse, "sys": ms.Sys, "num_gc": ms.NumGC,
-				"mspan_inuse": ms.MSpanInuse, "gc_sys": ms.GCSys, "other_sys": ms.OtherSys, "goroutines": runtime.NumGoroutine()})
+				"mspan_inuse": ms.MSpanInuse, "gc_sys": ms.GCSys, "other_sys": ms.OtherSys, "goroutines": runtime.NumGoroutine()}
+			// Every memory class the runtime counts (what a
+			// memory limit sees), by its metric name.
+			for _, m := range metrics.All() {
+				if strings.HasPrefix(m.Name, "/memory/classes/") {
+					s := []metrics.Sample{{Name: m.Name}}
+					metrics.Read(s)
+					if s[0].Value.Kind() == metrics.KindUint64 {
+						line[m.Name] = s[0].Value.Uint64()
+					}
+				}
+			}
+			writeLine(base+".heap.json", line)
 		})
 	}
 	return func() {
