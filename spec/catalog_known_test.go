@@ -156,3 +156,45 @@ func TestDecodeKnownEnvelopeAt(t *testing.T) {
 		}
 	}
 }
+
+// TestContractDigest: a known catalog's contract digest, asked for from
+// several goroutines and again, is Digest of the contract, as a fully
+// decoded catalog gives it; an unknown id is not found.
+func TestContractDigest(t *testing.T) {
+	c := validCatalog()
+	payload, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := ParseCatalog(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, err := DecodeKnownCatalog(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for _, id := range full.ContractIDs() {
+				ct, _ := full.Contract(id)
+				want, err := Digest(ct)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, cat := range []*Catalog{full, known, known} {
+					got, d, ok, err := cat.ContractDigest(id)
+					if !ok || err != nil || d != want || !reflect.DeepEqual(got, ct) {
+						t.Errorf("contract %s: %q, %v, %v; want %q", id, d, ok, err, want)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, _, ok, _ := known.ContractDigest("absent"); ok {
+		t.Error("an absent contract was found")
+	}
+}

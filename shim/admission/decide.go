@@ -163,12 +163,11 @@ func Decide(in Input) Decision {
 
 // admit sets the contract id, and a copy of the contract with its digest.
 func admit(d Decision, cat *spec.Catalog, id string) (Decision, *failure) {
-	c, ok := cat.Contract(id)
+	c, digest, ok, err := cat.ContractDigest(id)
 	if !ok || id == "" {
 		return d, fail(ReasonUnrouted, fmt.Sprintf("selector %q names contract %q, which catalog version %d does not contain", d.Selector, id, cat.Version),
 			"fix and re-sign the catalog (it should not have validated)")
 	}
-	digest, err := spec.Digest(c)
 	if err != nil {
 		return d, fail(ReasonInternal, fmt.Sprintf("digest of contract %q: %v", id, err), "report this bug")
 	}
