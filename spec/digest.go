@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -28,7 +29,7 @@ func CanonicalJSON(v any) ([]byte, error) {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := writeCanonical(&buf, tree, ""); err != nil {
+	if err := writeCanonical(&buf, tree, nil); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -57,7 +58,26 @@ func marshalNoHTML(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-func writeCanonical(buf *bytes.Buffer, v any, path string) error {
+// canonPath is where writeCanonical is in the document, rendered only for
+// an error: a key (key set) or an index under parent; nil is the root.
+type canonPath struct {
+	parent *canonPath
+	key    string
+	index  int
+	isKey  bool
+}
+
+func (p *canonPath) String() string {
+	if p == nil {
+		return ""
+	}
+	if p.isKey {
+		return joinKey(p.parent.String(), p.key)
+	}
+	return joinIndex(p.parent.String(), p.index)
+}
+
+func writeCanonical(buf *bytes.Buffer, v any, path *canonPath) error {
 	switch v := v.(type) {
 	case nil:
 		buf.WriteString("null")
@@ -70,26 +90,28 @@ func writeCanonical(buf *bytes.Buffer, v any, path string) error {
 	case json.Number:
 		s := string(v)
 		if strings.ContainsAny(s, ".eE") {
-			return fmt.Errorf("%s: %w: %s", pathOrRoot(path), ErrFloat, s)
+			return fmt.Errorf("%s: %w: %s", pathOrRoot(path.String()), ErrFloat, s)
+		}
+		// An integer that fits in 64 bits prints as big.Int prints it
+		// ("-0" as "0"); only a longer one needs big.Int.
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			buf.WriteString(strconv.FormatInt(n, 10))
+			return nil
 		}
 		n, ok := new(big.Int).SetString(s, 10)
 		if !ok {
-			return fmt.Errorf("%s: %w: %s", pathOrRoot(path), ErrMalformed, s)
+			return fmt.Errorf("%s: %w: %s", pathOrRoot(path.String()), ErrMalformed, s)
 		}
 		buf.WriteString(n.String())
 	case string:
-		b, err := marshalNoHTML(v)
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
+		return writeString(buf, v)
 	case []any:
 		buf.WriteByte('[')
 		for i, e := range v {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := writeCanonical(buf, e, joinIndex(path, i)); err != nil {
+			if err := writeCanonical(buf, e, &canonPath{parent: path, index: i}); err != nil {
 				return err
 			}
 		}
@@ -105,18 +127,38 @@ func writeCanonical(buf *bytes.Buffer, v any, path string) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := writeCanonical(buf, k, path); err != nil {
+			if err := writeString(buf, k); err != nil {
 				return err
 			}
 			buf.WriteByte(':')
-			if err := writeCanonical(buf, v[k], joinKey(path, k)); err != nil {
+			if err := writeCanonical(buf, v[k], &canonPath{parent: path, key: k, isKey: true}); err != nil {
 				return err
 			}
 		}
 		buf.WriteByte('}')
 	default:
-		return fmt.Errorf("%s: %w: unexpected %T", pathOrRoot(path), ErrMalformed, v)
+		return fmt.Errorf("%s: %w: unexpected %T", pathOrRoot(path.String()), ErrMalformed, v)
 	}
+	return nil
+}
+
+// writeString writes s as encoding/json writes it without HTML escaping:
+// quoted as it is when every byte is printable ASCII other than '"' and
+// '\\' (nothing to escape), else through the encoder.
+func writeString(buf *bytes.Buffer, s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			b, err := marshalNoHTML(s)
+			if err != nil {
+				return err
+			}
+			buf.Write(b)
+			return nil
+		}
+	}
+	buf.WriteByte('"')
+	buf.WriteString(s)
+	buf.WriteByte('"')
 	return nil
 }
 
