@@ -81,13 +81,13 @@ func (r *run) notifier() *notify.Notifier {
 }
 
 // execute creates the operation and its boundary, runs the wrapper, and
-// runs the exit path. Ordering: the record (operation, admission, upper
-// dir, the records' reserve) beside the cgroup (marker first, so a crash
-// leaves nothing unrecorded) and the table installed and read back with
-// the NFLOG reader already bound (engine.Boundary.Bind): neither needs the
-// other, and both are in place before the wrapper is born into the
-// cgroup; its mounts; the sensors and the deadline; then the go, and only
-// then the exec.
+// runs the exit path. Ordering: the operation's directory (the monitor's
+// events go there); then its record (admission, upper dir, the records'
+// reserve) beside the cgroup (marker first, so a crash leaves nothing
+// unrecorded) and the table installed and read back with the NFLOG reader
+// already bound (engine.Boundary.Bind), both in place before the wrapper
+// is born into the cgroup; its mounts; the sensors and the deadline; then
+// the go, and only then the exec.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
 	// bounded by its deadline), after the exit path.
@@ -99,6 +99,11 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	r.id = id
 	r.adm.OperationID, r.adm.ContainerID = id, id
 	r.log = log.G(ctx).WithField("operation_id", id)
+	// The boundary's monitor keeps its events in the operation's directory.
+	dir, err := r.store.CreateOperation(id, Namespace, id)
+	if err != nil {
+		return nil, fmt.Errorf("create operation record: %w", err)
+	}
 	h := &held{}
 	defer func() {
 		if retErr != nil {
@@ -106,15 +111,14 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		}
 	}()
 	type made struct {
-		dir string
 		rf  *Refusal
 		err error
 	}
 	recorded := make(chan made, 1)
 	adm := *r.adm // the record's copy: bind sets the table on r.adm meanwhile
 	go func() {
-		dir, rf, err := r.makeRecord(&adm)
-		recorded <- made{dir, rf, err}
+		rf, err := r.fillRecord(dir, &adm)
+		recorded <- made{rf, err}
 	}()
 	brf, berr := r.bind(ctx, h)
 	rec := <-recorded
@@ -129,27 +133,23 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	case brf != nil:
 		return nil, r.abandon(ctx, h, brf)
 	}
-	return r.runWrapper(ctx, h, exe, filepath.Join(rec.dir, upperDir), filepath.Join(rec.dir, workDir))
+	return r.runWrapper(ctx, h, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir))
 }
 
-// makeRecord creates the operation's record: its directory, indexed,
-// the admission, the overlay's upper and work dirs and, before anything
-// of the command can write, room for the records.
-func (r *run) makeRecord(adm *spec.Admission) (string, *Refusal, error) {
-	dir, err := r.store.CreateOperation(r.id, Namespace, r.id)
-	if err != nil {
-		return "", nil, fmt.Errorf("create operation record: %w", err)
-	}
+// fillRecord puts into the operation's directory the admission, the
+// overlay's upper and work dirs and, before anything of the command can
+// write, room for the records.
+func (r *run) fillRecord(dir string, adm *spec.Admission) (*Refusal, error) {
 	if err := r.store.WriteJSON(r.id, record.AdmissionFile, adm); err != nil {
-		return dir, nil, err
+		return nil, err
 	}
 	if err := makeUpper(filepath.Join(dir, upperDir), filepath.Join(dir, workDir), r.ws.Stat); err != nil {
-		return dir, refuse(ReasonWorkspace, "--workspace", "", "%v", err), nil
+		return refuse(ReasonWorkspace, "--workspace", "", "%v", err), nil
 	}
 	if err := reserveSpace(dir); err != nil {
-		return dir, refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err), nil
+		return refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err), nil
 	}
-	return dir, nil, nil
+	return nil, nil
 }
 
 // bind makes the run's cgroup (its marker first) and binds the boundary
