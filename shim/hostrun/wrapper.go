@@ -63,6 +63,9 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 		return nil, r.abandon(ctx, h, rf)
 	}
 	r.phases.mark("wrapper_ready")
+	// The subject goes into admission.json beside the go (two fsyncs):
+	// nothing reads it before the exit path, which waits for it.
+	subject := r.recordSubject()
 	h.net.StartSensors(r.adm.Subject)
 	started := time.Now()
 	var dl engine.Deadline
@@ -79,6 +82,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 		r.log.WithError(err).Error("wait for the command")
 	}
 	r.phases.mark("wrapper_exit")
+	<-subject
 	stopSignals()
 	hit := dl.Stop()
 	if failed != nil {
@@ -143,7 +147,7 @@ func (r *run) startWrapper(h *held, exe *sealedCommand) (*wrapper, *Refusal, err
 }
 
 // readyWrapper hands the wrapper its spec, reads that it is ready, and
-// records it as the run's subject.
+// makes it the run's subject.
 func (r *run) readyWrapper(w *wrapper, h *held, exe *sealedCommand, upper, work string) (inner.Status, *Refusal) {
 	ws := inner.Spec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
 		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
@@ -161,10 +165,21 @@ func (r *run) readyWrapper(w *wrapper, h *held, exe *sealedCommand, upper, work 
 		return ready, refuse(ReasonWrapper, "wrapper", "", "read the wrapper's start time: %v", err)
 	}
 	r.adm.Subject = &spec.Subject{InitPID: pid, StartTime: pst.Start, CgroupPath: h.cg.Path, CgroupID: h.cg.ID}
-	if err := r.store.WriteJSON(r.id, record.AdmissionFile, r.adm); err != nil {
-		r.log.WithError(err).Warn("record subject")
-	}
 	return ready, nil
+}
+
+// recordSubject writes the admission with its subject into the record, in
+// the background; the returned channel closes once it is written.
+func (r *run) recordSubject() <-chan struct{} {
+	adm := *r.adm
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.store.WriteJSON(r.id, record.AdmissionFile, &adm); err != nil {
+			r.log.WithError(err).Warn("record subject")
+		}
+	}()
+	return done
 }
 
 // readExec reads the status fd after the go until the wrapper exits: the

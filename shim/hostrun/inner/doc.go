@@ -13,13 +13,15 @@
 //     new mount, pid, ipc and uts namespace and a new session: pid 1 of
 //     the run. Still root, it unshares a cgroup namespace (rooted at the
 //     run's cgroup), builds the command's view of the file system
-//     (stageMounts), reports ready, starts the stage, waits for the
+//     (openView, then finish), starting the stage as soon as the run's
+//     procfs and the staged workspace exist, reports ready, waits for the
 //     parent's go and hands it on to the stage, and then only forwards
 //     signals and reaps; when the stage's process ends it kills and counts
 //     what is left in the pid namespace and exits with the command's
 //     status;
 //   - the stage, in a new user namespace mapping the invoking uid and gid
-//     to themselves and nothing else: it drops every privilege and applies
+//     to themselves and nothing else: once the view is finished and
+//     read-only it gets its spec, drops every privilege and applies
 //     Landlock on its one thread while the parent arms its sensors, waits
 //     for the go, then installs seccomp and executes the sealed copy of the
 //     command (execveat).

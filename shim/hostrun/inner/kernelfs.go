@@ -37,7 +37,7 @@ var kernelFS = map[string]string{
 	"rpc_pipefs":  "RPC upcalls to host daemons",
 }
 
-// kernelMount is one mount stageMounts covers.
+// kernelMount is one mount the view (finish) covers.
 type kernelMount struct {
 	path, fstype string
 	dev          uint64

@@ -21,91 +21,116 @@ var PrivateTmp = []string{"/tmp", "/var/tmp"}
 // command must not reach (in the run's /run tmpfs).
 const maskFile = "/run/.gensee-masked"
 
-// view is the command's file system as stageMounts built it.
+// view is the command's file system as openView and finish build it.
 type view struct {
 	tree     *os.File // the staged workspace's mount (fsmount's fd)
 	self     string   // the gensee binary, for the stage's exec
 	writable []string // the trees Landlock lets the command write, in the stage's view
 	tmpfs    []string // the private tmpfs mounted (/tmp, /var/tmp, /dev/shm)
 	masked   []string // what the manifest lists as masked
+
+	ws    *os.File        // the workspace directory checked (openWorkspace), until finish
+	socks <-chan []string // hostSockets' answer, read through the host's procfs
 }
 
-// stageMounts builds the command's view in the wrapper's own mount
-// namespace (still host root; nothing of the command runs yet):
+// openView begins the command's view in the wrapper's own mount namespace
+// (still host root; nothing of the command runs yet), enough for the stage
+// to start while finish builds the rest:
 //
 //  1. every mount private (nothing propagates back to the host);
-//  2. before the host's /proc and /run are covered: the bound pathname
-//     sockets of every network namespace (hostSockets), clones of the
-//     operator's allowed runtime files, the gensee binary;
-//  3. the workspace opened once, O_PATH|O_NOFOLLOW, and refused unless it
-//     is the directory the parent checked (device and inode); the staged
+//  2. the host's procfs kept as an fd, through which the bound pathname
+//     sockets of every network namespace are read (hostSockets, beside
+//     the steps below), and a procfs of the run's pid namespace mounted
+//     on /proc: the stage's id maps are written through it (read-only
+//     with the rest of the tree in finish, after they are written);
+//  3. the workspace opened once (before the run's procfs covers /proc),
+//     O_PATH|O_NOFOLLOW, and refused unless it is the directory the parent
+//     checked (device and inode); the staged
 //     workspace, an overlay (lower = that fd; upper/work = the
 //     operation's; metacopy=off, redirect_dir=nofollow; nosuid, nodev),
-//     made detached with the new mount API;
-//  4. a /dev holding only
-//     null, zero, full, random, urandom and tty; an empty /run (and
-//     /var/run when it is not a link to /run) with the allowed runtime
-//     files put back; the run's own cgroup2 view (cgroupView); an empty
-//     read-only tmpfs over every other mount of a kernel file system that
-//     exposes host processes, IPC or kernel control (kernelFS: a chroot's
-//     proc, a second devpts, bpf, debugfs, ...); the mask file bound over
-//     every other socket;
-//  5. the whole tree read-only (mount_setattr AT_RECURSIVE);
-//  6. private tmpfs at /tmp, /var/tmp and /dev/shm, discarded with the
-//     namespace; a procfs of the run's pid namespace at /proc (read-only
-//     once the stage's id maps are written: procRO);
-//  7. the staged workspace attached on the directory opened in 3 (or, when
-//     it lies in a private tmpfs, on a directory made there), and the
-//     sockets inside the workspace masked on top of it.
-func stageMounts(s Spec) (_ *view, retErr error) {
+//     made detached with the new mount API.
+func openView(s Spec) (_ *view, retErr error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
-	self, err := os.Open("/proc/self/exe")
+	hostProc, err := os.OpenFile("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open the gensee binary: %w", err)
+		return nil, fmt.Errorf("open the host's procfs: %w", err)
 	}
-	socks := hostSockets("/proc", s.HostMountNS)
-	rt, err := cloneRuntimeFiles(s.RuntimeFiles)
-	if err != nil {
-		return nil, err
-	}
+	socks := make(chan []string, 1)
+	go func() {
+		defer hostProc.Close()
+		socks <- hostSockets("/proc/self/fd/"+strconv.Itoa(int(hostProc.Fd())), s.HostMountNS)
+	}()
+	// The workspace is opened as the host names it, before the run's
+	// procfs covers /proc.
 	ws, err := openWorkspace(s)
 	if err != nil {
 		return nil, err
 	}
-	defer ws.Close()
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("mount the run's procfs: %w", err)
+	}
+	self, err := os.Open("/proc/self/exe")
+	if err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("open the gensee binary: %w", err)
+	}
 	tree, err := overlayTree(s, ws)
 	if err != nil {
+		ws.Close()
 		return nil, err
 	}
-	defer func() {
-		if retErr != nil {
-			tree.Close()
-		}
-	}()
-	v := &view{tree: tree, self: "/proc/self/fd/" + strconv.Itoa(int(self.Fd()))}
+	return &view{tree: tree, self: "/proc/self/fd/" + strconv.Itoa(int(self.Fd())), ws: ws, socks: socks}, nil
+}
+
+// finish builds the rest of the command's view, once the stage (which
+// shares the mount namespace) has started:
+//
+//  4. clones of the operator's allowed runtime files, taken before /run
+//     is covered; a /dev holding only null, zero, full, random, urandom
+//     and tty; an empty /run (and /var/run when it is not a link to /run)
+//     with the allowed runtime files put back; the run's own cgroup2 view
+//     (cgroupView); an empty read-only tmpfs over every other mount of a
+//     kernel file system that exposes host processes, IPC or kernel
+//     control (kernelFS: a chroot's proc, a second devpts, bpf, debugfs,
+//     ...); the mask file bound over every other socket;
+//  5. the whole tree read-only (mount_setattr AT_RECURSIVE), the run's
+//     procfs with it;
+//  6. private tmpfs at /tmp, /var/tmp and /dev/shm, discarded with the
+//     namespace;
+//  7. the staged workspace attached on the directory opened in 3 (or, when
+//     it lies in a private tmpfs, on a directory made there), and the
+//     sockets inside the workspace masked on top of it.
+func (v *view) finish(s Spec) error {
+	defer v.ws.Close()
+	rt, err := cloneRuntimeFiles(s.RuntimeFiles)
+	if err != nil {
+		return err
+	}
 	if err := v.maskHost(rt); err != nil {
-		return nil, err
+		return err
 	}
-	outside, inside := splitUnder(socks, s.Workspace)
+	outside, inside := splitUnder(<-v.socks, s.Workspace)
 	masked, err := maskSockets(outside)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro); err != nil {
-		return nil, fmt.Errorf("make every mount read-only: %w", err)
+		return fmt.Errorf("make every mount read-only: %w", err)
 	}
 	if err := v.privateMounts(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := attachTree(tree, ws, s.Workspace); err != nil {
-		return nil, err
+	v.masked = append(v.masked, "/proc (the run's own pid namespace: no host process is visible)")
+	if err := attachTree(v.tree, v.ws, s.Workspace); err != nil {
+		return err
 	}
 	in, err := maskSockets(inside)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Only what was masked: a candidate that names no socket now (renamed,
 	// or bound in another mount namespace) was not.
@@ -113,7 +138,7 @@ func stageMounts(s Spec) (_ *view, retErr error) {
 		v.masked = append(v.masked, fmt.Sprintf("%d bound pathname socket(s) outside /run, each covered with the mask file: %s", len(masked), strings.Join(masked, ", ")))
 	}
 	v.writable = append([]string{"/proc/self/fd/" + strconv.Itoa(fdTree)}, v.tmpfs...)
-	return v, nil
+	return nil
 }
 
 // maskHost masks what of the host the view must not show (step 4):
@@ -150,9 +175,7 @@ func (v *view) maskHost(rt []runtimeFile) error {
 }
 
 // privateMounts mounts the run's own (step 6): private tmpfs at /tmp,
-// /var/tmp and /dev/shm, discarded with the namespace, and a procfs of
-// the run's pid namespace at /proc, writable until the stage's id maps
-// are written (procRO, before the stage gets its spec).
+// /var/tmp and /dev/shm, discarded with the namespace.
 func (v *view) privateMounts() error {
 	for _, d := range append(append([]string{}, PrivateTmp...), "/dev/shm") {
 		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
@@ -163,20 +186,6 @@ func (v *view) privateMounts() error {
 		}
 		v.tmpfs = append(v.tmpfs, d)
 		v.masked = append(v.masked, d+" (private tmpfs, discarded at exit)")
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount the run's procfs: %w", err)
-	}
-	v.masked = append(v.masked, "/proc (the run's own pid namespace: no host process is visible)")
-	return nil
-}
-
-// procRO makes the run's procfs read-only, once the stage's id maps are
-// written and before the stage reads its spec.
-func procRO() error {
-	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/proc", 0, ro); err != nil {
-		return fmt.Errorf("make the run's procfs read-only: %w", err)
 	}
 	return nil
 }

@@ -112,13 +112,15 @@ var Forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // exit code, or 128+n when signal n ended it) or, on failure before the
 // exec, wrapperSetupFailed with the reason on the status fd.
 //
-// Ordering: the view is built, then ready is reported, then the stage is
-// started, so that the stage's start (its exec, dropping privileges,
-// Landlock, its filter built) overlaps the parent's arming of the sensors
-// and the deadline; the stage then waits, as the wrapper does, for the
-// parent's go, which the wrapper hands on to it. Nothing of the command
-// runs before the go: a parent that gives up (EOF) ends the wrapper, pid
-// 1, and with it the pid namespace and the stage.
+// Ordering: the view is begun (openView: the run's procfs, the staged
+// workspace), the stage is started, and the view finished; the stage gets
+// its spec and ready is reported. The stage's start (its exec, then
+// dropping privileges, Landlock and its filter built once it has its spec)
+// overlaps the view's last mounts and the parent's arming of the sensors
+// and the deadline; it then waits, as the wrapper does, for the parent's
+// go, which the wrapper hands on to it. Nothing of the command runs before
+// the go: a failure, or a parent that gives up (EOF), ends the wrapper,
+// pid 1, and with it the pid namespace and the stage.
 func WrapperMain() int {
 	runtime.LockOSThread()
 	ctl := os.NewFile(fdControl, "control")
@@ -135,17 +137,25 @@ func WrapperMain() int {
 		report(Status{Step: "mount", Error: "unshare the cgroup namespace: " + err.Error()})
 		return wrapperSetupFailed
 	}
-	view, err := stageMounts(spec)
+	view, err := openView(spec)
 	if err != nil {
 		report(Status{Step: "mount", Reason: ReasonWorkspace, Error: err.Error()})
 		return wrapperSetupFailed
 	}
-	report(Status{Ready: true, Masked: view.masked, Tmpfs: view.tmpfs})
 	stage, err := startStage(spec, view, st)
 	if err != nil {
 		report(Status{Step: "stage", Error: err.Error()})
 		return wrapperSetupFailed
 	}
+	if err := view.finish(spec); err != nil {
+		report(Status{Step: "mount", Reason: ReasonWorkspace, Error: err.Error()})
+		return wrapperSetupFailed
+	}
+	if err := stage.send(spec, view); err != nil {
+		report(Status{Step: "stage", Error: err.Error()})
+		return wrapperSetupFailed
+	}
+	report(Status{Ready: true, Masked: view.masked, Tmpfs: view.tmpfs})
 	// Wait for the parent's go: the sensors and the deadline are running.
 	if !awaitGo(io.MultiReader(dec.Buffered(), ctl)) {
 		return wrapperSetupFailed // the parent gave up: nothing runs
@@ -184,11 +194,25 @@ func killLingering() int {
 	}
 }
 
-// stageProc is the started stage, waiting for its go.
+// stageProc is the started stage, waiting for its spec, then its go.
 type stageProc struct {
 	pid  int
 	ctl  *os.File   // the stage's spec pipe: its spec, then the go
 	sent chan error // the spec's write, done
+}
+
+// send hands the stage its spec, once the view is finished and read-only
+// (the stage's id maps were written before): it drops its privileges and
+// applies Landlock to the finished view only.
+func (s *stageProc) send(spec Spec, v *view) error {
+	b, err := json.Marshal(stageSpec{UID: spec.UID, GID: spec.GID, Args: spec.Args, Env: spec.Env, InterpArgs: spec.InterpArgs,
+		Writable: v.writable})
+	if err != nil {
+		return err
+	}
+	// A spec larger than the pipe's buffer is read as the stage starts.
+	go func() { _, err := s.ctl.Write(b); s.sent <- err }()
+	return nil
 }
 
 // start hands the parent's go on to the stage, after its spec.
@@ -200,8 +224,9 @@ func (s *stageProc) start() {
 }
 
 // startStage starts the stage in its user namespace, mapping only the
-// invoking uid and gid (each to itself). The stage reads its spec from a
-// pipe, then waits on it for the go (start); it inherits the status fd,
+// invoking uid and gid (each to itself); its id maps are written through
+// the run's procfs, still writable. The stage reads its spec from a pipe
+// (send), then waits on it for the go (start); it inherits the status fd,
 // the staged workspace's mount and the sealed files.
 func startStage(spec Spec, view *view, st *os.File) (*stageProc, error) {
 	sr, sw, err := os.Pipe()
@@ -209,13 +234,6 @@ func startStage(spec Spec, view *view, st *os.File) (*stageProc, error) {
 		return nil, fmt.Errorf("stage spec pipe: %w", err)
 	}
 	defer sr.Close()
-	ss := stageSpec{UID: spec.UID, GID: spec.GID, Args: spec.Args, Env: spec.Env, InterpArgs: spec.InterpArgs,
-		Writable: view.writable}
-	b, err := json.Marshal(ss)
-	if err != nil {
-		sw.Close()
-		return nil, err
-	}
 	interp := os.NewFile(fdInterp, "interp")
 	if spec.InterpArgs == nil {
 		interp = nil
@@ -242,16 +260,7 @@ func startStage(spec Spec, view *view, st *os.File) (*stageProc, error) {
 		sw.Close()
 		return nil, fmt.Errorf("start the stage in a user namespace: %w", err)
 	}
-	// The stage waits for its spec: nothing of the command runs before
-	// the procfs is read-only.
-	if err := procRO(); err != nil {
-		sw.Close()
-		p.Kill()
-		return nil, err
-	}
-	sent := make(chan error, 1)
-	go func() { _, err := sw.Write(b); sent <- err }()
-	return &stageProc{pid: p.Pid, ctl: sw, sent: sent}, nil
+	return &stageProc{pid: p.Pid, ctl: sw, sent: make(chan error, 1)}, nil
 }
 
 // reap waits, as pid 1, for every child until the stage's own exit, and
