@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -513,7 +514,7 @@ func TestStartShim(t *testing.T) {
 	if got := fx.lines(t, "cwd "); got[0] != fx.bundle {
 		t.Errorf("cwd %q, want %q", got[0], fx.bundle)
 	}
-	if got := fx.lines(t, "env "); got[0] != "4 containerd-shim-c1" {
+	if got := fx.lines(t, "env "); got[0] != strconv.Itoa(min(4, runtime.NumCPU()))+" containerd-shim-c1" {
 		t.Errorf("env %q", got[0])
 	}
 	if got := fx.lines(t, "fd3 "); !strings.HasPrefix(got[0], "socket:") {

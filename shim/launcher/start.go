@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,7 +127,10 @@ func startShim(ns, id string, in []byte, full *os.File) (result []byte, ok bool,
 	cmd := exec.Command(full.Name(), "-namespace", ns, "-id", id, "-address", p.grpcAddress)
 	cmd.Path = link
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=4", "OTEL_SERVICE_NAME=containerd-shim-"+id)
+	// containerd's runc manager sets GOMAXPROCS=4; fewer where the shim
+	// may run on fewer CPUs: each P it cannot use keeps its own caches,
+	// resident in every sleeping task's shim.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(shimProcs()), "OTEL_SERVICE_NAME=containerd-shim-"+id)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.ExtraFiles = []*os.File{f}
 	if err := cmd.Start(); err != nil {
@@ -140,6 +144,10 @@ func startShim(ns, id string, in []byte, full *os.File) (result []byte, ok bool,
 	}
 	return bootstrapResult(address), true, nil
 }
+
+// shimProcs is the long-lived shim's GOMAXPROCS: containerd's 4, or the
+// CPUs this process may run on when fewer.
+func shimProcs() int { return min(4, runtime.NumCPU()) }
 
 // decodeBootstrapParams decodes the protobuf BootstrapParams fields start
 // uses and skips the rest; a malformed message is an error.
