@@ -81,13 +81,14 @@ func (r *run) notifier() *notify.Notifier {
 }
 
 // execute creates the operation and its boundary, runs the wrapper, and
-// runs the exit path. Ordering: the operation's directory (the monitor's
-// events go there); then its record (admission, upper dir, the records'
-// reserve) beside the cgroup (marker first, so a crash leaves nothing
-// unrecorded) and the table installed and read back with the NFLOG reader
-// already bound (engine.Boundary.Bind), both in place before the wrapper
-// is born into the cgroup; its mounts; the sensors and the deadline; then
-// the go, and only then the exec.
+// runs the exit path. Ordering: the record (the operation's directory,
+// then its admission, upper dir and the records' reserve) beside the
+// cgroup (marker first, so a crash leaves nothing unrecorded) and the
+// table installed and read back with the NFLOG reader already bound
+// (engine.Boundary.Bind, once the directory its monitor writes to
+// exists), both in place before the wrapper is born into the cgroup; its
+// mounts; the sensors and the deadline; then the go, and only then the
+// exec.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
 	// bounded by its deadline), after the exit path.
@@ -99,10 +100,9 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	r.id = id
 	r.adm.OperationID, r.adm.ContainerID = id, id
 	r.log = log.G(ctx).WithField("operation_id", id)
-	// The boundary's monitor keeps its events in the operation's directory.
-	dir, err := r.store.CreateOperation(id, Namespace, id)
+	dir, err := r.store.OperationDir(id)
 	if err != nil {
-		return nil, fmt.Errorf("create operation record: %w", err)
+		return nil, err
 	}
 	h := &held{}
 	defer func() {
@@ -114,13 +114,20 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		rf  *Refusal
 		err error
 	}
-	recorded := make(chan made, 1)
+	created, recorded := make(chan error, 1), make(chan made, 1)
 	adm := *r.adm // the record's copy: bind sets the table on r.adm meanwhile
 	go func() {
+		if _, err := r.store.CreateOperation(id, Namespace, id); err != nil {
+			err = fmt.Errorf("create operation record: %w", err)
+			created <- err
+			recorded <- made{err: err}
+			return
+		}
+		created <- nil
 		rf, err := r.fillRecord(dir, &adm)
 		recorded <- made{rf, err}
 	}()
-	brf, berr := r.bind(ctx, h)
+	brf, berr := r.bind(ctx, h, created)
 	rec := <-recorded
 	r.phases.mark("record_bind")
 	switch {
@@ -153,8 +160,9 @@ func (r *run) fillRecord(dir string, adm *spec.Admission) (*Refusal, error) {
 }
 
 // bind makes the run's cgroup (its marker first) and binds the boundary
-// to it in the host's netns.
-func (r *run) bind(ctx context.Context, h *held) (*Refusal, error) {
+// to it in the host's netns, once the operation's directory is created
+// (the monitor keeps its events there).
+func (r *run) bind(ctx context.Context, h *held, created <-chan error) (*Refusal, error) {
 	me, err := cgroup.Self()
 	if err != nil {
 		return nil, err
@@ -172,6 +180,9 @@ func (r *run) bind(ctx context.Context, h *held) (*Refusal, error) {
 	}
 	if h.cgFD, err = h.cg.open(); err != nil {
 		return refuse(ReasonCgroup, "cgroup2", "", "%v", err), nil
+	}
+	if err := <-created; err != nil {
+		return nil, err
 	}
 	f, err := os.Open("/proc/self/ns/net")
 	if err != nil {
