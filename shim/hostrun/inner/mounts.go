@@ -59,8 +59,9 @@ func openView(s Spec) (_ *view, retErr error) {
 	}
 	socks := make(chan []string, 1)
 	go func() {
-		defer hostProc.Close()
-		socks <- hostSockets("/proc/self/fd/"+strconv.Itoa(int(hostProc.Fd())), s.HostMountNS)
+		found := hostSockets("/proc/self/fd/"+strconv.Itoa(int(hostProc.Fd())), s.HostMountNS)
+		hostProc.Close() // before finish goes on: nothing later reaches the host's procfs
+		socks <- found
 	}()
 	// The workspace is opened as the host names it, before the run's
 	// procfs covers /proc.
