@@ -37,4 +37,7 @@ for ((i = 0; i < pairs; i++)); do
 done
 gm=$(printf '%s\n' "${g[@]}" | median)
 sm=$(printf '%s\n' "${s[@]}" | median)
-awk -v g="$gm" -v s="$sm" -v n="$pairs" 'BEGIN{printf "P6 host run of sh -c true: gensee boundary run median %.1f ms, sh -c true median %.1f ms, added %.1f ms (target <= 30), ratio %.1f; %d pairs\n", g/1000, s/1000, (g-s)/1000, g/s, n}'
+# spread: min, q1, q3 and max of the microseconds on stdin, in ms.
+spread() { sort -n | awk '{a[NR]=$1} END {printf "min %.1f, q1 %.1f, q3 %.1f, max %.1f", a[1]/1000, a[int((NR+3)/4)]/1000, a[int((3*NR+3)/4)]/1000, a[NR]/1000}'; }
+awk -v g="$gm" -v s="$sm" -v n="$pairs" -v gs="$(printf '%s\n' "${g[@]}" | spread)" -v ss="$(printf '%s\n' "${s[@]}" | spread)" \
+	'BEGIN{printf "P6 host run of sh -c true: gensee boundary run median %.1f ms, sh -c true median %.1f ms, added %.1f ms (target <= 30), ratio %.1f; %d pairs; boundary run %s ms; sh -c true %s ms\n", g/1000, s/1000, (g-s)/1000, g/s, n, gs, ss}'
