@@ -15,11 +15,12 @@ var plainTypes sync.Map // reflect.Type -> bool
 // is a document DecodeStrict accepts as it is: no object with a
 // duplicate key, nested no deeper than maxDepth. It holds for booleans,
 // numbers, strings, time.Time and text marshalers (all scalars), and for
-// pointers, slices, arrays, maps with string or integer keys and structs
-// made of such types, to a bounded depth. It does not for interfaces, a
+// pointers, slices, arrays, maps with integer keys and structs made of
+// such types, to a bounded depth. It does not for interfaces, a
 // json.Marshaler (json.RawMessage among them: its bytes are anything), a
-// map whose keys marshal as text (two keys may give one text) or a type
-// that contains itself.
+// map with string keys (invalid UTF-8 in two keys may give one key) or
+// keys that marshal as text (two keys may give one text), or a type that
+// contains itself.
 func plainJSON(t reflect.Type) bool {
 	if t == nil {
 		return false
@@ -56,8 +57,11 @@ func plainDepth(t reflect.Type, depth int, open map[reflect.Type]bool) bool {
 	case reflect.Pointer, reflect.Slice, reflect.Array:
 		return plainDepth(t.Elem(), depth+1, open)
 	case reflect.Map:
+		// Integer keys only: encoding/json writes a string key's invalid
+		// UTF-8 as U+FFFD, so two string keys may give one key, which the
+		// strict decode refuses as a duplicate.
 		switch t.Key().Kind() {
-		case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		default:
 			return false

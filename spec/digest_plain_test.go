@@ -28,7 +28,7 @@ func TestPlainJSON(t *testing.T) {
 		want bool
 	}{
 		{Contract{}, true}, {Observation{}, true}, {Command{}, true}, {time.Time{}, true}, {netip.Addr{}, true},
-		{hidden{}, true}, {map[string][]int{}, true},
+		{hidden{}, true}, {map[int][]string{}, true}, {map[string][]int{}, false},
 		{self{}, false}, {raw{}, false}, {iface{}, false}, {textKeys{}, false}, {json.RawMessage{}, false}, {AnalyzerAnswer{}, false},
 	} {
 		if got := plainJSON(reflect.TypeOf(c.v)); got != c.want {
@@ -66,5 +66,16 @@ func TestCanonicalPlainMatchesStrict(t *testing.T) {
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("%T: plain and strict canonical forms differ", v)
 		}
+	}
+}
+
+// TestCanonicalStringKeysCollapse: two string keys that marshal as one
+// (invalid UTF-8 becomes U+FFFD) are refused as a duplicate, as the strict
+// decode always refused them, never digested as a third value's digest.
+func TestCanonicalStringKeysCollapse(t *testing.T) {
+	type withMap struct{ Routes map[string]string }
+	a := withMap{Routes: map[string]string{"\xfe": "allow-net", "\xff": "offline"}}
+	if _, err := CanonicalJSON(a); err == nil {
+		t.Fatal("keys that marshal as one: digested")
 	}
 }

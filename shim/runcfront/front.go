@@ -48,7 +48,10 @@ func Main() {
 // answer answers c itself where it can; handled is false when the real
 // runc must (nothing was changed then).
 func answer(c call) (handled bool, err error) {
-	if id := c.container("start"); id != "" {
+	// runc start waits for the container's readiness message when
+	// NOTIFY_SOCKET is set (go-runc removes it; a caller that passes it
+	// on gets runc's own start).
+	if id := c.container("start"); id != "" && os.Getenv("NOTIFY_SOCKET") == "" {
 		return Start(filepath.Join(c.root, id))
 	}
 	if id := c.container("delete"); id != "" {

@@ -1,0 +1,53 @@
+package service
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+
+	"github.com/gensee/gensee/shim/runcfront"
+)
+
+// TestHandRunc: with a front, the inner task service gets it as its runc
+// and the bundle names the admitted runc for it; in a bundle whose
+// directories others may write, or without a front, the real runc itself.
+func TestHandRunc(t *testing.T) {
+	s := &service{}
+	s.front.once.Do(func() { s.front.path = "/opt/gensee/bin/gensee-runc" })
+	admitted := &runcoptions.Options{BinaryName: "/bin/true", Root: "/run/gensee-runc"}
+
+	bundle := t.TempDir()
+	h, err := s.handRunc(bundle, admitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.BinaryName != "/opt/gensee/bin/gensee-runc" || h.Root != admitted.Root || admitted.BinaryName != "/bin/true" {
+		t.Errorf("handed %+v (admitted %+v)", h, admitted)
+	}
+	b, err := os.ReadFile(filepath.Join(bundle, runcfront.RuncFile))
+	if err != nil || string(b) != "/bin/true\n" {
+		t.Errorf("bundle names %q, %v", b, err)
+	}
+
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.handRunc(open, admitted); err != nil || h.BinaryName != "/bin/true" {
+		t.Errorf("untrusted bundle: handed %+v, %v", h, err)
+	}
+	if _, err := os.Stat(filepath.Join(open, runcfront.RuncFile)); err == nil {
+		t.Error("untrusted bundle: the runc file was written")
+	}
+
+	none := &service{}
+	none.front.once.Do(func() {})
+	if h, err := none.handRunc(t.TempDir(), admitted); err != nil || h != admitted {
+		t.Errorf("no front: handed %+v, %v", h, err)
+	}
+}
