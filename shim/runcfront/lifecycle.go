@@ -43,14 +43,11 @@ func Start(dir string) (handled bool, err error) {
 	if !running(init) {
 		return false, nil
 	}
-	opened := make(chan *os.File, 1)
+	opened := make(chan openResult, 1)
 	go func() {
-		// Blocks until the init opens the fifo for writing; an error
-		// leaves opened empty, and the init's exit decides.
+		// Blocks until the init opens the fifo for writing.
 		f, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			opened <- f
-		}
+		opened <- openResult{f, err}
 	}()
 	exited := make(chan struct{})
 	go func() {
@@ -58,12 +55,12 @@ func Start(dir string) (handled bool, err error) {
 		close(exited)
 	}()
 	select {
-	case f := <-opened:
-		return true, consume(f, fifo)
+	case r := <-opened:
+		return r.consume(fifo)
 	case <-exited:
 		select {
-		case f := <-opened:
-			return true, consume(f, fifo)
+		case r := <-opened:
+			return r.consume(fifo)
 		default:
 			// The init ended without opening the fifo: nothing was
 			// read, and runc names the state.
@@ -72,9 +69,23 @@ func Start(dir string) (handled bool, err error) {
 	}
 }
 
-// consume reads the fifo to EOF and removes it (libcontainer's
-// handleFifoResult).
-func consume(f *os.File, fifo string) error {
+// openResult is the exec fifo's open: the file, or why not.
+type openResult struct {
+	f   *os.File
+	err error
+}
+
+// consume reads the opened fifo to EOF and removes it (libcontainer's
+// handleFifoResult); a fifo that did not open was not read, and runc
+// answers.
+func (r openResult) consume(fifo string) (handled bool, err error) {
+	if r.err != nil {
+		return false, nil
+	}
+	return true, consumeFile(r.f, fifo)
+}
+
+func consumeFile(f *os.File, fifo string) error {
 	data, err := io.ReadAll(f)
 	f.Close()
 	if err != nil {
