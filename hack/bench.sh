@@ -23,8 +23,10 @@
 # moves whole runs by more; the two contenders alternate pair by pair, so
 # both see the same machine, and a ratio is read from the medians. A
 # ratio is a result only when the two interquartile ranges do not swamp
-# the difference it claims; a run taken while the load average is above
-# 1 (printed below, and per line by P3/P4) is not one to quote. Targets
+# the difference it claims. The bench itself keeps the load average
+# near 1.5 (containerd, the shims, runc); the one printed at start is
+# other work's, and a run that started above about 0.5 is not one to
+# quote. Targets
 # (issue 31): P1 <= 0.95, P1a <= 1.05 of runc.v2, P5 <= 1.15, P2 <= 0.40,
 # P3 >= 0.90, P6 <= 30 ms added, P7 <= 5 ms.
 # Profiling the shim: with a shim built by make build TAGS='grpcnotrace
