@@ -9,7 +9,9 @@ package netpolicy
 import (
 	"net"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gensee/gensee/internal/kerneltest"
 	"github.com/gensee/gensee/shim/cgroup"
@@ -55,6 +57,12 @@ func newTopologyOpt(t *testing.T, kernelInCtr bool) *topology {
 	} {
 		kerneltest.Run(t, "ip", c...)
 	}
+	// Until the kernel's link watch has run for a new link (up to a
+	// second on a busy machine), it keeps the noop qdisc and drops what
+	// is sent: a UDP probe, which is not retried, would time out. Its
+	// operational state says it has run.
+	waitOperUp(t, tp.client.Name, veth+"c")
+	waitOperUp(t, tp.server.Name, veth+"s")
 	// Unprivileged ICMP (ping) sockets for every group, as Docker sets it.
 	if err := tp.client.Do(func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 2147483647"), 0)
@@ -66,6 +74,20 @@ func newTopologyOpt(t *testing.T, kernelInCtr bool) *topology {
 	echoUDP(t, tp.server, ":8080")
 	tp.client.EchoTCP(t, "127.0.0.1:9090")
 	return tp
+}
+
+// waitOperUp waits for link dev in network namespace ns to be
+// operationally up (ip link's "state UP").
+func waitOperUp(t *testing.T, ns, dev string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if strings.Contains(kerneltest.Run(t, "ip", "-n", ns, "link", "show", "dev", dev), " state UP ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("link %s in %s is not up after 5s", dev, ns)
+		}
+	}
 }
 
 func (tp *topology) cgroupRef(t *testing.T) CgroupRef {
