@@ -82,6 +82,7 @@ type creation struct {
 	// The spec and its checks.
 	oci                   *specs.Spec
 	runc                  *runcoptions.Options
+	runcPath              string // the admitted runc binary, as checkSeccomp found it
 	kind                  netnsKind
 	nsPath                string
 	uns                   userns
@@ -260,7 +261,7 @@ func (s *service) persistTask(c *creation) error {
 		c.recorded()
 		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
-	handed, err := s.handRunc(r.Bundle, c.runc)
+	handed, err := s.handRunc(r.Bundle, c.runc, c.runcPath)
 	if err != nil {
 		c.recorded()
 		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)

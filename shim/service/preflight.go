@@ -139,7 +139,8 @@ func checkNamespacePaths(_ *service, c *creation) *spec.Refusal {
 
 // checkSeccomp refuses a runc that would drop the seccomp profile.
 func checkSeccomp(s *service, c *creation) *spec.Refusal {
-	if err := s.seccomp.check(c.runc.BinaryName, c.cfg.StateDir); err != nil {
+	var err error
+	if c.runcPath, err = s.seccomp.check(c.runc.BinaryName, c.cfg.StateDir); err != nil {
 		return refuse("seccomp_unavailable", "%v; the runtime closes the socket families nftables cannot see with seccomp, so it refuses to run without it: build runc with -tags seccomp (libseccomp) or point the operator config's [runc] BinaryName at one that has it", err)
 	}
 	return nil

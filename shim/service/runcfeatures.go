@@ -27,19 +27,19 @@ type seccompProbe struct {
 	known map[string]bool // by binary identity; guarded by mu
 }
 
-// check returns nil when the runc binary named by the runc options
-// (empty: "runc" on PATH) enforces seccomp.
-func (p *seccompProbe) check(binary, stateDir string) error {
+// check returns the path of the runc binary named by the runc options
+// (empty: "runc" on PATH) when it enforces seccomp.
+func (p *seccompProbe) check(binary, stateDir string) (string, error) {
 	if binary == "" {
 		binary = "runc"
 	}
 	path, err := exec.LookPath(binary)
 	if err != nil {
-		return fmt.Errorf("find runc binary %q: %w", binary, err)
+		return "", fmt.Errorf("find runc binary %q: %w", binary, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return fmt.Errorf("stat runc binary %s: %w", path, err)
+		return "", fmt.Errorf("stat runc binary %s: %w", path, err)
 	}
 	key := fmt.Sprintf("%d:%d:%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
 	p.mu.Lock()
@@ -54,7 +54,7 @@ func (p *seccompProbe) check(binary, stateDir string) error {
 	}
 	if !cached {
 		if ok, err = probeSeccomp(path); err != nil {
-			return err
+			return "", err
 		}
 		b, _ := json.Marshal(map[string]bool{key: ok})
 		_ = record.WriteFileAtomic(cacheFile, b, 0o600) // a cache: losing it costs one probe
@@ -66,9 +66,9 @@ func (p *seccompProbe) check(binary, stateDir string) error {
 	p.known[key] = ok
 	p.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("runc binary %s was built without seccomp (runc features: linux.seccomp.enabled is false)", path)
+		return "", fmt.Errorf("runc binary %s was built without seccomp (runc features: linux.seccomp.enabled is false)", path)
 	}
-	return nil
+	return path, nil
 }
 
 func probeSeccomp(path string) (bool, error) {

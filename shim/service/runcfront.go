@@ -3,7 +3,6 @@ package service
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 
@@ -38,26 +37,20 @@ func (f *runcFront) binary() string {
 
 // handRunc is the runc options the inner task service gets for the task
 // in bundle: o (admitted, the operator's runc pinned) with the front as
-// its binary, and the real runc's absolute path in the bundle's
-// runcfront.RuncFile for the front to run; o itself without a front.
-func (s *service) handRunc(bundle string, o *runcoptions.Options) (*runcoptions.Options, error) {
+// its binary, and the absolute path of real (the binary checkSeccomp
+// found for o) in the bundle's runcfront.RuncFile for the front to run;
+// o itself without a front.
+func (s *service) handRunc(bundle string, o *runcoptions.Options, real string) (*runcoptions.Options, error) {
 	front := s.front.binary()
 	// The front reads the real runc from the bundle only where no one but
 	// root or the shim's owner may write the directories above it; where
 	// they fail that, the task gets the real runc itself.
-	if front == "" || fsafe.TrustedDirs(bundle, uint32(os.Geteuid())) != nil {
+	if front == "" || real == "" || fsafe.TrustedDirs(bundle, uint32(os.Geteuid())) != nil {
 		return o, nil
 	}
-	name := o.BinaryName
-	if name == "" {
-		name = "runc"
-	}
-	real, err := exec.LookPath(name)
-	if err == nil {
-		real, err = filepath.Abs(real)
-	}
+	real, err := filepath.Abs(real)
 	if err != nil {
-		return nil, fmt.Errorf("find runc binary %q: %w", name, err)
+		return nil, fmt.Errorf("find runc binary %q: %w", real, err)
 	}
 	// Not fsynced, as containerd writes the bundle: it ends with the machine.
 	if err := record.ReplaceFile(filepath.Join(bundle, runcfront.RuncFile), []byte(real+"\n"), 0o600); err != nil {

@@ -19,7 +19,7 @@ func TestHandRunc(t *testing.T) {
 	admitted := &runcoptions.Options{BinaryName: "/bin/true", Root: "/run/gensee-runc"}
 
 	bundle := t.TempDir()
-	h, err := s.handRunc(bundle, admitted)
+	h, err := s.handRunc(bundle, admitted, "/bin/true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestHandRunc(t *testing.T) {
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := s.handRunc(open, admitted); err != nil || h.BinaryName != "/bin/true" {
+	if h, err := s.handRunc(open, admitted, "/bin/true"); err != nil || h.BinaryName != "/bin/true" {
 		t.Errorf("untrusted bundle: handed %+v, %v", h, err)
 	}
 	if _, err := os.Stat(filepath.Join(open, runcfront.RuncFile)); err == nil {
@@ -47,7 +47,7 @@ func TestHandRunc(t *testing.T) {
 
 	none := &service{}
 	none.front.once.Do(func() {})
-	if h, err := none.handRunc(t.TempDir(), admitted); err != nil || h != admitted {
+	if h, err := none.handRunc(t.TempDir(), admitted, "/bin/true"); err != nil || h != admitted {
 		t.Errorf("no front: handed %+v, %v", h, err)
 	}
 }
