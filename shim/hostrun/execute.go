@@ -83,12 +83,14 @@ func (r *run) notifier() *notify.Notifier {
 // execute creates the operation and its boundary, runs the wrapper, and
 // runs the exit path. Ordering: the record (the operation's directory,
 // then its admission, upper dir and the records' reserve) beside the
-// cgroup (marker first, so a crash leaves nothing unrecorded) and the
-// table installed and read back with the NFLOG reader already bound
-// (engine.Boundary.Bind, once the directory its monitor writes to
-// exists), both in place before the wrapper is born into the cgroup; its
-// mounts; the sensors and the deadline; then the go, and only then the
-// exec.
+// cgroup (marker first, so a crash leaves nothing unrecorded), the
+// wrapper born into it, and the table installed and read back with the
+// NFLOG reader already bound (engine.Boundary.Bind, once the directory
+// its monitor writes to exists); the wrapper gets its spec only once the
+// record and the table are both in place; its mounts; the sensors and
+// the deadline; then the go, and only then the exec. The wrapper is
+// gensee's own code: it starts (its exec, its runtime) while the table
+// is installed, and nothing of the command runs before the go.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
 	// bounded by its deadline), after the exit path.
@@ -127,9 +129,13 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		rf, err := r.fillRecord(dir, &adm)
 		recorded <- made{rf, err}
 	}()
-	brf, berr := r.bind(ctx, h, created)
+	w, brf, berr := r.bind(ctx, h, exe, created)
 	rec := <-recorded
 	r.phases.mark("record_bind")
+	if w != nil && (rec.err != nil || rec.rf != nil) {
+		w.kill()
+		w.close()
+	}
 	switch {
 	case rec.err != nil:
 		return nil, rec.err
@@ -140,7 +146,7 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	case brf != nil:
 		return nil, r.abandon(ctx, h, brf)
 	}
-	return r.runWrapper(ctx, h, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir))
+	return r.runWrapper(ctx, h, w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir))
 }
 
 // fillRecord puts into the operation's directory the admission, the
@@ -159,28 +165,52 @@ func (r *run) fillRecord(dir string, adm *spec.Admission) (*Refusal, error) {
 	return nil, nil
 }
 
-// bind makes the run's cgroup (its marker first) and binds the boundary
-// to it in the host's netns, once the operation's directory is created
-// (the monitor keeps its events there).
-func (r *run) bind(ctx context.Context, h *held, created <-chan error) (*Refusal, error) {
+// bind makes the run's cgroup (its marker first), starts the wrapper in
+// it, and binds the boundary to it in the host's netns once the
+// operation's directory is created (the monitor keeps its events there).
+// It returns the started wrapper only when everything else is in place;
+// on a failure it has killed the wrapper itself.
+func (r *run) bind(ctx context.Context, h *held, exe *sealedCommand, created <-chan error) (_ *wrapper, _ *Refusal, retErr error) {
 	me, err := cgroup.Self()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cgPath := ""
 	if hier, err := cgroup.Find(); err == nil {
 		cgPath = filepath.Join(hier.Root, ParentCgroup, r.id)
 	}
 	if err := writeMarker(r.store.Dir, marker{OperationID: r.id, Table: netpolicy.TableName(r.id), Cgroup: cgPath, OwnerPID: me.PID, OwnerStart: me.Start}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h.marked = true
 	if h.cg, err = createCgroup(r.id); err != nil {
-		return refuse(ReasonCgroup, "cgroup2", "mount cgroup2 (hybrid hosts: at /sys/fs/cgroup/unified) and run as root in the initial cgroup namespace", "%v", err), nil
+		return nil, refuse(ReasonCgroup, "cgroup2", "mount cgroup2 (hybrid hosts: at /sys/fs/cgroup/unified) and run as root in the initial cgroup namespace", "%v", err), nil
 	}
 	if h.cgFD, err = h.cg.open(); err != nil {
-		return refuse(ReasonCgroup, "cgroup2", "", "%v", err), nil
+		return nil, refuse(ReasonCgroup, "cgroup2", "", "%v", err), nil
 	}
+	w, rf, err := r.startWrapper(h, exe)
+	if rf != nil || err != nil {
+		return nil, rf, err
+	}
+	r.phases.mark("wrapper_start")
+	var rf2 *Refusal
+	defer func() {
+		if rf2 != nil || retErr != nil {
+			w.kill()
+			w.close()
+		}
+	}()
+	rf2, err = r.bindNetwork(ctx, h, created)
+	if rf2 != nil || err != nil {
+		return nil, rf2, err
+	}
+	return w, nil, nil
+}
+
+// bindNetwork installs the run's table in the host's netns, bound to its
+// cgroup, and reads it back, once the operation's directory is created.
+func (r *run) bindNetwork(ctx context.Context, h *held, created <-chan error) (*Refusal, error) {
 	if err := <-created; err != nil {
 		return nil, err
 	}

@@ -45,18 +45,10 @@ func (w *wrapper) kill() {
 	w.c.Wait()
 }
 
-// runWrapper starts the wrapper, lets it exec, waits for the command and
-// runs the exit path.
-func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper, work string) (*Result, error) {
-	w, rf, err := r.startWrapper(h, exe)
-	if rf != nil {
-		return nil, r.abandon(ctx, h, rf)
-	}
-	if err != nil {
-		return nil, err
-	}
+// runWrapper hands the started wrapper its spec, lets it exec, waits for
+// the command and runs the exit path.
+func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, exe *sealedCommand, upper, work string) (*Result, error) {
 	defer w.close()
-	r.phases.mark("wrapper_start")
 	ready, rf := r.readyWrapper(w, h, exe, upper, work)
 	if rf != nil {
 		w.kill()
@@ -96,7 +88,8 @@ func (r *run) runWrapper(ctx context.Context, h *held, exe *sealedCommand, upper
 
 // startWrapper starts the wrapper in the run's cgroup: a new mount, pid,
 // ipc and uts namespace and a new session (no controlling terminal), born
-// in the cgroup after the table is in place; the wrapper adds the cgroup
+// in the cgroup (the table is installed meanwhile: the wrapper waits for
+// its spec, and the command for the go); the wrapper adds the cgroup
 // namespace, the stage the user namespace.
 func (r *run) startWrapper(h *held, exe *sealedCommand) (*wrapper, *Refusal, error) {
 	self := r.req.Self
