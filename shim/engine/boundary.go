@@ -78,7 +78,7 @@ var (
 var (
 	openMonitor = telemetry.Open
 	openReader  = (*telemetry.Monitor).OpenReader
-	applyTable  = netpolicy.Apply
+	applyTable  = netpolicy.ApplyAt
 )
 
 // Bind plans the table, opens the monitor, marks, opens the deny-log
@@ -121,9 +121,18 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	b.mu.Lock()
 	b.plan = plan
 	b.mu.Unlock()
-	if err := applyTable(ctx, int(s.Netns.Fd()), plan); err != nil {
+	// The table watcher subscribes between the commit and the read-back,
+	// which is then its first check (telemetry.Monitor.WatchTable).
+	tw := mon.WatchTable(int(s.Netns.Fd()), plan)
+	m, err := applyTable(ctx, int(s.Netns.Fd()), plan, func() {
+		if err := tw.Subscribe(); err != nil {
+			b.log.WithError(err).Warn("the table watcher reads the table back itself at start")
+		}
+	})
+	if err != nil {
 		return plan, fmt.Errorf("%w %s and read it back: %w", ErrInstall, plan.Table, err)
 	}
+	tw.Seed(m)
 	return plan, nil
 }
 

@@ -40,9 +40,9 @@ func fakeBind(t *testing.T, c *steps, applyErr error) {
 			c.add("reader.open private")
 		}
 	}
-	applyTable = func(_ context.Context, _ int, p *netpolicy.Plan) error {
+	applyTable = func(_ context.Context, _ int, p *netpolicy.Plan, _ func()) (netpolicy.Matched, error) {
 		c.add("table.apply " + p.Table)
-		return applyErr
+		return netpolicy.Matched{}, applyErr
 	}
 }
 

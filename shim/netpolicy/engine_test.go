@@ -49,7 +49,7 @@ func (f *fakeKernel) remove(table string) error {
 func TestApplyRollsBackOnDrift(t *testing.T) {
 	p := exactPlan(t)
 	f := &fakeKernel{tamper: func(rs *ruleset) { rs.rules = rs.rules[1:] }}
-	err := engine{k: f}.apply(context.Background(), p)
+	_, err := engine{k: f}.apply(context.Background(), p, nil)
 	var de *DriftError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("apply = %v, want a rolled-back DriftError", err)
@@ -62,9 +62,28 @@ func TestApplyRollsBackOnDrift(t *testing.T) {
 func TestApplyNeverRemovesWhatItDidNotInstall(t *testing.T) {
 	p := exactPlan(t)
 	f := &fakeKernel{installErr: unix.EEXIST}
-	err := engine{k: f}.apply(context.Background(), p)
-	if !errors.Is(err, unix.EEXIST) || len(f.removed) != 0 {
-		t.Fatalf("apply = %v, removed %v; want EEXIST and nothing removed", err, f.removed)
+	called := false
+	_, err := engine{k: f}.apply(context.Background(), p, func() { called = true })
+	if !errors.Is(err, unix.EEXIST) || len(f.removed) != 0 || called {
+		t.Fatalf("apply = %v, removed %v, installed hook called %v; want EEXIST, nothing removed, no hook", err, f.removed, called)
+	}
+}
+
+// TestApplyInstalledHook: the hook runs once the table is committed and
+// before the read-back (a watcher subscribing there never hears the
+// install's own commit, and hears every later one).
+func TestApplyInstalledHook(t *testing.T) {
+	p := exactPlan(t)
+	f := &fakeKernel{}
+	var sawTable bool
+	_, err := engine{k: f}.apply(context.Background(), p, func() {
+		sawTable = f.installed != nil
+		f.tamper = nil
+		f.installed.rules = f.installed.rules[1:] // a commit after the hook: the read-back must see it
+	})
+	var de *DriftError
+	if !sawTable || !errors.As(err, &de) {
+		t.Fatalf("hook saw the table %v; apply = %v, want the read-back to find the later change", sawTable, err)
 	}
 }
 
@@ -85,7 +104,7 @@ func TestApplyOK(t *testing.T) {
 	f := &fakeKernel{}
 	flushed := 0
 	e := engine{k: f, flushCT: func() error { flushed++; return nil }}
-	if err := e.apply(context.Background(), p); err != nil {
+	if _, err := e.apply(context.Background(), p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if flushed != 1 || len(f.removed) != 0 {
@@ -98,7 +117,7 @@ func TestApplyOK(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := e.apply(ctx, p); !errors.Is(err, context.Canceled) {
+	if _, err := e.apply(ctx, p, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("apply with a done context = %v", err)
 	}
 }

@@ -52,11 +52,22 @@ type Matched struct {
 // table is removed and the error says why. Run it before any code of the
 // image runs: only a table that read back equal to its plan is a boundary.
 func Apply(ctx context.Context, netnsFD int, p *Plan) error {
+	_, err := ApplyAt(ctx, netnsFD, p, nil)
+	return err
+}
+
+// ApplyAt is Apply, and says at which generation the read-back matched.
+// installed, when set, is called once the table is committed and before
+// it is read back: a watcher that subscribes to ruleset changes there
+// sees every commit after the read-back, so the read-back can stand for
+// its first check (evidence.TableWatcher.Seed), and never the install's
+// own.
+func ApplyAt(ctx context.Context, netnsFD int, p *Plan, installed func()) (Matched, error) {
 	e, err := newEngine(netnsFD)
 	if err != nil {
-		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
+		return Matched{}, fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
-	return e.apply(ctx, p)
+	return e.apply(ctx, p, installed)
 }
 
 // Remove deletes table name from the namespace. An absent table is not an
@@ -247,9 +258,9 @@ func (e engine) readBackRS(ctx context.Context, p *Plan, want *ruleset) (Matched
 	return Matched{Gen: got.gen, OK: got.genOK}, nil
 }
 
-func (e engine) apply(ctx context.Context, p *Plan) error {
+func (e engine) apply(ctx context.Context, p *Plan, installed func()) (Matched, error) {
 	if err := p.check(); err != nil {
-		return fmt.Errorf("apply table %s: %w", tableOf(p), err)
+		return Matched{}, fmt.Errorf("apply table %s: %w", tableOf(p), err)
 	}
 	rs := build(p)
 	// Index the planned set elements on the other core while the
@@ -259,22 +270,25 @@ func (e engine) apply(ctx context.Context, p *Plan) error {
 	err := e.installTable(ctx, p, rs)
 	<-prepared
 	if err != nil {
-		return err
+		return Matched{}, err
+	}
+	if installed != nil {
+		installed()
 	}
 	// The conntrack flush (after the install, as Install does it) and the
 	// read-back touch different netlink subsystems: side by side. Either
 	// failing removes the table.
 	flushed := make(chan error, 1)
 	go func() { flushed <- e.flush(p) }()
-	_, err = e.readBackRS(ctx, p, rs)
+	m, err := e.readBackRS(ctx, p, rs)
 	if ferr := <-flushed; ferr != nil && err == nil {
 		err = ferr
 	}
 	if err != nil {
 		if rerr := e.k.remove(p.Table); rerr != nil {
-			return errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
+			return Matched{}, errors.Join(fmt.Errorf("apply table %s: %w", p.Table, err), fmt.Errorf("roll back table %s: %w", p.Table, rerr))
 		}
-		return fmt.Errorf("apply table %s (rolled back): %w", p.Table, err)
+		return Matched{}, fmt.Errorf("apply table %s (rolled back): %w", p.Table, err)
 	}
-	return nil
+	return m, nil
 }

@@ -54,7 +54,7 @@ func TestNewPlanScoped(t *testing.T) {
 	// A plan whose scope was changed by hand is refused before the kernel.
 	p.Scope = ""
 	f := &fakeKernel{}
-	if err := (engine{k: f}).apply(context.Background(), p); err == nil || f.installed != nil {
+	if _, err := (engine{k: f}).apply(context.Background(), p, nil); err == nil || f.installed != nil {
 		t.Fatalf("apply of a plan without scope = %v, installed %v", err, f.installed != nil)
 	}
 	if _, err := (engine{k: f}).counters(context.Background(), p); err == nil {

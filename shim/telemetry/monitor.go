@@ -67,6 +67,9 @@ type Monitor struct {
 	// bind follows the container's processes (nil without a cgroup2
 	// mount). Set by start, before the exit path can run.
 	bind *evidence.BindingPoller
+	// table is the table watcher WatchTable made for Start, subscribed
+	// before the install's read-back; nil once Start took it.
+	table *evidence.TableWatcher
 
 	cancel    context.CancelFunc // nil until start
 	wg        sync.WaitGroup     // the sensor goroutines
@@ -96,6 +99,31 @@ func Open(c Config, plan *netpolicy.Plan) (*Monitor, error) {
 	return &Monitor{cfg: c, log: l, rdDone: make(chan struct{}), wd: watchdog.New(watchdog.Config{
 		OperationID: c.OperationID, Table: plan.Table, DenyRule: c.DenyRule, Allowed: allowedWords(plan),
 	})}, nil
+}
+
+// WatchTable makes the table watcher Start will run, for the plan's table
+// in the namespace netnsFD refers to. Its Subscribe goes between the
+// table's commit and its read-back (netpolicy.ApplyAt's installed) and
+// its Seed after the read-back: the watcher's first check is then that
+// read-back, not one of its own beside the workload's start.
+func (m *Monitor) WatchTable(netnsFD int, plan *netpolicy.Plan) *evidence.TableWatcher {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.table != nil {
+		m.table.Close()
+	}
+	m.table = evidence.NewTableWatcher(netnsFD, plan)
+	return m.table
+}
+
+// tableWatcher is WatchTable's watcher, once (nil after): Start runs it,
+// or Close releases it.
+func (m *Monitor) tableWatcher() *evidence.TableWatcher {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table
+	m.table = nil
+	return t
 }
 
 // Binding is the binding sensor (nil before Start, or without a cgroup2
@@ -207,8 +235,12 @@ func (m *Monitor) Start(netnsFD int, plan *netpolicy.Plan, init cgroup.Proc) {
 	} else {
 		close(m.rdDone)
 	}
+	tw := m.tableWatcher()
+	if tw == nil {
+		tw = evidence.NewTableWatcher(netnsFD, plan)
+	}
 	m.run(func() error {
-		return evidence.NewTableWatcher(netnsFD, plan).Run(ctx, func(d evidence.Drift) {
+		return tw.Run(ctx, func(d evidence.Drift) {
 			m.mu.Lock()
 			if len(m.drift) < maxDrift {
 				m.drift = append(m.drift, d.Detail)
@@ -394,6 +426,9 @@ func (m *Monitor) Finish(denied uint64, counted bool) spec.DeniedAttempts {
 func (m *Monitor) Close() {
 	m.closeOnce.Do(func() {
 		m.StopSensors()
+		if tw := m.tableWatcher(); tw != nil { // the sensors never started
+			tw.Close()
+		}
 		if m.reader() != nil {
 			m.rd.Close()
 		}

@@ -38,6 +38,39 @@ type TableWatcher struct {
 	OnError  func(err error)  // optional: read-back and monitor failures, for the log
 	src      tableSource      // guarded by Run: one Run at a time
 	now      func() time.Time // clock of the reports
+	// A subscription made before Run (Subscribe) and the read-back made
+	// under it (Seed), which Run takes over.
+	gens <-chan generation
+	stop func()
+	seed netpolicy.Matched
+}
+
+// Subscribe subscribes to the namespace's ruleset changes now, ahead of
+// Run, which takes the subscription over. Call it once the table is
+// committed (its own commit is not a change) and before the read-back
+// handed to Seed: every commit after that read-back is then an event Run
+// hears, so the read-back stands for Run's first check. Without Run,
+// Close releases it.
+func (w *TableWatcher) Subscribe() error {
+	g, s, err := w.src.Monitor()
+	if err != nil {
+		return fmt.Errorf("watch table: %w", err)
+	}
+	w.gens, w.stop = g, s
+	return nil
+}
+
+// Seed hands Run the read-back made under Subscribe's subscription (an
+// unknown generation, or none, and Run reads back first itself).
+func (w *TableWatcher) Seed(m netpolicy.Matched) { w.seed = m }
+
+// Close releases a subscription Run did not take over.
+func (w *TableWatcher) Close() {
+	if w.stop != nil {
+		w.stop()
+		w.gens, w.stop = nil, nil
+	}
+	w.src.Close()
 }
 
 // tableSource is the watcher's seam to the kernel.
@@ -140,8 +173,20 @@ func (w *TableWatcher) Run(ctx context.Context, report func(Drift)) error {
 			shown = ""
 		}
 	}
-	subscribe()
-	check(nil)
+	if w.gens != nil {
+		gens, stop = w.gens, w.stop
+		w.gens, w.stop = nil, nil
+	} else {
+		subscribe()
+	}
+	// The seed is a read-back under this subscription, as good as a
+	// poll's own: the first check reads back only if the generation moved
+	// since it.
+	if matched = w.seed; !skip() {
+		check(nil)
+	} else {
+		skipped++
+	}
 	for {
 		select {
 		case <-ctx.Done():

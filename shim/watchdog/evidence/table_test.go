@@ -289,3 +289,48 @@ func subscribed(t *testing.T, src *fakeTable, interval time.Duration) <-chan Dri
 	}
 	return out
 }
+
+// TestTableWatcherSeeded: a subscription made before Run and a read-back
+// under it stand for the first check: Run reads back only at the poll
+// that fullEvery forces, and keeps the subscription, so a change after
+// the seed is still heard at once.
+func TestTableWatcherSeeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{}
+		w := &TableWatcher{Interval: time.Hour, src: src, now: time.Now}
+		if err := w.Subscribe(); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := src.ReadBack(context.Background())
+		w.Seed(m)
+		out := runWatcher(t, w)
+		none(t, out, 10*time.Millisecond)
+		if n, s := src.readBacks(), src.subs; n != 1 || s != 1 {
+			t.Fatalf("read-backs %d, subscriptions %d; want the seed's 1 and Subscribe's 1", n, s)
+		}
+		src.set(drift("rule 3 (gensee: deny) is missing"))
+		src.monitor() <- generation{PID: 7, Comm: "nft", Ours: []string{"rule deleted"}}
+		if d := next(t, out, time.Second); !strings.Contains(d.Detail, "is missing") {
+			t.Fatalf("drift %+v", d)
+		}
+	})
+}
+
+// TestTableWatcherSeedStale: a commit between the seed's read-back and
+// Run moves the generation, and Run reads back first.
+func TestTableWatcherSeedStale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeTable{}
+		w := &TableWatcher{Interval: time.Hour, src: src, now: time.Now}
+		if err := w.Subscribe(); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := src.ReadBack(context.Background())
+		w.Seed(m)
+		src.set(drift("extra rule at position 0"))
+		out := runWatcher(t, w)
+		if d := next(t, out, time.Second); !strings.Contains(d.Detail, "extra rule") {
+			t.Fatalf("drift %+v", d)
+		}
+	})
+}
