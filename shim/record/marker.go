@@ -71,7 +71,9 @@ func (s Store) RemoveMarker(sub, id string) error {
 // MarkCleaned writes operation id's cleaned marker (what retention reads as
 // "nothing of it is left in the kernel"), saying by whom when by is not
 // empty, if the operation's directory is still there: retention may have
-// removed an old one.
+// removed an old one. Every door writes it here, on its exit or delete
+// path, and without fsync (ReplaceFile): a marker a crash loses only
+// keeps the record longer (retention: not_deleted).
 func (s Store) MarkCleaned(id, by string) error {
 	dir, err := s.OperationDir(id)
 	if err != nil {
@@ -87,5 +89,5 @@ func (s Store) MarkCleaned(id, by string) error {
 	if by != "" {
 		b = []byte(by + "\n")
 	}
-	return WriteFileAtomic(filepath.Join(dir, CleanedMarker), b, 0o600)
+	return ReplaceFile(filepath.Join(dir, CleanedMarker), b, 0o600)
 }

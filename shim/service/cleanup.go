@@ -27,13 +27,7 @@ func (op *operation) writeMarker() error {
 
 // markCleaned records that nothing of the operation is left to remove.
 func (s *service) markCleaned(ctx context.Context, op *operation) {
-	dir, err := op.store.OperationDir(op.id)
-	if err == nil {
-		// Not fsynced: on Delete's path, and a marker lost to a crash
-		// only keeps the record (retention: not_deleted).
-		err = record.ReplaceFile(filepath.Join(dir, record.CleanedMarker), nil, 0o600)
-	}
-	if err != nil {
+	if err := op.store.MarkCleaned(op.id, ""); err != nil {
 		op.logger(ctx).WithError(err).Warn("mark operation cleaned")
 	}
 }
