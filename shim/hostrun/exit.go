@@ -37,24 +37,21 @@ func (r *run) exit(ctx context.Context, h *held, hx hostExit) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	released := func() error { return nil } // the reserve's removal (Settle)
 	p := &engine.Finish{
 		Gate:      runGate{r: r, dir: dir},
 		Drain:     runDrain{h: h, hx: hx},
 		Network:   h.net,
 		Store:     engine.RecordStore{Store: r.store, ID: r.id, Log: r.log},
-		Release:   runRelease{r: r, h: h, dir: dir},
+		Release:   runRelease{r: r, h: h, dir: dir, reserve: &released},
 		Manifest:  func(x engine.Facts) *spec.Manifest { return r.manifest(x, hx) },
 		GateLimit: r.req.Config.GateTimeout.Duration,
 		// The command may have filled the state dir's file system through
 		// the upper dir (the gate's staging then failed, and says so): the
 		// reserve's blocks are what the last events and the manifest are
 		// written into, given back once the gate is done or left.
-		Settle: func() {
-			if err := releaseSpace(dir); err != nil {
-				r.log.WithError(err).Error("release the records' reserve")
-			}
-		},
-		Log: r.log,
+		Settle: func() { released = releaseSpace(dir) },
+		Log:    r.log,
 	}
 	st := hx.status
 	m, err := p.Run(ctx, engine.Facts{Status: &st, Started: hx.started, Exit: engine.Exit{Deadline: hx.deadline}})
@@ -118,12 +115,16 @@ func (g runGate) Run(ctx context.Context, started time.Time) engine.GateOutcome 
 // durable (the cgroup; the table went in the network's end) and marks the
 // records cleaned; anything left stays marked for the next run.
 type runRelease struct {
-	r   *run
-	h   *held
-	dir string
+	r       *run
+	h       *held
+	dir     string
+	reserve *func() error // waits for the reserve's removal
 }
 
 func (rl runRelease) Release(*spec.Manifest, *uint32) error {
+	if err := (*rl.reserve)(); err != nil {
+		rl.r.log.WithError(err).Error("release the records' reserve")
+	}
 	if rl.r.undo(context.Background(), rl.h) {
 		return errors.New("the run's cgroup or table could not be removed; a later gensee boundary run retries")
 	}

@@ -61,25 +61,30 @@ func writeZeros(f *os.File, n int) error {
 // reuses a freed data block only once the journal has committed the
 // free). With room to spare the records need none of the reserve's blocks
 // and nothing is committed: syncfs writes back every dirty page of the
-// file system, tens of milliseconds under another workload's writes.
-func releaseSpace(dir string) error {
+// file system, tens of milliseconds under another workload's writes; and
+// the removal itself (which may wait for a discard of the freed blocks)
+// goes beside the records' writes: wait, which Release calls, reports it.
+func releaseSpace(dir string) (wait func() error) {
 	p := filepath.Join(dir, reserveFile)
 	var fs unix.Statfs_t
-	full := unix.Statfs(dir, &fs) != nil || fs.Bavail*uint64(fs.Bsize) < reserveSize
-	if err := os.Remove(p); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
+	if unix.Statfs(dir, &fs) == nil && fs.Bavail*uint64(fs.Bsize) >= reserveSize {
+		done := make(chan error, 1)
+		go func() { done <- removeReserve(p) }()
+		return func() error { return <-done }
+	}
+	err := removeReserve(p)
+	if err == nil {
+		if d, oerr := os.Open(dir); oerr == nil {
+			unix.Syncfs(int(d.Fd()))
+			d.Close()
 		}
+	}
+	return func() error { return err }
+}
+
+func removeReserve(p string) error {
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("release the exit path's reserve: %w", err)
 	}
-	if !full {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	unix.Syncfs(int(d.Fd()))
 	return nil
 }

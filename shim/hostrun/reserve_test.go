@@ -27,7 +27,7 @@ func TestReserveSpace(t *testing.T) {
 		t.Error("a second reserve in the same dir was made")
 	}
 	for range 2 {
-		if err := releaseSpace(dir); err != nil {
+		if err := releaseSpace(dir)(); err != nil {
 			t.Fatal(err)
 		}
 	}
