@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,6 +66,7 @@ func TestEgressDeniedEvents(t *testing.T) {
 	e := startEnv(t, eventsCatalog())
 	n := newTestNet(t)
 	netns := []string{"--with-ns", "network:" + n.ClientPath}
+	live := e.followLive()
 	if _, code := e.run("it-ev", "few", netns, "/bin/sh", "-c",
 		"/bin/probe connect udp "+serverIP+":5353; /bin/probe connect udp "+serverIP+":5354; true"); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -77,6 +80,11 @@ func TestEgressDeniedEvents(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no egress_denied event for %s in %+v", target, evs)
+		}
+		// The same event reached the daemon's subscribers (gensee events
+		// --follow --address).
+		if !live.saw(string(spec.EventEgressDenied), target) {
+			t.Errorf("gensee events --follow did not print egress_denied for %s:\n%s", target, live.text())
 		}
 	}
 	da := m.Observation.DeniedAttempts
@@ -94,6 +102,57 @@ func TestEgressDeniedEvents(t *testing.T) {
 	if got := countKind(e.events("it-ev", "flood"), spec.EventEgressDenied, ""); uint64(got) >= m.Observation.Counters.DeniedPackets {
 		t.Fatalf("flood: %d events for %d denied packets; the log is rate-limited", got, m.Observation.Counters.DeniedPackets)
 	}
+}
+
+// liveEvents is a running `gensee events --follow --address SOCK --json`.
+type liveEvents struct {
+	mu  sync.Mutex
+	out strings.Builder
+}
+
+func (l *liveEvents) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.Write(b)
+}
+
+func (l *liveEvents) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.String()
+}
+
+// saw waits up to 5 s for a printed event of kind with target.
+func (l *liveEvents) saw(kind, target string) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		for _, line := range strings.Split(l.text(), "\n") {
+			var ll struct {
+				Event *spec.Event `json:"event"`
+			}
+			if json.Unmarshal([]byte(line), &ll) == nil && ll.Event != nil && string(ll.Event.Kind) == kind && ll.Event.Target == target {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// followLive subscribes to the daemon's /gensee/ events through the CLI
+// until the test ends; it waits until the subscription is in place.
+func (e *env) followLive() *liveEvents {
+	e.t.Helper()
+	l := &liveEvents{}
+	cmd := exec.Command(filepath.Join(e.bin, "gensee"), "events", "--follow", "--address", e.sock, "--json")
+	cmd.Stdout, cmd.Stderr = l, l
+	must(e.t, cmd.Start())
+	e.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// The subscription is in place once the daemon lists it: give the
+	// CLI its start and the dial.
+	time.Sleep(500 * time.Millisecond)
+	return l
 }
 
 // runDetached starts a long-running container in the test netns.

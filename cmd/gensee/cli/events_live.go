@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	eventsapi "github.com/containerd/containerd/api/services/events/v1"
 	"github.com/containerd/containerd/api/types"
-	containerd "github.com/containerd/containerd/v2/client"
 	cdevents "github.com/containerd/containerd/v2/core/events"
+	"github.com/containerd/containerd/v2/pkg/dialer"
 	"github.com/containerd/typeurl/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/spec"
@@ -23,17 +26,46 @@ const liveFilter = `topic~="/gensee/"`
 // watchContainerd subscribes to the daemon at address and prints gensee's
 // events until ctx is done.
 func watchContainerd(ctx context.Context, env *Env, address string, asJSON bool) error {
-	c, err := containerd.New(address)
+	conn, err := grpc.NewClient(dialer.DialAddress(address), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialer.ContextDialer))
 	if err != nil {
 		return fail(ExitUsage, "connect to containerd at "+address, err, "check --address names containerd's socket (usually /run/containerd/containerd.sock)")
 	}
-	defer c.Close()
-	ch, errs := c.EventService().Subscribe(ctx, liveFilter)
+	defer conn.Close()
+	ch, errs := subscribe(ctx, eventsapi.NewEventsClient(conn), liveFilter)
 	if err := watchEnvelopes(ctx, env, asJSON, ch, errs); err != nil {
 		return fail(ExitUsage, "subscribe to containerd events at "+address, err,
 			"check --address names containerd's socket and that you may use it (root)")
 	}
 	return nil
+}
+
+// subscribe is containerd's event subscription over the events service
+// alone (the full client would link every service's API into the CLI).
+func subscribe(ctx context.Context, c eventsapi.EventsClient, filters ...string) (<-chan *cdevents.Envelope, <-chan error) {
+	evq, errq := make(chan *cdevents.Envelope), make(chan error, 1)
+	session, err := c.Subscribe(ctx, &eventsapi.SubscribeRequest{Filters: filters})
+	if err != nil {
+		errq <- err
+		close(errq)
+		return evq, errq
+	}
+	go func() {
+		defer close(errq)
+		for {
+			ev, err := session.Recv()
+			if err != nil {
+				errq <- err
+				return
+			}
+			select {
+			case evq <- &cdevents.Envelope{Timestamp: ev.Timestamp.AsTime(), Namespace: ev.Namespace, Topic: ev.Topic, Event: ev.Event}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return evq, errq
 }
 
 // watchEnvelopes prints envelopes from ch until ctx is done (nil) or the
