@@ -10,6 +10,30 @@ import (
 // (cmd/gensee-node does): their package initialisation would slow every
 // `gensee boundary run`.
 func TestNoKubernetesDeps(t *testing.T) {
+	for _, p := range deps(t) {
+		for _, bad := range []string{"k8s.io/client-go", "k8s.io/api/", "github.com/prometheus/"} {
+			if strings.HasPrefix(p, bad) {
+				t.Errorf("cmd/gensee depends on %s", p)
+			}
+		}
+	}
+}
+
+// TestNoJSONSchemaDeps: the CLI never links the JSON Schema library
+// (cmd/gensee-verifier does, the judge gensee verify json-schema runs):
+// its initialisation compiles the meta-schemas, half of every gensee
+// command's start-up.
+func TestNoJSONSchemaDeps(t *testing.T) {
+	for _, p := range deps(t) {
+		if strings.HasPrefix(p, "github.com/santhosh-tekuri/jsonschema") || p == "github.com/gensee/gensee/shim/verifier/schema" {
+			t.Errorf("cmd/gensee depends on %s", p)
+		}
+	}
+}
+
+// deps lists the packages cmd/gensee links.
+func deps(t *testing.T) []string {
+	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
@@ -17,11 +41,5 @@ func TestNoKubernetesDeps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v: %s", err, out)
 	}
-	for _, p := range strings.Fields(string(out)) {
-		for _, bad := range []string{"k8s.io/client-go", "k8s.io/api/", "github.com/prometheus/"} {
-			if strings.HasPrefix(p, bad) {
-				t.Errorf("cmd/gensee depends on %s", p)
-			}
-		}
-	}
+	return strings.Fields(string(out))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path"
 
@@ -12,6 +13,9 @@ import (
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/spec"
 )
+
+// ErrStagedMismatch: a staged copy no longer hashes to its manifest record.
+var ErrStagedMismatch = errors.New("the staged copy does not match the manifest")
 
 // Find returns manifest m's record of the product at slot, which must
 // have passed the gate, be staged, and be of class.

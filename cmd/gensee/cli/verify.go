@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,8 +22,8 @@ func verifyCommand() *Command {
 	}
 }
 
-// maxSchemaBytes bounds a JSON Schema file.
-const maxSchemaBytes = 4 << 20
+// maxSchemaBytes bounds a JSON Schema file: the judge reads no larger.
+const maxSchemaBytes = verifier.MaxJudgeSchemaBytes
 
 type verifyJSONSchemaOptions struct {
 	ref                                   opRef
@@ -58,9 +60,19 @@ with max_lifetime), and --consumer-contract when given: the catalog
 contract an executable product must run under. The receipt goes to --out
 (default stdout); gensee promote takes it.
 
+The judge is gensee-verifier, a small static binary beside gensee and as
+trusted as it (make build puts both in bin/; without it nothing is
+judged). It runs with no environment, only pipes to gensee, 60 s and
+4 GiB of memory, and as uid 65534 when gensee runs as root; it reads S
+(at most 4 MiB) and the document (at most 64 MiB, the gate's default
+max_bytes). S is compiled there: one that is not a JSON Schema is
+refused only once the product is read.
+
 Exit 0: pass. Exit 1: fail (the receipt, with verdict fail, is still
 written; each problem is a line on stderr), or the staged copy does not
-match the manifest, or S is not a JSON Schema. Exit 2: usage or I/O.
+match the manifest, or S is not a JSON Schema, or the product is over
+64 MiB. Exit 2: usage or I/O, or gensee-verifier is missing, untrusted
+or gave no answer.
 
 A receipt is guidance: the verifier's word on what the product means.
 It promotes nothing; gensee promote checks it and everything else.`,
@@ -80,7 +92,7 @@ It promotes nothing; gensee promote checks it and everything else.`,
 	}
 }
 
-func (o *verifyJSONSchemaOptions) run(_ context.Context, env *Env) error {
+func (o *verifyJSONSchemaOptions) run(ctx context.Context, env *Env) error {
 	if err := required(map[string]string{"schema": o.schema, "key": o.key, "slot": o.slot}); err != nil {
 		return err
 	}
@@ -91,14 +103,12 @@ func (o *verifyJSONSchemaOptions) run(_ context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	doc, err := env.readInput(o.schema, maxSchemaBytes)
+	schema, err := env.readInput(o.schema, maxSchemaBytes)
 	if err != nil {
 		return readErr("JSON Schema", o.schema, err)
 	}
-	schema, err := verifier.CompileJSONSchema(doc)
-	if err != nil {
-		return fail(ExitRefused, "read JSON Schema "+o.schema, err, "pass a JSON Schema document that refers to nothing outside itself")
-	}
+	sum := sha256.Sum256(schema)
+	criteria := "sha256:" + hex.EncodeToString(sum[:])
 	op, err := o.ref.load(env, env.Stderr)
 	if err != nil {
 		return err
@@ -107,6 +117,9 @@ func (o *verifyJSONSchemaOptions) run(_ context.Context, env *Env) error {
 	if err != nil {
 		return fail(ExitRefused, "find product", err, "name a passing structured_result of the operation (gensee manifest show "+op.id+")")
 	}
+	if err := verifier.JudgeSizes(int64(len(schema)), pr.Bytes); err != nil {
+		return fail(ExitRefused, "judge product "+o.slot+" of operation "+op.id, err, "")
+	}
 	body, err := verifier.Read(op.dir, pr)
 	switch {
 	case errors.Is(err, verifier.ErrStagedMismatch):
@@ -114,8 +127,18 @@ func (o *verifyJSONSchemaOptions) run(_ context.Context, env *Env) error {
 	case err != nil:
 		return fail(ExitUsage, "read product "+o.slot+" of operation "+op.id, err, "run as root: the state dir is root's")
 	}
-	j := verifier.Judgement{OperationID: op.id, Product: pr, Problems: schema.Judge(body), Verifier: o.verifierID,
-		Version: o.verifierVersion, Criteria: schema.Digest, Consumer: o.consumer}
+	// The judge (gensee-verifier) compiles the schema too: a schema
+	// that does not compile is refused only now, after the product.
+	problems, err := judgeJSONSchema(ctx, schema, body)
+	var se *verifier.SchemaError
+	switch {
+	case errors.As(err, &se):
+		return fail(ExitRefused, "read JSON Schema "+o.schema, err, "pass a JSON Schema document that refers to nothing outside itself")
+	case err != nil:
+		return fail(ExitUsage, "judge product "+o.slot+" of operation "+op.id, err, "")
+	}
+	j := verifier.Judgement{OperationID: op.id, Product: pr, Problems: problems, Verifier: o.verifierID,
+		Version: o.verifierVersion, Criteria: criteria, Consumer: o.consumer}
 	r, err := j.Receipt(env.Now(), o.ttl)
 	if err != nil {
 		return invalid(env.Stderr, "receipt", err, "fix the flags named by the listed fields")
@@ -129,7 +152,7 @@ func (o *verifyJSONSchemaOptions) run(_ context.Context, env *Env) error {
 	}
 	info := env.infoFor(o.out)
 	fmt.Fprintf(info, "%s: %s of operation %s (%s) against %s; receipt by %s expires %s -> %s\n",
-		r.Verdict, o.slot, op.id, r.ProductDigest, schema.Digest, o.verifierID, r.ExpiresAt.Format(time.RFC3339), o.out)
+		r.Verdict, o.slot, op.id, r.ProductDigest, criteria, o.verifierID, r.ExpiresAt.Format(time.RFC3339), o.out)
 	if r.Verdict == spec.ReceiptPass {
 		return nil
 	}

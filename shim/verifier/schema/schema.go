@@ -1,39 +1,44 @@
-package verifier
+// Package schema is the JSON Schema judge of gensee verify json-schema:
+// it compiles a JSON Schema with every URL loader disabled (only the
+// schema given and the draft meta-schemas the library embeds are ever
+// read) and judges a document against it.
+//
+// It is the only package that links github.com/santhosh-tekuri/jsonschema,
+// whose initialisation compiles the meta-schemas: it runs in the small
+// binary gensee-verifier (cmd/gensee-verifier), a child of gensee verify
+// json-schema that speaks the judge protocol of package verifier (Serve),
+// so no other gensee command pays that start-up, and the parser of a
+// workload's product runs without the CLI's privileges.
+package schema
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/verifier"
 )
-
-// ErrStagedMismatch: a staged copy no longer hashes to its manifest record.
-var ErrStagedMismatch = errors.New("the staged copy does not match the manifest")
 
 // schemaURL is where a schema given as bytes is registered; it is never
 // fetched.
 const schemaURL = "urn:gensee:verifier:schema"
 
-// noLoader refuses every URL a schema refers to: a verifier running as
-// root never reads a file or the network because a schema says so.
+// noLoader refuses every URL a schema refers to: a verifier never reads a
+// file or the network because a schema says so.
 type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("%s: schemas are read from --schema only; refer to nothing outside it", url)
 }
 
-// JSONSchema is a compiled JSON Schema and the digest of its bytes.
+// JSONSchema is a compiled JSON Schema.
 type JSONSchema struct {
 	schema *jsonschema.Schema
-	// Digest is "sha256:<hex>" of the schema's bytes: the receipt's
-	// criteria_digest.
-	Digest string
 }
 
 // CompileJSONSchema compiles a JSON Schema document (draft 2020-12 unless
@@ -54,8 +59,7 @@ func CompileJSONSchema(doc []byte) (*JSONSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile JSON Schema: %w", err)
 	}
-	sum := sha256.Sum256(doc)
-	return &JSONSchema{schema: s, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return &JSONSchema{schema: s}, nil
 }
 
 // Judge validates doc against the schema: no problem is a pass. A
@@ -93,4 +97,33 @@ func (j *JSONSchema) Judge(doc []byte) []string {
 		out = []string{strings.TrimSpace(err.Error())}
 	}
 	return out
+}
+
+// Judge judges doc against the JSON Schema schema: the problems (none: a
+// pass), or the error that the schema does not compile.
+func Judge(schema, doc []byte) ([]string, error) {
+	s, err := CompileJSONSchema(schema)
+	if err != nil {
+		return nil, err
+	}
+	return s.Judge(doc), nil
+}
+
+// Serve answers one request of the judge protocol (verifier.JudgeRequest)
+// read from r with its answer written to w (verifier.JudgeAnswer): the
+// problems, or the schema's error. A request that is not one, or an
+// answer that cannot be written, is its error, and nothing is written.
+func Serve(r io.Reader, w io.Writer) error {
+	schema, doc, err := verifier.ReadJudgeRequest(r)
+	if err != nil {
+		return err
+	}
+	answer, err := verifier.JudgeAnswer(Judge(schema, doc))
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(answer); err != nil {
+		return fmt.Errorf("write the answer: %w", err)
+	}
+	return nil
 }

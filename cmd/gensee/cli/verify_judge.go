@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gensee/gensee/internal/fsafe"
+	"github.com/gensee/gensee/shim/verifier"
+)
+
+// judgeBinary is the JSON Schema judge (cmd/gensee-verifier), installed
+// beside gensee: the CLI never links the JSON Schema library, whose
+// initialisation would slow every gensee command.
+const judgeBinary = "gensee-verifier"
+
+const (
+	// judgeTimeout bounds one judgement: a 64 MiB document takes the
+	// judge some 40 s.
+	judgeTimeout = 60 * time.Second
+	// judgeUID and judgeGID (nobody) run the judge when gensee runs as
+	// root: it parses a workload's product.
+	judgeUID, judgeGID = 65534, 65534
+	// maxJudgeStderr bounds the judge's message kept for an error.
+	maxJudgeStderr = 4 << 10
+)
+
+// judgeJSONSchema judges doc against the JSON Schema schema: the problems
+// (none: a pass), a *verifier.SchemaError when schema does not compile,
+// or the error that no judgement was made. The cli's tests replace it
+// with an in-process judge.
+var judgeJSONSchema = execJudge
+
+// execJudge runs gensee-verifier beside gensee (openJudge) with one
+// request of the judge protocol (package verifier) and reads its answer.
+func execJudge(ctx context.Context, schema, doc []byte) ([]string, error) {
+	req, err := verifier.JudgeRequest(schema, doc)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := openJudge(fsafe.OpenTrustedSibling(judgeBinary))
+	if err != nil {
+		return nil, err
+	}
+	defer bin.Close()
+	return runJudge(ctx, bin, req)
+}
+
+// openJudge takes the judge as fsafe.OpenTrustedSibling opened it: a
+// regular executable beside gensee, of the owner of gensee's binary,
+// that only that owner may write, in directories nobody else may write.
+// It is opened once and run from that fd, so that what was checked is
+// what runs. A missing or untrusted judge is an error that says how to
+// install it; gensee has no judge of its own.
+func openJudge(f *os.File, err error) (*os.File, error) {
+	var ue *fsafe.UntrustedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: install %s beside gensee; make build puts both in bin/", err, judgeBinary)
+	case errors.As(err, &ue) && filepath.Base(ue.Path) == judgeBinary:
+		return nil, fmt.Errorf("%w: install %s again beside gensee (make build puts both in bin/)", err, judgeBinary)
+	case errors.As(err, &ue):
+		return nil, fmt.Errorf("%w, above %s: install gensee in a directory only root may write", err, judgeBinary)
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", judgeBinary, err)
+	}
+	return f, nil
+}
+
+// runJudge runs the judge bin (opened by openJudge) from its fd with req
+// on its stdin and returns its answer. The judge parses untrusted bytes,
+// so it gets less than gensee has: no environment, / as its working
+// directory, only its three pipes, SIGKILL when gensee dies, judgeTimeout,
+// and as root, uid and gid nobody without supplementary groups. Its
+// answer is read up to verifier.MaxJudgeAnswerBytes.
+func runJudge(ctx context.Context, bin *os.File, req []byte) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, judgeTimeout)
+	defer cancel()
+	stdout := &capped{max: verifier.MaxJudgeAnswerBytes}
+	stderr := &capped{max: maxJudgeStderr}
+	c := exec.CommandContext(ctx, "/proc/self/fd/"+strconv.Itoa(int(bin.Fd())))
+	c.Args = []string{judgeBinary}
+	c.Env = []string{}
+	c.Dir = "/"
+	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(req), stdout, stderr
+	c.WaitDelay = time.Second
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() == 0 {
+		// Groups empty and NoSetGroups false: setgroups(0), so none of
+		// root's supplementary groups stays.
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: judgeUID, Gid: judgeGID, Groups: []uint32{}}
+	}
+	// Whatever fd gensee inherited without close-on-exec would pass to
+	// the judge too (os/exec closes only its own).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("mark inherited fds close-on-exec: %w", err)
+	}
+	err := c.Run()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return nil, fmt.Errorf("%s gave no answer within %s", judgeBinary, judgeTimeout)
+	case err != nil:
+		var ee *exec.ExitError
+		if msg := judgeMessage(stderr.b.Bytes()); errors.As(err, &ee) && msg != "" {
+			err = fmt.Errorf("%v: %s", err, msg)
+		}
+		return nil, fmt.Errorf("%s: %w", judgeBinary, err)
+	case stdout.over:
+		return nil, fmt.Errorf("%s: its answer is over %d bytes", judgeBinary, verifier.MaxJudgeAnswerBytes)
+	}
+	problems, err := verifier.ParseJudgeAnswer(stdout.b.Bytes())
+	var se *verifier.SchemaError
+	if err != nil && !errors.As(err, &se) {
+		return nil, fmt.Errorf("%s: %w", judgeBinary, err)
+	}
+	return problems, err
+}
+
+// judgeMessage is what the judge said on stderr, on one line: its message
+// without its name, or a Go runtime's fatal error without the goroutines
+// that follow it (say, "runtime: out of memory: ...; fatal error: out of
+// memory").
+func judgeMessage(stderr []byte) string {
+	msg, _, _ := bytes.Cut(bytes.TrimSpace(stderr), []byte("\n\n"))
+	msg = bytes.TrimPrefix(msg, []byte(judgeBinary+": "))
+	return safeText(strings.Join(strings.Fields(strings.ReplaceAll(string(msg), "\n", "; ")), " "))
+}
+
+// capped keeps the first max bytes written and notes that more came.
+type capped struct {
+	b    bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := c.max - c.b.Len(); n > room {
+		c.over = true
+		p = p[:room]
+	}
+	c.b.Write(p)
+	return n, nil
+}
