@@ -27,8 +27,8 @@ trap 'rm -rf "$work"' EXIT
 stage=$work/$name
 mkdir -p "$stage/bin" "$stage/share/man/man1"
 
-# The shim front, the full shim, the gate helper, the OCI hook and the sandbox helper are
-# static (CGO_ENABLED=0, as make build). The CLI keeps cgo, as make build, so its user
+# The shim front, the full shim, the gate helper, the OCI hook, the sandbox helper and the
+# JSON Schema judge are static (CGO_ENABLED=0, as make build). The CLI keeps cgo, as make build, so its user
 # lookups (boundary run --user, observe --user) go through NSS: it links glibc dynamically.
 # CLI_CGO=0 makes it static too (users then come from /etc/passwd and /etc/group only).
 build() {
@@ -37,7 +37,7 @@ build() {
 	CGO_ENABLED=$cgo GOOS=linux GOARCH=$GOARCH $GO build -trimpath -buildvcs=false -tags "$TAGS" -ldflags "$LDFLAGS" -o "$stage/bin/$out" "$pkg"
 }
 build "${CLI_CGO:-1}" gensee ./cmd/gensee
-for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-node; do
+for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-verifier gensee-node; do
 	build 0 "$b" "./cmd/$b"
 done
 $GO run ./hack/genman -out "$stage/share/man/man1" -version "$VERSION" >/dev/null
