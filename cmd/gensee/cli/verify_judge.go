@@ -110,6 +110,8 @@ func runJudge(ctx context.Context, bin *os.File, req []byte) ([]string, error) {
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, fmt.Errorf("%s gave no answer within %s", judgeBinary, judgeTimeout)
+	case errors.Is(err, fs.ErrPermission) && c.SysProcAttr.Credential != nil:
+		return nil, fmt.Errorf("%s: %w: it runs as uid %d; install it mode 0755", judgeBinary, err, judgeUID)
 	case err != nil:
 		var ee *exec.ExitError
 		if msg := judgeMessage(stderr.b.Bytes()); errors.As(err, &ee) && msg != "" {

@@ -105,6 +105,22 @@ func TestRunJudge(t *testing.T) {
 	if _, err := runJudge(context.Background(), self, []byte("x")); err == nil || !strings.Contains(err.Error(), "exit status 3: no probe") {
 		t.Errorf("a failing judge: %v", err)
 	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// As root, a judge nobody may execute says so.
+	p := filepath.Join(t.TempDir(), judgeBinary)
+	if err := os.WriteFile(p, readFile(t, "/proc/self/exe"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	own, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if _, err := runJudge(context.Background(), own, []byte("x")); err == nil || !strings.Contains(err.Error(), "install it mode 0755") {
+		t.Errorf("a judge of mode 0700: %v", err)
+	}
 }
 
 // TestOpenJudge: with no gensee-verifier beside gensee, or one that is
