@@ -49,16 +49,25 @@ func (w *wrapper) kill() {
 // the command and runs the exit path.
 func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, exe *sealedCommand, upper, work string) (*Result, error) {
 	defer w.close()
-	ready, rf := r.readyWrapper(w, h, exe, upper, work)
-	if rf != nil {
+	// The wrapper is the run's first process: the sensors follow it from
+	// now on, their first checks beside its building of the view rather
+	// than beside the go. The subject goes into admission.json meanwhile
+	// (two fsyncs): nothing reads it before the exit path, which waits
+	// for it.
+	if rf := r.subject(w, h); rf != nil {
 		w.kill()
 		return nil, r.abandon(ctx, h, rf)
 	}
-	r.phases.mark("wrapper_ready")
-	// The subject goes into admission.json beside the go (two fsyncs):
-	// nothing reads it before the exit path, which waits for it.
 	subject := r.recordSubject()
 	h.net.StartSensors(r.adm.Subject)
+	ready, rf := r.readyWrapper(w, exe, upper, work)
+	if rf != nil {
+		w.kill()
+		<-subject
+		h.net.StopSensors()
+		return nil, r.abandon(ctx, h, rf)
+	}
+	r.phases.mark("wrapper_ready")
 	started := time.Now()
 	var dl engine.Deadline
 	engine.ArmDeadline(&dl, r.contract, h.net, "command", h.cg.kill, r.log)
@@ -139,9 +148,20 @@ func (r *run) startWrapper(h *held, exe *sealedCommand) (*wrapper, *Refusal, err
 	return w, nil, nil
 }
 
-// readyWrapper hands the wrapper its spec, reads that it is ready, and
-// makes it the run's subject.
-func (r *run) readyWrapper(w *wrapper, h *held, exe *sealedCommand, upper, work string) (inner.Status, *Refusal) {
+// subject makes the started wrapper the run's subject: its pid, start
+// time and cgroup.
+func (r *run) subject(w *wrapper, h *held) *Refusal {
+	pid := w.c.Process.Pid
+	pst, err := cgroup.ReadStat(pid)
+	if err != nil {
+		return refuse(ReasonWrapper, "wrapper", "", "read the wrapper's start time: %v", err)
+	}
+	r.adm.Subject = &spec.Subject{InitPID: pid, StartTime: pst.Start, CgroupPath: h.cg.Path, CgroupID: h.cg.ID}
+	return nil
+}
+
+// readyWrapper hands the wrapper its spec and reads that it is ready.
+func (r *run) readyWrapper(w *wrapper, exe *sealedCommand, upper, work string) (inner.Status, *Refusal) {
 	ws := inner.Spec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
 		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
 		RuntimeFiles: r.req.Config.AllowedRuntimeFiles, OverlayOptions: gate.HardenOverlayOptions(nil)}
@@ -152,12 +172,6 @@ func (r *run) readyWrapper(w *wrapper, h *held, exe *sealedCommand, upper, work 
 	if err != nil || !ready.Ready {
 		return ready, wrapperRefusal(ready, err)
 	}
-	pid := w.c.Process.Pid
-	pst, err := cgroup.ReadStat(pid)
-	if err != nil {
-		return ready, refuse(ReasonWrapper, "wrapper", "", "read the wrapper's start time: %v", err)
-	}
-	r.adm.Subject = &spec.Subject{InitPID: pid, StartTime: pst.Start, CgroupPath: h.cg.Path, CgroupID: h.cg.ID}
 	return ready, nil
 }
 
