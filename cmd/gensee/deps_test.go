@@ -31,6 +31,22 @@ func TestNoJSONSchemaDeps(t *testing.T) {
 	}
 }
 
+// TestNoRuntimeClientDeps: the CLI never links containerd's client (gensee
+// events --follow dials the events service alone) nor the spec policy
+// (containerd's default seccomp profile, its OCI spec and image packages
+// and their compressors): their initialisation is every gensee command's
+// start-up, `gensee boundary run`'s included.
+func TestNoRuntimeClientDeps(t *testing.T) {
+	for _, p := range deps(t) {
+		for _, bad := range []string{"github.com/containerd/containerd/v2/client", "github.com/containerd/containerd/v2/pkg/oci",
+			"github.com/containerd/containerd/v2/contrib/seccomp", "github.com/gensee/gensee/shim/specpolicy", "github.com/klauspost/compress"} {
+			if p == bad || strings.HasPrefix(p, bad+"/") {
+				t.Errorf("cmd/gensee depends on %s", p)
+			}
+		}
+	}
+}
+
 // deps lists the packages cmd/gensee links.
 func deps(t *testing.T) []string {
 	t.Helper()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/record"
-	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/shim/runcfeatures"
 )
 
 // seccompProbe answers whether a runc binary applies seccomp profiles.
@@ -76,5 +76,5 @@ func probeSeccomp(path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("run %s features: %w", path, err)
 	}
-	return specpolicy.SeccompEnabled(out)
+	return runcfeatures.SeccompEnabled(out)
 }

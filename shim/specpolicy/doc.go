@@ -8,8 +8,8 @@
 // mount; containerd's masked and read-only /proc paths; private pid, ipc (and, with a
 // cgroup mount, cgroup) namespaces; network-namespaced sysctls only; and a seccomp
 // profile that refuses the socket families nftables cannot see (see seccomp.go).
-// SeccompEnabled reads `runc features` so a runc that would silently drop that profile
-// is refused (runcfeatures.go).
+// shim/runcfeatures reads `runc features` so a runc that would silently drop that
+// profile is refused.
 //
 // It may only narrow a spec: remove CAP_NET_RAW, add seccomp rules, force
 // noNewPrivileges on exec. It must never widen one (add a capability, mount, device or

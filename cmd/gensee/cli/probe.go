@@ -10,7 +10,7 @@ import (
 
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/netpolicy"
-	"github.com/gensee/gensee/shim/specpolicy"
+	"github.com/gensee/gensee/shim/runcfeatures"
 	"github.com/gensee/gensee/spec"
 	"golang.org/x/sys/unix"
 )
@@ -88,7 +88,7 @@ func probeRuncSeccomp(ctx context.Context) ProbeResult {
 	if err != nil {
 		return ProbeResult{ProbeUnknown, path + " features: " + err.Error()}
 	}
-	ok, err := specpolicy.SeccompEnabled(out)
+	ok, err := runcfeatures.SeccompEnabled(out)
 	if err != nil {
 		return ProbeResult{ProbeUnknown, path + ": " + err.Error()}
 	}

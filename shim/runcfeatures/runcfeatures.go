@@ -1,10 +1,12 @@
-package specpolicy
-
-// What a runc binary says about itself (`runc features`, the OCI features
-// document), read for the seccomp rule: a runc that does not apply seccomp
-// would silently drop the profile seccomp.go adds. Parsing only; running
-// the binary is the caller's (the shim runs children through its reaper,
-// the CLI directly).
+// Package runcfeatures reads what a runc binary says about itself (`runc
+// features`, the OCI features document), for specpolicy's seccomp rule: a
+// runc that does not apply seccomp would silently drop the profile
+// specpolicy adds. Parsing only; running the binary is the caller's (the
+// shim runs children through its reaper, gensee probe directly). It is a
+// package of its own so the CLI reads it without linking specpolicy and
+// what that imports (containerd's default seccomp profile, its OCI spec
+// and image packages).
+package runcfeatures
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package specpolicy
+package runcfeatures
 
 import "testing"
 
