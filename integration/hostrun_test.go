@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gensee/gensee/internal/roottest"
+	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -189,6 +190,30 @@ func TestHostRunDenyAll(t *testing.T) {
 	if r.manifest.Enforcement.Network.TableRemoved != "deleted" || r.manifest.Host == nil || r.manifest.Host.UID != 65534 {
 		t.Fatalf("manifest: %+v", r.manifest)
 	}
+	// The table went before gensee exited; the process holding the
+	// socket that deleted it (until the kernel freed the table) ends by
+	// itself, soon after.
+	for deadline := time.Now().Add(5 * time.Second); lingering(t) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes still hold the run's released sockets 5 s after it ended", lingering(t))
+		}
+	}
+}
+
+// lingering counts the processes started as inner.LingerArg.
+func lingering(t *testing.T) int {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), inner.LingerArg) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestHostRunAllowExact: only the allowed tuple is reached.

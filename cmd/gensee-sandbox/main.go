@@ -19,6 +19,8 @@ func main() {
 			os.Exit(inner.WrapperMain())
 		case inner.StageArg:
 			os.Exit(inner.StageMain())
+		case inner.LingerArg:
+			os.Exit(inner.LingerMain())
 		}
 	}
 	fmt.Fprintln(os.Stderr, "gensee-sandbox: started by gensee boundary run only")

@@ -20,6 +20,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == inner.StageArg {
 		os.Exit(inner.StageMain())
 	}
+	if len(os.Args) > 1 && os.Args[1] == inner.LingerArg {
+		os.Exit(inner.LingerMain())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.OSEnv(), os.Args[1:])
 	stop()

@@ -10,6 +10,7 @@ import (
 	"github.com/gensee/gensee/shim/admission"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/engine"
+	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -67,6 +68,10 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, refuse(ReasonNotRoot, "uid", "run it with sudo: the boundary (cgroup, nftables, mounts) needs root; the command itself runs as you", "gensee boundary run needs root")
 	}
 	ph := newPhases()
+	// The sockets that delete tables (the run's, an orphan's) are handed
+	// to a process that outlives this one (handOff).
+	netpolicy.HoldReleases()
+	defer req.handOff()
 	st := record.Store{Dir: req.Config.StateDir}
 	if _, err := CleanOrphans(ctx, req.Config.StateDir); err != nil {
 		log.G(ctx).WithError(err).Warn("remove leftovers of dead host runs")

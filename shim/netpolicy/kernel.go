@@ -51,8 +51,8 @@ func newNetlinkKernel(netnsFD int) (*netlinkKernel, error) {
 
 // dial opens a lasting nftables conn in the namespace, for what is not the
 // install batch (batch.go).
-func (k *netlinkKernel) dial() (*nftables.Conn, error) {
-	opts := []nftables.ConnOption{nftables.AsLasting()}
+func (k *netlinkKernel) dial(more ...nftables.ConnOption) (*nftables.Conn, error) {
+	opts := append([]nftables.ConnOption{nftables.AsLasting()}, more...)
 	if k.netnsFD > 0 {
 		opts = append(opts, nftables.WithNetNSFd(k.netnsFD))
 	}
@@ -132,17 +132,21 @@ func (k *netlinkKernel) install(rs *ruleset) error {
 }
 
 func (k *netlinkKernel) remove(table string) error {
-	c, err := k.dial()
+	var nl *netlink.Conn
+	c, err := k.dial(nftables.WithSockOptions(func(c *netlink.Conn) error { nl = c; return nil }))
 	if err != nil {
 		return err
 	}
-	// Closing a netfilter netlink socket waits until nf_tables has freed
-	// what the netns's last transactions released (nft_rcv_nl_event
-	// flushes the destroy work, which waits an RCU grace period: 5-12 ms
-	// on a 2-vCPU VM, the longest step of a host run's exit). The table
-	// is gone once Flush returned (the kernel acked the commit), so the
-	// socket closes beside the caller's next steps, not before them.
-	defer func() { go c.CloseLasting() }()
+	// Closing the socket waits until nf_tables has freed what the
+	// deletion released (linger.go): it is held for a process that
+	// outlives the caller, or closed beside the caller's next steps.
+	defer func() {
+		if keep(nl) {
+			c.CloseLasting()
+			return
+		}
+		go c.CloseLasting()
+	}()
 	c.DelTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: table})
 	if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err

@@ -26,6 +26,11 @@
 //     for the go, then installs seccomp and executes the sealed copy of the
 //     command (execveat).
 //
+// After the run, the parent hands the sockets that deleted its table to a
+// last gensee-sandbox process (LingerMain) that only exits: the kernel
+// frees a deleted table an RCU grace period later, and the release of
+// those sockets waits for it; in a process of its own, nobody waits.
+//
 // No code of the command runs before the stage's exec, and the stage runs
 // only after the parent's go (table read back, sensors running). This
 // package must never run the command with a capability, reach the host's

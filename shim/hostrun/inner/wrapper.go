@@ -14,11 +14,19 @@ import (
 
 // WrapperArg, as argv[1] of gensee-sandbox (or of gensee itself), makes
 // it the wrapper of one host run (WrapperMain); StageArg the stage
-// (StageMain). The parent and the wrapper start them; nobody else should.
+// (StageMain); LingerArg the holder of the parent's last netfilter
+// sockets (LingerMain). The parent and the wrapper start them; nobody
+// else should.
 const (
 	WrapperArg = "__gensee-host-wrapper"
 	StageArg   = "__gensee-host-stage"
+	LingerArg  = "__gensee-host-linger"
 )
+
+// LingerMain holds what it inherited (the sockets that deleted the run's
+// table) and exits: its exit, not the parent's, waits until the kernel
+// has freed the table (netpolicy's linger.go), and nobody waits for it.
+func LingerMain() int { return 0 }
 
 // The wrapper's inherited fds (exec.Cmd.ExtraFiles order).
 const (
