@@ -147,7 +147,10 @@ func (s Store) WriteJSONBytes(id, name string, v any) ([]byte, error) {
 
 // WriteMarker writes v as <state>/<sub>/<id>.json, atomically: the
 // per-operation markers a front door keeps outside the operation's records
-// (who owns a running operation, what to clean if it died).
+// (who owns a running operation, what to clean if it died). Not fsynced
+// (ReplaceFile), as the shim's bundle marker is not: what a marker names
+// (a cgroup, a table, a process) is kernel state that ends with the
+// machine, and a crash of the process alone loses no written page.
 func (s Store) WriteMarker(sub, id string, v any) error {
 	dir := filepath.Join(s.Dir, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -157,7 +160,7 @@ func (s Store) WriteMarker(sub, id string, v any) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, id+".json"), b, 0o600)
+	return ReplaceFile(filepath.Join(dir, id+".json"), b, 0o600)
 }
 
 // ReadJSON decodes name inside the operation dir into v.
