@@ -82,13 +82,14 @@ func (r *run) notifier() *notify.Notifier {
 
 // execute creates the operation and its boundary, runs the wrapper, and
 // runs the exit path. Ordering: the record (the operation's directory,
-// then its admission, upper dir and the records' reserve) beside the
+// then its upper dir and the records' reserve) beside the
 // cgroup (marker first, so a crash leaves nothing unrecorded), the
 // wrapper born into it, and the table installed and read back with the
 // NFLOG reader already bound (engine.Boundary.Bind, once the directory
 // its monitor writes to exists); the wrapper gets its spec only once the
-// record and the table are both in place; its mounts; the sensors and
-// the deadline; then the go, and only then the exec. The wrapper is
+// record and the table are both in place; its mounts, beside the sensors'
+// start and the admission's one durable write (with its table and
+// subject); the deadline; then the go, and only then the exec. The wrapper is
 // gensee's own code: it starts (its exec, its runtime) while the table
 // is installed, and nothing of the command runs before the go.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
@@ -117,7 +118,6 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		err error
 	}
 	created, recorded := make(chan error, 1), make(chan made, 1)
-	adm := *r.adm // the record's copy: bind sets the table on r.adm meanwhile
 	go func() {
 		if _, err := r.store.CreateOperation(id, Namespace, id); err != nil {
 			err = fmt.Errorf("create operation record: %w", err)
@@ -126,7 +126,7 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 			return
 		}
 		created <- nil
-		rf, err := r.fillRecord(dir, &adm)
+		rf, err := r.fillRecord(dir)
 		recorded <- made{rf, err}
 	}()
 	w, brf, berr := r.bind(ctx, h, exe, created)
@@ -149,13 +149,11 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	return r.runWrapper(ctx, h, w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir))
 }
 
-// fillRecord puts into the operation's directory the admission, the
-// overlay's upper and work dirs and, before anything of the command can
-// write, room for the records.
-func (r *run) fillRecord(dir string, adm *spec.Admission) (*Refusal, error) {
-	if err := r.store.WriteJSON(r.id, record.AdmissionFile, adm); err != nil {
-		return nil, err
-	}
+// fillRecord puts into the operation's directory the overlay's upper and
+// work dirs and, before anything of the command can write, room for the
+// records. The admission is written once its table and subject are known
+// (recordAdmission).
+func (r *run) fillRecord(dir string) (*Refusal, error) {
 	if err := makeUpper(filepath.Join(dir, upperDir), filepath.Join(dir, workDir), r.ws.Stat); err != nil {
 		return refuse(ReasonWorkspace, "--workspace", "", "%v", err), nil
 	}

@@ -51,20 +51,22 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, exe *sealedCo
 	defer w.close()
 	// The wrapper is the run's first process: the sensors follow it from
 	// now on, their first checks beside its building of the view rather
-	// than beside the go. The subject goes into admission.json meanwhile
-	// (two fsyncs): nothing reads it before the exit path, which waits
-	// for it.
+	// than beside the go. The admission, with its table and subject, is
+	// made durable meanwhile (one write, two fsyncs), and before the go.
 	if rf := r.subject(w, h); rf != nil {
 		w.kill()
 		return nil, r.abandon(ctx, h, rf)
 	}
-	subject := r.recordSubject()
+	recorded := r.recordAdmission()
 	h.net.StartSensors(r.adm.Subject)
 	ready, rf := r.readyWrapper(w, exe, upper, work)
-	if rf != nil {
+	err := <-recorded
+	if rf != nil || err != nil {
 		w.kill()
-		<-subject
 		h.net.StopSensors()
+		if err != nil {
+			return nil, fmt.Errorf("record the admission: %w", err)
+		}
 		return nil, r.abandon(ctx, h, rf)
 	}
 	r.phases.mark("wrapper_ready")
@@ -83,7 +85,6 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, exe *sealedCo
 		r.log.WithError(err).Error("wait for the command")
 	}
 	r.phases.mark("wrapper_exit")
-	<-subject
 	stopSignals()
 	hit := dl.Stop()
 	if failed != nil {
@@ -175,17 +176,12 @@ func (r *run) readyWrapper(w *wrapper, exe *sealedCommand, upper, work string) (
 	return ready, nil
 }
 
-// recordSubject writes the admission with its subject into the record, in
-// the background; the returned channel closes once it is written.
-func (r *run) recordSubject() <-chan struct{} {
+// recordAdmission writes the admission, with its table and subject, into
+// the record, in the background; the returned channel says how it went.
+func (r *run) recordAdmission() <-chan error {
 	adm := *r.adm
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := r.store.WriteJSON(r.id, record.AdmissionFile, &adm); err != nil {
-			r.log.WithError(err).Warn("record subject")
-		}
-	}()
+	done := make(chan error, 1)
+	go func() { done <- r.store.WriteJSON(r.id, record.AdmissionFile, &adm) }()
 	return done
 }
 
