@@ -335,3 +335,51 @@ func memDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
 }
+
+// TestBaselineOnly: under Input.BaselineOnly a tree that holds only its
+// baseline, unchanged, gets the very result the full run gives it; a
+// tree with any entry of the workload's (new, or a baseline entry
+// changed) stops with ErrBeyondBaseline, nothing staged.
+func TestBaselineOnly(t *testing.T) {
+	result := spec.Product{Class: spec.ClassStructuredResult, Slot: "out/result.json"}
+	for _, tc := range []struct {
+		name     string
+		workload func(t *testing.T, upper string)
+		beyond   bool
+	}{
+		{"unchanged", func(*testing.T, string) {}, false},
+		{"new file", func(t *testing.T, upper string) { writeFile(t, upper, "ws/out/result.json", `{"ok":true}`, 0o644) }, true},
+		{"baseline entry changed", func(t *testing.T, upper string) { must(t, os.Chmod(filepath.Join(upper, "ws/stray"), 0o600)) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeOverlay(t)
+			mkdirAll(t, f.lower, "etc")
+			b, start := f.beforeStart(t, func(upper string) {
+				podmanMtab(t, upper)
+				writeFile(t, upper, "ws/stray", "left by an earlier run", 0o644)
+			})
+			tc.workload(t, f.upper)
+			in := f.input(t, result)
+			in.StartTime, in.Baseline = start, b
+			only := in
+			only.BaselineOnly = true
+			got, err := Run(context.Background(), only)
+			if tc.beyond {
+				if !errors.Is(err, ErrBeyondBaseline) {
+					t.Fatalf("Run(BaselineOnly) = %+v, %v; want ErrBeyondBaseline", got, err)
+				}
+				if ents, _ := os.ReadDir(in.StagingDir); len(ents) != 0 {
+					t.Fatalf("staged %v though the run stopped", ents)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run(BaselineOnly): %v", err)
+			}
+			want := runGate(t, in)
+			if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", *want) {
+				t.Fatalf("baseline-only result\n%+v\nfull run\n%+v", *got, *want)
+			}
+		})
+	}
+}

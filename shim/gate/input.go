@@ -84,7 +84,18 @@ type Input struct {
 	// still as it was then is not the workload's: counted in
 	// Result.Excluded.Baseline, never unclaimed, never part of a product.
 	Baseline *Baseline
+	// BaselineOnly stops the run with ErrBeyondBaseline at the first
+	// entry that is neither the baseline's, unchanged, nor a mount stub or
+	// an excluded name, having read only its name and lstat: a run that
+	// returns without it read nothing the workload wrote. A door runs
+	// such a run in its own process, and the full gate in a helper when it
+	// stops (shim/service's helperGate). Never sent to a helper.
+	BaselineOnly bool `json:"-"`
 }
+
+// ErrBeyondBaseline is Run's error under Input.BaselineOnly when the tree
+// holds an entry of the workload's.
+var ErrBeyondBaseline = errors.New("the upper directory holds more than its baseline")
 
 // layout returns the root directory, walk options and layout name.
 func (in *Input) layout() (string, walk.Options, string, error) {

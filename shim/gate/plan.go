@@ -29,6 +29,7 @@ type gater struct {
 	handlers    []handler // declaration order
 	patches     int       // valid workspace_patch products: they claim the workspace
 	strict      bool      // Input.FailUnclaimed
+	onlyBase    bool      // Input.BaselineOnly
 	stagingDir  string
 
 	// compareBytes caps the bytes of each side read to compare copy-ups
@@ -72,6 +73,7 @@ func newGater(in Input) (*gater, error) {
 		compareBytes: orDefault(in.CompareBytes, DefaultCompareBytes),
 		stagingDir:   filepath.Clean(in.StagingDir),
 		strict:       in.FailUnclaimed,
+		onlyBase:     in.BaselineOnly,
 		res:          &Result{Layout: layout, Workspace: wsPath, Excluded: Excluded{Names: []string{}}},
 	}
 	g.compareLeft = g.compareBytes

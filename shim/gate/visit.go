@@ -47,6 +47,9 @@ func (g *gater) visit(e *walk.Entry) (bool, error) {
 			return false, nil
 		}
 	}
+	if g.onlyBase && (e.Err != nil || !g.base.holds(e)) {
+		return false, ErrBeyondBaseline
+	}
 	structural := g.structural[p]
 	owners := g.owners(e, wsPath)
 	for _, m := range e.Marks {

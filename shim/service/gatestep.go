@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -82,6 +83,24 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 	src := op.diff
 	if src.Problem != "" {
 		return engine.NoDiff(src.Problem, op.contract)
+	}
+	// An upper directory that holds only its baseline, unchanged, holds
+	// nothing of the workload's: the gate runs here, in the shim, bounded
+	// and recovered by the engine (engine.Finish.runGate), without the
+	// helper's hand-over, and stops at the first entry of the workload's
+	// having read only its name and lstat (gate.Input.BaselineOnly, the
+	// reads the shim made for the baseline itself); the helper then runs
+	// the whole gate.
+	if src.Upper != "" && op.baseline != nil {
+		in, err := g.input(started)
+		if err != nil {
+			return engine.GateOutcome{Ran: true, Err: err}
+		}
+		in.BaselineOnly = true
+		res, err := gate.Run(ctx, in)
+		if !errors.Is(err, gate.ErrBeyondBaseline) {
+			return engine.GateOutcome{Ran: true, Res: res, Err: err}
+		}
 	}
 	input := p.input
 	if input == nil {
