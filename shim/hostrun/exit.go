@@ -38,6 +38,7 @@ func (r *run) exit(ctx context.Context, h *held, hx hostExit) (*Result, error) {
 		return nil, err
 	}
 	released := func() error { return nil } // the reserve's removal (Settle)
+	handed := make(chan struct{})           // the table's socket handed off (Settle)
 	p := &engine.Finish{
 		Gate:      runGate{r: r, dir: dir},
 		Drain:     runDrain{h: h, hx: hx},
@@ -50,11 +51,18 @@ func (r *run) exit(ctx context.Context, h *held, hx hostExit) (*Result, error) {
 		// the upper dir (the gate's staging then failed, and says so): the
 		// reserve's blocks are what the last events and the manifest are
 		// written into, given back once the gate is done or left.
-		Settle: func() { released = releaseSpace(dir) },
-		Log:    r.log,
+		// The table is gone by then (the network's end): the socket
+		// that deleted it goes to its holder beside the manifest's
+		// write (handOff).
+		Settle: func() {
+			released = releaseSpace(dir)
+			go func() { r.req.handOff(); close(handed) }()
+		},
+		Log: r.log,
 	}
 	st := hx.status
 	m, err := p.Run(ctx, engine.Facts{Status: &st, Started: hx.started, Exit: engine.Exit{Deadline: hx.deadline}})
+	<-handed // Settle always runs
 	r.phases.mark("exit_path")
 	r.log.WithFields(r.phases.fields).Debug("host run phases")
 	if err != nil {

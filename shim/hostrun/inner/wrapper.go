@@ -247,8 +247,15 @@ func startStage(spec Spec, view *view, st *os.File) (*stageProc, error) {
 		interp = nil
 	}
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, sr, st, os.NewFile(fdExe, "exe"), interp, view.tree}
-	p, err := os.StartProcess(view.self, []string{"gensee", StageArg}, &os.ProcAttr{
-		Env: []string{}, Files: files,
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = f.Fd() // ^0 (closed in the stage) for a nil file
+	}
+	// syscall.ForkExec, not os.StartProcess: the wrapper reaps by pid as
+	// pid 1 (reap), and os's first start would probe pidfd support with a
+	// child of its own on this path.
+	pid, err := syscall.ForkExec(view.self, []string{"gensee", StageArg}, &syscall.ProcAttr{
+		Env: []string{}, Files: fds,
 		Sys: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.UID), HostID: int(spec.UID), Size: 1}},
@@ -264,11 +271,12 @@ func startStage(spec Spec, view *view, st *os.File) (*stageProc, error) {
 			AmbientCaps: []uintptr{unix.CAP_SETPCAP, unix.CAP_SETUID, unix.CAP_SETGID},
 		},
 	})
+	runtime.KeepAlive(files)
 	if err != nil {
 		sw.Close()
 		return nil, fmt.Errorf("start the stage in a user namespace: %w", err)
 	}
-	return &stageProc{pid: p.Pid, ctl: sw, sent: make(chan error, 1)}, nil
+	return &stageProc{pid: pid, ctl: sw, sent: make(chan error, 1)}, nil
 }
 
 // reap waits, as pid 1, for every child until the stage's own exit, and
