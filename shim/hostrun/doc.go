@@ -8,10 +8,10 @@
 // re-derived observation; admission; the operation record; a transient
 // cgroup under <cgroup2>/gensee; the wrapper — gensee-sandbox (or a
 // re-exec of the gensee binary) born in the cgroup (CLONE_INTO_CGROUP)
-// and in a private mount namespace — starting while the nftables table in
-// the host netns is bound to the cgroup and read back, and the monitor
-// opened; the wrapper gets its spec only then, and nothing of the command
-// runs before the go, so the table is in place first. The wrapper mounts
+// and in a private mount namespace — building the command's view while
+// the nftables table in the host netns is bound to the cgroup and read
+// back, and the monitor opened; nothing of the command runs before the
+// go, which waits for the read-back, so the table is in place first. The wrapper mounts
 // the staged workspace (overlay, lower = the real workspace), makes every other mount read-only with private tmpfs /tmp and
 // /var/tmp, drops to the invoking user with no capabilities and
 // no_new_privs, closes inherited fds and executes the hashed fd. At exit:

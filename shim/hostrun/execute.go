@@ -82,16 +82,15 @@ func (r *run) notifier() *notify.Notifier {
 
 // execute creates the operation and its boundary, runs the wrapper, and
 // runs the exit path. Ordering: the record (the operation's directory,
-// then its upper dir and the records' reserve) beside the
-// cgroup (marker first, so a crash leaves nothing unrecorded), the
-// wrapper born into it, and the table installed and read back with the
-// NFLOG reader already bound (engine.Boundary.Bind, once the directory
-// its monitor writes to exists); the wrapper gets its spec only once the
-// record and the table are both in place; its mounts, beside the sensors'
+// then its upper dir and the records' reserve) beside the cgroup (marker
+// first, so a crash leaves nothing unrecorded) and the wrapper born into
+// it; the wrapper gets its spec once the record is in place and builds
+// the command's view while the table is installed and read back with the
+// NFLOG reader already bound (engine.Boundary.Bind); then the sensors'
 // start and the admission's one durable write (with its table and
-// subject); the deadline; then the go, and only then the exec. The wrapper is
-// gensee's own code: it starts (its exec, its runtime) while the table
-// is installed, and nothing of the command runs before the go.
+// subject); the deadline; then the go, once the wrapper is ready, and
+// only then the exec. The wrapper is gensee's own code: nothing of the
+// command runs before the go, so the table is in place first.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
 	// bounded by its deadline), after the exit path.
@@ -129,9 +128,8 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		rf, err := r.fillRecord(dir)
 		recorded <- made{rf, err}
 	}()
-	w, brf, berr := r.bind(ctx, h, exe, created)
+	w, wrf, werr := r.spawn(h, exe)
 	rec := <-recorded
-	r.phases.mark("record_bind")
 	if w != nil && (rec.err != nil || rec.rf != nil) {
 		w.kill()
 		w.close()
@@ -139,14 +137,28 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	switch {
 	case rec.err != nil:
 		return nil, rec.err
-	case berr != nil:
-		return nil, berr
+	case werr != nil:
+		return nil, werr
 	case rec.rf != nil:
 		return nil, r.abandon(ctx, h, rec.rf)
-	case brf != nil:
+	case wrf != nil:
+		return nil, r.abandon(ctx, h, wrf)
+	}
+	// The wrapper gets its spec now and builds the command's view while
+	// the table is installed and read back; the go waits for both.
+	ready := r.handOver(w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir))
+	brf, berr := r.bindNetwork(ctx, h, created)
+	r.phases.mark("record_bind")
+	if brf != nil || berr != nil {
+		w.kill()
+		<-ready
+		w.close()
+		if berr != nil {
+			return nil, berr
+		}
 		return nil, r.abandon(ctx, h, brf)
 	}
-	return r.runWrapper(ctx, h, w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir))
+	return r.runWrapper(ctx, h, w, ready)
 }
 
 // fillRecord puts into the operation's directory the overlay's upper and
@@ -163,12 +175,9 @@ func (r *run) fillRecord(dir string) (*Refusal, error) {
 	return nil, nil
 }
 
-// bind makes the run's cgroup (its marker first), starts the wrapper in
-// it, and binds the boundary to it in the host's netns once the
-// operation's directory is created (the monitor keeps its events there).
-// It returns the started wrapper only when everything else is in place;
-// on a failure it has killed the wrapper itself.
-func (r *run) bind(ctx context.Context, h *held, exe *sealedCommand, created <-chan error) (_ *wrapper, _ *Refusal, retErr error) {
+// spawn makes the run's cgroup (its marker first) and starts the wrapper
+// in it.
+func (r *run) spawn(h *held, exe *sealedCommand) (*wrapper, *Refusal, error) {
 	me, err := cgroup.Self()
 	if err != nil {
 		return nil, nil, err
@@ -192,17 +201,6 @@ func (r *run) bind(ctx context.Context, h *held, exe *sealedCommand, created <-c
 		return nil, rf, err
 	}
 	r.phases.mark("wrapper_start")
-	var rf2 *Refusal
-	defer func() {
-		if rf2 != nil || retErr != nil {
-			w.kill()
-			w.close()
-		}
-	}()
-	rf2, err = r.bindNetwork(ctx, h, created)
-	if rf2 != nil || err != nil {
-		return nil, rf2, err
-	}
 	return w, nil, nil
 }
 

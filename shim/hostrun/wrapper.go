@@ -45,9 +45,9 @@ func (w *wrapper) kill() {
 	w.c.Wait()
 }
 
-// runWrapper hands the started wrapper its spec, lets it exec, waits for
-// the command and runs the exit path.
-func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, exe *sealedCommand, upper, work string) (*Result, error) {
+// runWrapper waits for the wrapper to be ready (handOver), lets it exec,
+// waits for the command and runs the exit path.
+func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-chan readyResult) (*Result, error) {
 	defer w.close()
 	// The wrapper is the run's first process: the sensors follow it from
 	// now on, their first checks beside its building of the view rather
@@ -55,11 +55,13 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, exe *sealedCo
 	// made durable meanwhile (one write, two fsyncs), and before the go.
 	if rf := r.subject(w, h); rf != nil {
 		w.kill()
+		<-readied
 		return nil, r.abandon(ctx, h, rf)
 	}
 	recorded := r.recordAdmission()
 	h.net.StartSensors(r.adm.Subject)
-	ready, rf := r.readyWrapper(w, exe, upper, work)
+	rd := <-readied
+	ready, rf := rd.status, rd.rf
 	err := <-recorded
 	if rf != nil || err != nil {
 		w.kill()
@@ -159,6 +161,23 @@ func (r *run) subject(w *wrapper, h *held) *Refusal {
 	}
 	r.adm.Subject = &spec.Subject{InitPID: pid, StartTime: pst.Start, CgroupPath: h.cg.Path, CgroupID: h.cg.ID}
 	return nil
+}
+
+// readyResult is the wrapper's first report.
+type readyResult struct {
+	status inner.Status
+	rf     *Refusal
+}
+
+// handOver hands the wrapper its spec and reads its ready report, in the
+// background: the wrapper builds the command's view meanwhile.
+func (r *run) handOver(w *wrapper, exe *sealedCommand, upper, work string) <-chan readyResult {
+	out := make(chan readyResult, 1)
+	go func() {
+		st, rf := r.readyWrapper(w, exe, upper, work)
+		out <- readyResult{st, rf}
+	}()
+	return out
 }
 
 // readyWrapper hands the wrapper its spec and reads that it is ready.
