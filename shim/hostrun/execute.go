@@ -129,32 +129,39 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		recorded <- made{rf, err}
 	}()
 	w, wrf, werr := r.spawn(h, exe)
-	rec := <-recorded
-	if w != nil && (rec.err != nil || rec.rf != nil) {
-		w.kill()
-		w.close()
-	}
-	switch {
-	case rec.err != nil:
-		return nil, rec.err
-	case werr != nil:
-		return nil, werr
-	case rec.rf != nil:
-		return nil, r.abandon(ctx, h, rec.rf)
-	case wrf != nil:
+	if wrf != nil || werr != nil {
+		rec := <-recorded // the record is finished before it is undone
+		switch {
+		case rec.err != nil:
+			return nil, rec.err
+		case werr != nil:
+			return nil, werr
+		}
 		return nil, r.abandon(ctx, h, wrf)
 	}
-	// The wrapper gets its spec now and builds the command's view while
-	// the table is installed and read back; the go waits for both.
-	ready := r.handOver(w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir))
+	// The wrapper gets its spec once the record is in place and builds the
+	// command's view while the table is installed and read back; the go
+	// waits for both.
+	recDone := make(chan made, 1)
+	ready := r.handOver(w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir), func() bool {
+		rec := <-recorded
+		recDone <- rec
+		return rec.err == nil && rec.rf == nil
+	})
 	brf, berr := r.bindNetwork(ctx, h, created)
+	rec := <-recDone
 	r.phases.mark("record_bind")
-	if brf != nil || berr != nil {
+	if rec.err != nil || rec.rf != nil || brf != nil || berr != nil {
 		w.kill()
 		<-ready
 		w.close()
-		if berr != nil {
+		switch {
+		case rec.err != nil:
+			return nil, rec.err
+		case berr != nil:
 			return nil, berr
+		case rec.rf != nil:
+			return nil, r.abandon(ctx, h, rec.rf)
 		}
 		return nil, r.abandon(ctx, h, brf)
 	}

@@ -169,11 +169,17 @@ type readyResult struct {
 	rf     *Refusal
 }
 
-// handOver hands the wrapper its spec and reads its ready report, in the
-// background: the wrapper builds the command's view meanwhile.
-func (r *run) handOver(w *wrapper, exe *sealedCommand, upper, work string) <-chan readyResult {
+// handOver hands the wrapper its spec once recorded says the record is in
+// place, and reads its ready report, in the background: the wrapper
+// builds the command's view meanwhile. Without the record the wrapper
+// gets nothing (the caller kills it).
+func (r *run) handOver(w *wrapper, exe *sealedCommand, upper, work string, recorded func() bool) <-chan readyResult {
 	out := make(chan readyResult, 1)
 	go func() {
+		if !recorded() {
+			out <- readyResult{}
+			return
+		}
 		st, rf := r.readyWrapper(w, exe, upper, work)
 		out <- readyResult{st, rf}
 	}()
