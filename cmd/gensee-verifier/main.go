@@ -82,6 +82,12 @@ func main() {
 // out of memory. gensee started it as /proc/self/fd/N, so it also names
 // itself (its comm, which ps shows).
 func harden() error {
+	// Not dumpable: a process of another uid (and, with gensee's own uid
+	// per judge, of any uid but root) may not trace it or open its
+	// /proc/self/mem.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear dumpable: %w", err)
+	}
 	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); errno == unix.ENOTSUP {
 		// A cgo build: the current thread only; main stays on it.
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

@@ -63,7 +63,10 @@ contract an executable product must run under. The receipt goes to --out
 The judge is gensee-verifier, a small static binary beside gensee and as
 trusted as it (make build puts both in bin/; without it nothing is
 judged). It runs with no environment, only pipes to gensee, 60 s and
-4 GiB of memory, and as uid 65534 when gensee runs as root; it reads S
+4 GiB of memory, not dumpable, and when gensee runs as root as a uid
+and gid of its own (drawn at random above 0x60000000, outside
+/etc/subuid's and /etc/subgid's ranges: no other process can trace it or
+forge its answer); it reads S
 (at most 4 MiB) and the document (at most 64 MiB, the gate's default
 max_bytes). S is compiled there: one that is not a JSON Schema is
 refused only once the product is read.

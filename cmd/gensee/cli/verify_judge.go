@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,9 +32,13 @@ const (
 	// judgeTimeout bounds one judgement: a 64 MiB document takes the
 	// judge some 40 s.
 	judgeTimeout = 60 * time.Second
-	// judgeUID and judgeGID (nobody) run the judge when gensee runs as
-	// root: it parses a workload's product.
-	judgeUID, judgeGID = 65534, 65534
+	// judgeIDBase and judgeIDSpan: when gensee runs as root, each judge
+	// runs as a uid and gid drawn from [judgeIDBase, judgeIDBase+judgeIDSpan)
+	// (judgeID), which no account, no user namespace's range and no other
+	// process holds: a process of a shared uid (nobody: a host run's
+	// command may be one) could stop, trace or rewrite a judge of its uid
+	// and forge its verdict.
+	judgeIDBase, judgeIDSpan = 0x60000000, 1 << 24
 	// maxJudgeStderr bounds the judge's message kept for an error.
 	maxJudgeStderr = 4 << 10
 )
@@ -78,12 +85,52 @@ func openJudge(f *os.File, err error) (*os.File, error) {
 	return f, nil
 }
 
+// judgeID draws the uid (and gid) a judge runs as: random in the judges'
+// range, and in no range /etc/subuid or /etc/subgid hands a user
+// namespace (their processes are host uids too).
+func judgeID() (uint32, error) {
+	taken := append(subIDRanges("/etc/subuid"), subIDRanges("/etc/subgid")...)
+	for range 16 {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, err
+		}
+		id := judgeIDBase + binary.LittleEndian.Uint32(b[:])%judgeIDSpan
+		if !slices.ContainsFunc(taken, func(r [2]uint64) bool { return uint64(id) >= r[0] && uint64(id) < r[0]+r[1] }) {
+			return id, nil
+		}
+	}
+	return 0, errors.New("no uid for the judge outside /etc/subuid's and /etc/subgid's ranges")
+}
+
+// subIDRanges reads the ranges (first id, count) of a subordinate id
+// file; a missing or unreadable one has none.
+func subIDRanges(path string) [][2]uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out [][2]uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) != 3 {
+			continue
+		}
+		first, err1 := strconv.ParseUint(f[1], 10, 32)
+		n, err2 := strconv.ParseUint(f[2], 10, 32)
+		if err1 == nil && err2 == nil {
+			out = append(out, [2]uint64{first, n})
+		}
+	}
+	return out
+}
+
 // runJudge runs the judge bin (opened by openJudge) from its fd with req
 // on its stdin and returns its answer. The judge parses untrusted bytes,
 // so it gets less than gensee has: no environment, / as its working
 // directory, only its three pipes, SIGKILL when gensee dies, judgeTimeout,
-// and as root, uid and gid nobody without supplementary groups. Its
-// answer is read up to verifier.MaxJudgeAnswerBytes.
+// and as root, a uid and gid of its own (judgeID) without supplementary
+// groups. Its answer is read up to verifier.MaxJudgeAnswerBytes.
 func runJudge(ctx context.Context, bin *os.File, req []byte) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, judgeTimeout)
 	defer cancel()
@@ -96,10 +143,15 @@ func runJudge(ctx context.Context, bin *os.File, req []byte) ([]string, error) {
 	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(req), stdout, stderr
 	c.WaitDelay = time.Second
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var id uint32
 	if os.Geteuid() == 0 {
+		var err error
+		if id, err = judgeID(); err != nil {
+			return nil, err
+		}
 		// Groups empty and NoSetGroups false: setgroups(0), so none of
 		// root's supplementary groups stays.
-		c.SysProcAttr.Credential = &syscall.Credential{Uid: judgeUID, Gid: judgeGID, Groups: []uint32{}}
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
 	}
 	// Whatever fd gensee inherited without close-on-exec would pass to
 	// the judge too (os/exec closes only its own).
@@ -111,7 +163,7 @@ func runJudge(ctx context.Context, bin *os.File, req []byte) ([]string, error) {
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, fmt.Errorf("%s gave no answer within %s", judgeBinary, judgeTimeout)
 	case errors.Is(err, fs.ErrPermission) && c.SysProcAttr.Credential != nil:
-		return nil, fmt.Errorf("%s: %w: it runs as uid %d; install it mode 0755", judgeBinary, err, judgeUID)
+		return nil, fmt.Errorf("%s: %w: it runs as a uid of its own (%d); install it mode 0755", judgeBinary, err, id)
 	case err != nil:
 		var ee *exec.ExitError
 		if msg := judgeMessage(stderr.b.Bytes()); errors.As(err, &ee) && msg != "" {

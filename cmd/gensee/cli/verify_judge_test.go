@@ -84,7 +84,8 @@ func fakeJudge() int {
 
 // TestRunJudge: the judge gets no environment, / as its directory, its
 // three pipes only (and the fd it reads /proc/self/fd with), and as root
-// uid and gid nobody without groups; a failing judge's message is kept.
+// a uid and gid of its own in the judges' range without groups; a failing
+// judge's message is kept.
 func TestRunJudge(t *testing.T) {
 	self, err := os.Open("/proc/self/exe")
 	if err != nil {
@@ -96,11 +97,24 @@ func TestRunJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{fmt.Sprintf("uid=%d gid=%d groups=[]", os.Getuid(), os.Getgid()), "env=[] wd=/ fds=[0=pipe 1=pipe 2=pipe]"}
-	if os.Geteuid() == 0 {
-		want[0] = "uid=65534 gid=65534 groups=[]"
+	if os.Geteuid() == 0 && len(facts) > 0 {
+		var uid, gid uint32
+		if _, err := fmt.Sscanf(facts[0], "uid=%d gid=%d groups=[]", &uid, &gid); err != nil || uid != gid ||
+			uid < judgeIDBase || uid >= judgeIDBase+judgeIDSpan {
+			t.Errorf("the judge ran as %q, want a uid and gid of its own in [%#x, %#x)", facts[0], judgeIDBase, judgeIDBase+judgeIDSpan)
+		}
+		want[0] = facts[0]
 	}
 	if strings.Join(facts, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the judge was given %q, want %q", facts, want)
+	}
+	// Two judgements, two uids (a collision is one in 2^24).
+	if os.Geteuid() == 0 {
+		a, _ := judgeID()
+		b, _ := judgeID()
+		if a == b {
+			t.Errorf("two judges drew the same uid %d", a)
+		}
 	}
 	if _, err := runJudge(context.Background(), self, []byte("x")); err == nil || !strings.Contains(err.Error(), "exit status 3: no probe") {
 		t.Errorf("a failing judge: %v", err)
@@ -108,7 +122,7 @@ func TestRunJudge(t *testing.T) {
 	if os.Geteuid() != 0 {
 		return
 	}
-	// As root, a judge nobody may execute says so.
+	// As root, a judge others may not execute says so.
 	p := filepath.Join(t.TempDir(), judgeBinary)
 	if err := os.WriteFile(p, readFile(t, "/proc/self/exe"), 0o700); err != nil {
 		t.Fatal(err)
