@@ -86,10 +86,12 @@ type Input struct {
 	Baseline *Baseline
 	// BaselineOnly stops the run with ErrBeyondBaseline at the first
 	// entry that is neither the baseline's, unchanged, nor a mount stub or
-	// an excluded name, having read only its name and lstat: a run that
-	// returns without it read nothing the workload wrote. A door runs
-	// such a run in its own process, and the full gate in a helper when it
-	// stops (shim/service's helperGate). Never sent to a helper.
+	// an excluded name, having read only what the walk reads of every
+	// entry (its lstat and overlay xattrs; a regular file opened
+	// O_NONBLOCK for them, never read): a run that returns without it read
+	// no content the workload wrote. A door runs such a run in its own
+	// process, and the full gate in a helper when it stops (shim/service's
+	// helperGate). Never sent to a helper.
 	BaselineOnly bool `json:"-"`
 }
 

@@ -85,21 +85,21 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 		return engine.NoDiff(src.Problem, op.contract)
 	}
 	// An upper directory that holds only its baseline, unchanged, holds
-	// nothing of the workload's: the gate runs here, in the shim, bounded
-	// and recovered by the engine (engine.Finish.runGate), without the
-	// helper's hand-over, and stops at the first entry of the workload's
-	// having read only its name and lstat (gate.Input.BaselineOnly, the
-	// reads the shim made for the baseline itself); the helper then runs
-	// the whole gate.
+	// nothing of the workload's: the gate runs here, in the shim, as a
+	// host run's does (engine.InProcess: staged copies made durable
+	// before the manifest names them; bounded and recovered by
+	// engine.Finish.runGate), without the helper's hand-over. It stops at
+	// the first entry of the workload's (gate.Input.BaselineOnly), having
+	// read only its metadata as the walk reads every entry's, and the
+	// helper then runs the whole gate.
 	if src.Upper != "" && op.baseline != nil {
-		in, err := g.input(started)
-		if err != nil {
-			return engine.GateOutcome{Ran: true, Err: err}
-		}
-		in.BaselineOnly = true
-		res, err := gate.Run(ctx, in)
-		if !errors.Is(err, gate.ErrBeyondBaseline) {
-			return engine.GateOutcome{Ran: true, Res: res, Err: err}
+		o := engine.InProcess{Input: func(started time.Time) (gate.Input, error) {
+			in, err := g.input(started)
+			in.BaselineOnly = true
+			return in, err
+		}}.Run(ctx, started)
+		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
+			return o
 		}
 	}
 	input := p.input
