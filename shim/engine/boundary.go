@@ -126,7 +126,7 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	tw := mon.WatchTable(int(s.Netns.Fd()), plan)
 	m, err := applyTable(ctx, int(s.Netns.Fd()), plan, func() {
 		if err := tw.Subscribe(); err != nil {
-			b.log.WithError(err).Warn("the table watcher reads the table back itself at start")
+			b.log.WithError(err).Warn("the table watcher subscribes at its start instead; until then a commit is seen by the generation it moves")
 		}
 	})
 	if err != nil {

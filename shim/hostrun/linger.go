@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gensee/gensee/shim/hostrun/inner"
 	"github.com/gensee/gensee/shim/netpolicy"
 )
@@ -51,6 +53,11 @@ func startHolder(self string, held []*os.File) error {
 		return err
 	}
 	defer null.Close()
+	// Whatever fd gensee inherited without close-on-exec would pass to
+	// the holder too (os.StartProcess passes only what it is given).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return err
+	}
 	p, err := os.StartProcess(self, []string{"gensee", inner.LingerArg}, &os.ProcAttr{
 		Env: []string{}, Files: append([]*os.File{null, null, null}, held...),
 		Sys: &syscall.SysProcAttr{Setsid: true},
