@@ -11,9 +11,10 @@
 // and in a private mount namespace — building the command's view while
 // the nftables table in the host netns is bound to the cgroup and read
 // back, and the monitor opened; nothing of the command runs before the
-// go, which waits for the read-back, so the table is in place first. The wrapper mounts
-// the staged workspace (overlay, lower = the real workspace), makes every other mount read-only with private tmpfs /tmp and
-// /var/tmp, drops to the invoking user with no capabilities and
+// go, which waits for the read-back, so the table is in place first. The
+// wrapper mounts the staged workspace (overlay, lower = the real
+// workspace), makes every other mount read-only with private tmpfs /tmp
+// and /var/tmp, drops to the invoking user with no capabilities and
 // no_new_privs, closes inherited fds and executes the hashed fd. At exit:
 // drain, gate on the upper dir, counters, table and cgroup removed,
 // manifest.

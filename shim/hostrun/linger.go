@@ -2,7 +2,6 @@ package hostrun
 
 import (
 	"os"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -40,14 +39,11 @@ func closeAll(fs []*os.File) {
 }
 
 func startHolder(self string, held []*os.File) error {
-	if self == "" {
-		bin, err := openSandbox()
-		if err != nil {
-			return err
-		}
-		defer bin.Close()
-		self = "/proc/self/fd/" + strconv.Itoa(int(bin.Fd()))
+	self, done, err := sandboxPath(self)
+	if err != nil {
+		return err
 	}
+	defer done()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -55,4 +56,18 @@ func openSandbox() (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// sandboxPath is the path to run the sandbox binary by: self when the
+// request names one, else the fd openSandbox opened (/proc/self/fd/N),
+// which done closes once the process has started.
+func sandboxPath(self string) (path string, done func(), err error) {
+	if self != "" {
+		return self, func() {}, nil
+	}
+	bin, err := openSandbox()
+	if err != nil {
+		return "", nil, err
+	}
+	return "/proc/self/fd/" + strconv.Itoa(int(bin.Fd())), func() { bin.Close() }, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -108,15 +107,11 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 // its spec, and the command for the go); the wrapper adds the cgroup
 // namespace, the stage the user namespace.
 func (r *run) startWrapper(h *held, exe *sealedCommand) (*wrapper, *Refusal, error) {
-	self := r.req.Self
-	if self == "" {
-		bin, err := openSandbox()
-		if err != nil {
-			return nil, refuse(ReasonWrapper, SandboxBinary, "", "%v", err), nil
-		}
-		defer bin.Close()
-		self = "/proc/self/fd/" + strconv.Itoa(int(bin.Fd()))
+	self, done, err := sandboxPath(r.req.Self)
+	if err != nil {
+		return nil, refuse(ReasonWrapper, SandboxBinary, "", "%v", err), nil
 	}
+	defer done()
 	stdio, err := newStdio(r.req.Stdin, r.req.Stdout, r.req.Stderr)
 	if err != nil {
 		return nil, refuse(ReasonWrapper, "stdio", "", "%v", err), nil
