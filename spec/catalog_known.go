@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -67,9 +68,10 @@ func (c *Catalog) Contract(id string) (Contract, bool) {
 		return Contract{}, false
 	}
 	var ct Contract
-	if err := DecodeChecked(raw, &ct); err != nil {
+	if err := DecodeChecked(raw, &ct); err != nil || ct.ID != id {
 		// These bytes decoded as part of the whole payload under this
-		// build (ParseCatalog): not reached unless that no longer holds.
+		// build (ParseCatalog), which holds each contract's id equal to
+		// its key: not reached unless that no longer holds.
 		return Contract{}, false
 	}
 	k.decoded[id] = ct
@@ -206,4 +208,192 @@ func DecodeKnownEnvelopeAt(data []byte, start, end int) (*Envelope, error) {
 		return nil, err
 	}
 	return &env, nil
+}
+
+// ContractsSpan is where a catalog payload's top-level "contracts" object
+// lies in it, braces included, found by a token walk of the top-level
+// object; ok is false for anything else. The trust package keeps it with
+// its accepted mark (beside the envelope's PayloadSpan) so that the next
+// decode of the same bytes finds each contract by matching its brackets
+// instead of scanning its characters as JSON (DecodeKnownCatalogAt).
+func ContractsSpan(payload []byte) (start, end int, ok bool) {
+	d := json.NewDecoder(bytes.NewReader(payload))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return 0, 0, false
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return 0, 0, false
+		}
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return 0, 0, false
+		}
+		if k != "contracts" {
+			continue
+		}
+		end = int(d.InputOffset())
+		start = end - len(raw)
+		if len(raw) < 2 || raw[0] != '{' {
+			return 0, 0, false
+		}
+		return start, end, true
+	}
+	return 0, 0, false
+}
+
+// DecodeKnownCatalogAt is DecodeKnownCatalog for a payload whose contracts
+// object lies at payload[start:end] (ContractsSpan of the same bytes): the
+// rest of the payload, with an empty object in the contracts' place, is
+// decoded as DecodeKnownCatalog decodes the whole, and the contracts are
+// the object's members, found by matching brackets (objectMembers), each
+// decoded when Contract asks for it. A span that is not the payload's
+// top-level contracts object, exactly, is an error (the caller decodes
+// the whole).
+func DecodeKnownCatalogAt(payload []byte, start, end int) (*Catalog, error) {
+	if start < 0 || start >= len(payload) || end > len(payload) || end < start+2 || payload[start] != '{' {
+		return nil, errors.New("decode catalog: the contracts span is not an object")
+	}
+	raw, objEnd, err := objectMembers(payload, start)
+	if err != nil {
+		return nil, fmt.Errorf("decode catalog: contracts: %w", err)
+	}
+	if objEnd != end {
+		return nil, errors.New("decode catalog: the contracts span is not the whole object")
+	}
+	rest := make([]byte, 0, len(payload)-(end-start)+2)
+	rest = append(append(append(rest, payload[:start]...), `{}`...), payload[end:]...)
+	// The object must be the top-level contracts: in the rest, they are
+	// the empty object put in its place (the rest is a few kilobytes).
+	if s, e, ok := ContractsSpan(rest); !ok || s != start || e != start+2 {
+		return nil, errors.New("decode catalog: the contracts span is not the catalog's contracts")
+	}
+	var k knownCatalog
+	if err := DecodeChecked(rest, &k); err != nil {
+		return nil, err
+	}
+	if len(k.Contracts) != 0 {
+		return nil, errors.New("decode catalog: contracts outside the contracts span")
+	}
+	return &Catalog{Schema: k.Schema, Version: k.Version, IssuedAt: k.IssuedAt, ExpiresAt: k.ExpiresAt,
+		Analyzers: k.Analyzers, Selectors: k.Selectors, Verifiers: k.Verifiers, known: &knownContracts{raw: raw, decoded: map[string]Contract{}}}, nil
+}
+
+// objectMembers splits the JSON object that starts at data[start] into its
+// members (each key, unquoted, to its value's bytes) and returns them with
+// the offset just past the object. It checks the structure it walks (a
+// string key, a colon and a value per member, commas between) and skips
+// each value by matching its brackets and strings (skipValue), without
+// checking the value's inside: a contract's bytes are decoded strictly
+// when Contract asks for them. Meant for bytes that passed a strict
+// decode before; a later key replaces an earlier one, as a Go map decode
+// does.
+func objectMembers(data []byte, start int) (map[string]json.RawMessage, int, error) {
+	members := map[string]json.RawMessage{}
+	i := skipSpace(data, start+1)
+	if i < len(data) && data[i] == '}' {
+		return members, i + 1, nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return nil, 0, errors.New("want a member's key")
+		}
+		keyEnd, ok := skipString(data, i)
+		if !ok {
+			return nil, 0, errors.New("unterminated key")
+		}
+		var key string
+		if err := json.Unmarshal(data[i:keyEnd], &key); err != nil {
+			return nil, 0, err
+		}
+		i = skipSpace(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return nil, 0, errors.New("want a colon after a key")
+		}
+		i = skipSpace(data, i+1)
+		valueEnd, ok := skipValue(data, i)
+		if !ok {
+			return nil, 0, errors.New("unterminated value")
+		}
+		members[key] = data[i:valueEnd:valueEnd]
+		i = skipSpace(data, valueEnd)
+		if i >= len(data) {
+			return nil, 0, errors.New("unterminated object")
+		}
+		switch data[i] {
+		case '}':
+			return members, i + 1, nil
+		case ',':
+			i = skipSpace(data, i+1)
+		default:
+			return nil, 0, errors.New("want a comma or the object's end")
+		}
+	}
+}
+
+// skipValue returns the offset just past the JSON value at data[i]: a
+// string to its closing quote, an object or array to its matching bracket
+// (strings inside skipped whole), anything else (a number, true, false,
+// null) to the next delimiter.
+func skipValue(data []byte, i int) (int, bool) {
+	if i >= len(data) {
+		return 0, false
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end, ok := skipString(data, j)
+				if !ok {
+					return 0, false
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, true
+				}
+			}
+		}
+		return 0, false
+	default:
+		j := i
+	literal:
+		for ; j < len(data); j++ {
+			switch data[j] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				break literal
+			}
+		}
+		return j, j > i
+	}
+}
+
+// skipString returns the offset just past the JSON string whose opening
+// quote is data[i].
+func skipString(data []byte, i int) (int, bool) {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// skipSpace returns the offset of the first byte at or after i that is
+// not JSON whitespace.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
 }

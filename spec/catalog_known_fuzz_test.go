@@ -35,6 +35,29 @@ func sameCatalog(t *testing.T, data []byte) {
 	if err := k.Validate(); err != nil {
 		t.Fatalf("a known catalog of strict-accepted bytes does not validate: %v", err)
 	}
+	// With its contracts span, the same catalog, or an error (the caller
+	// then decodes the whole).
+	start, end, ok := ContractsSpan(data)
+	if !ok {
+		return
+	}
+	at, err := DecodeKnownCatalogAt(data, start, end)
+	if err != nil {
+		return
+	}
+	if !reflect.DeepEqual(full.ContractIDs(), at.ContractIDs()) {
+		t.Fatalf("contracts at %d..%d: ids %v, want %v", start, end, at.ContractIDs(), full.ContractIDs())
+	}
+	for _, id := range full.ContractIDs() {
+		w, _ := full.Contract(id)
+		if g, ok := at.Contract(id); !ok || !reflect.DeepEqual(w, g) {
+			t.Fatalf("contract %q at %d..%d:\n%+v\nwant\n%+v", id, start, end, g, w)
+		}
+	}
+	if !reflect.DeepEqual(full.Selectors, at.Selectors) || !reflect.DeepEqual(full.Analyzers, at.Analyzers) || !reflect.DeepEqual(full.Verifiers, at.Verifiers) ||
+		full.Version != at.Version || full.Schema != at.Schema || !full.IssuedAt.Equal(at.IssuedAt) || !full.ExpiresAt.Equal(at.ExpiresAt) {
+		t.Fatalf("the catalog at %d..%d: other fields differ", start, end)
+	}
 }
 
 // sameEnvelope: bytes ParseEnvelope accepts decode as known to the same
@@ -83,6 +106,23 @@ func FuzzKnownEnvelopeSpan(f *testing.F) {
 		}
 		if s, e, ok := PayloadSpan(data); ok {
 			DecodeKnownEnvelopeAt(data, s, e)
+		}
+	})
+}
+
+// No contracts span, however hostile, panics; one that decodes is the
+// catalog's own contracts object, for bytes the strict decode accepts.
+func FuzzKnownCatalogSpan(f *testing.F) {
+	seedCorpus(f, "catalog")
+	b, _ := json.Marshal(validCatalog())
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, e, ok := ContractsSpan(data)
+		_, strict := ParseCatalog(data)
+		for _, span := range [][2]int{{0, len(data)}, {len(data) / 3, len(data) / 2}, {s, e}, {s + 1, e}, {s, e + 1}, {s, len(data)}, {-1, 3}, {1 << 62, -(1 << 62)}} {
+			if _, err := DecodeKnownCatalogAt(data, span[0], span[1]); err == nil && strict == nil && (!ok || span != [2]int{s, e}) {
+				t.Fatalf("span %v decoded; the contracts lie at %d..%d (found %v)", span, s, e, ok)
+			}
 		}
 	})
 }

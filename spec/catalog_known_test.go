@@ -198,3 +198,93 @@ func TestContractDigest(t *testing.T) {
 		t.Error("an absent contract was found")
 	}
 }
+
+// A contracts span that is not exactly the catalog's top-level contracts
+// object is refused: off by a byte, one contract, a selector, the whole
+// payload, or one that runs on over the selectors (whose rest would still
+// be a catalog, without them); a contract whose id differs from its key is
+// not given out.
+func TestDecodeKnownCatalogAtForgedSpans(t *testing.T) {
+	c := validCatalog()
+	other := validContract()
+	other.ID = "second"
+	c.Contracts[other.ID] = other
+	payload, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, e, ok := ContractsSpan(payload)
+	if !ok {
+		t.Fatal("no contracts span")
+	}
+	at, err := DecodeKnownCatalogAt(payload, s, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := at.ContractIDs(); len(got) != 2 {
+		t.Fatalf("ids %v", got)
+	}
+	sel := bytes.Index(payload, []byte(`"selectors":`)) + len(`"selectors":`)
+	selEnd, _ := skipValue(payload, sel)
+	if selEnd <= sel || sel < e {
+		t.Fatalf("selectors at %d..%d, contracts end %d", sel, selEnd, e)
+	}
+	match := bytes.Index(payload[sel:], []byte(`"match":`)) + sel + len(`"match":`)
+	matchEnd, _ := skipValue(payload, match)
+	one := bytes.Index(payload[s:], []byte(`"second":`)) + s + len(`"second":`)
+	oneEnd, _ := skipValue(payload, one)
+	for name, span := range map[string][2]int{
+		"start+1": {s + 1, e}, "end-1": {s, e - 1}, "end+1": {s, e + 1},
+		"one contract": {one, oneEnd}, "a selector's match": {match, matchEnd}, "whole": {0, len(payload)},
+		"over the selectors": {s, selEnd}, "reversed": {e, s}, "empty": {s, s},
+	} {
+		if got, err := DecodeKnownCatalogAt(payload, span[0], span[1]); err == nil {
+			t.Errorf("%s %v: decoded, selectors %d, ids %v", name, span, len(got.Selectors), got.ContractIDs())
+		}
+	}
+
+	// The key names another contract's id.
+	swapped := bytes.Replace(payload, []byte(`"second":{"id":"second"`), []byte(`"second":{"id":"third"`), 1)
+	for _, k := range []func() (*Catalog, error){
+		func() (*Catalog, error) { return DecodeKnownCatalog(swapped) },
+		func() (*Catalog, error) {
+			s, e, _ := ContractsSpan(swapped)
+			return DecodeKnownCatalogAt(swapped, s, e)
+		},
+	} {
+		cat, err := k()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cat.Contract("second"); ok {
+			t.Fatal("a contract whose id is not its key was given out")
+		}
+	}
+}
+
+// objectMembers splits an object whose strings hold brackets, quotes and
+// escapes, and whose keys are escaped, as the JSON decoder reads it.
+func TestObjectMembers(t *testing.T) {
+	data := []byte(` {"a\u0062" : {"x":"}{][\"\\"} , "c":[1,{"d":"]"}],"e":"s\"}","f":-1.5e3 ,"g":null,"h":true}`)
+	got, end, err := objectMembers(data, 1)
+	if err != nil || end != len(data) {
+		t.Fatalf("end %d of %d, %v", end, len(data), err)
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("members %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if !bytes.Equal(got[k], v) {
+			t.Errorf("member %q = %s, want %s", k, got[k], v)
+		}
+	}
+	for _, bad := range []string{`{`, `{"a"}`, `{"a":}`, `{"a":1 "b":2}`, `{"a":"x`, `{"a":{"b":1}`, `{a:1}`, `{"a":1,}`} {
+		if _, _, err := objectMembers([]byte(bad), 0); err == nil {
+			t.Errorf("%s: split", bad)
+		}
+	}
+}

@@ -29,6 +29,17 @@ type acceptedMark struct {
 	// envelope around it; a span that is not a plain JSON string there
 	// costs the whole decode, and whatever the span holds must verify.
 	Payload [2]int `json:"payload_span,omitzero"`
+	// Contracts is where the payload's contracts object lies in the
+	// payload (spec.ContractsSpan), so that the short path finds each
+	// contract by its brackets (spec.DecodeKnownCatalogAt); a span that
+	// is not that object there costs the decode of the whole payload.
+	Contracts [2]int `json:"contracts_span,omitzero"`
+}
+
+// spans is where the short path finds the envelope's payload and the
+// payload's contracts (acceptedMark).
+type spans struct {
+	payload, contracts [2]int
 }
 
 // acceptedCache is what LoadCatalog uses of a StateStore that remembers
@@ -41,8 +52,8 @@ type acceptedMark struct {
 // contracts left as JSON until admission asks for one
 // (spec.DecodeKnownCatalog).
 type acceptedCache interface {
-	accepted(fileSHA256 string) (span [2]int, ok bool)
-	markAccepted(fileSHA256 string, span [2]int)
+	accepted(fileSHA256 string) (spans, bool)
+	markAccepted(fileSHA256 string, sp spans)
 }
 
 // cacheBuild is the build a mark must name; a development build ("dev",
@@ -55,39 +66,39 @@ func cacheBuild() (string, bool) {
 
 // accepted reports whether the mark in the state directory (checked as
 // Update checks it: owned by the shim's uid, not group/other-writable)
-// names this file and this build, and the payload span it noted.
-func (s *FileState) accepted(fileSHA256 string) ([2]int, bool) {
+// names this file and this build, and the spans it noted.
+func (s *FileState) accepted(fileSHA256 string) (spans, bool) {
 	build, ok := cacheBuild()
 	if !ok {
-		return [2]int{}, false
+		return spans{}, false
 	}
 	dir, err := s.openDir()
 	if err != nil {
-		return [2]int{}, false
+		return spans{}, false
 	}
 	defer dir.Close()
 	f, st, err := fsafe.OpenFileAt(int(dir.Fd()), filepath.Base(s.Path)+acceptedSuffix)
 	if err != nil {
-		return [2]int{}, false
+		return spans{}, false
 	}
 	defer f.Close()
 	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-		return [2]int{}, false
+		return spans{}, false
 	}
 	data, err := fsafe.ReadAll(f, st, 1024)
 	if err != nil {
-		return [2]int{}, false
+		return spans{}, false
 	}
 	var m acceptedMark
 	if json.Unmarshal(data, &m) != nil {
-		return [2]int{}, false
+		return spans{}, false
 	}
-	return m.Payload, m.FileSHA256 == fileSHA256 && m.Build == build
+	return spans{payload: m.Payload, contracts: m.Contracts}, m.FileSHA256 == fileSHA256 && m.Build == build
 }
 
 // markAccepted notes that this build accepted the catalog file in full.
 // Not fsynced: a lost mark costs one full check.
-func (s *FileState) markAccepted(fileSHA256 string, span [2]int) {
+func (s *FileState) markAccepted(fileSHA256 string, sp spans) {
 	build, ok := cacheBuild()
 	if !ok {
 		return
@@ -97,7 +108,7 @@ func (s *FileState) markAccepted(fileSHA256 string, span [2]int) {
 		return
 	}
 	defer dir.Close()
-	b, err := json.Marshal(acceptedMark{FileSHA256: fileSHA256, Build: build, Payload: span})
+	b, err := json.Marshal(acceptedMark{FileSHA256: fileSHA256, Build: build, Payload: sp.payload, Contracts: sp.contracts})
 	if err != nil {
 		return
 	}
@@ -113,8 +124,8 @@ func (s *FileState) markAccepted(fileSHA256 string, span [2]int) {
 // already reset the high-water mark, and still gets only payloads the
 // anchor signed. ok is false when anything differs: the full path then
 // decides.
-func decodeKnown(data []byte, span [2]int, anchor ed25519.PublicKey) (cat *spec.Catalog, payload []byte, ok bool) {
-	env, err := spec.DecodeKnownEnvelopeAt(data, span[0], span[1])
+func decodeKnown(data []byte, sp spans, anchor ed25519.PublicKey) (cat *spec.Catalog, payload []byte, ok bool) {
+	env, err := spec.DecodeKnownEnvelopeAt(data, sp.payload[0], sp.payload[1])
 	if err != nil {
 		env, err = spec.DecodeKnownEnvelope(data)
 	}
@@ -130,7 +141,10 @@ func decodeKnown(data []byte, span [2]int, anchor ed25519.PublicKey) (cat *spec.
 	go func() {
 		verified <- env.VerifyPayload(spec.PayloadTypeCatalog, payload, []ed25519.PublicKey{anchor}, 1)
 	}()
-	c, err := spec.DecodeKnownCatalog(payload)
+	c, err := spec.DecodeKnownCatalogAt(payload, sp.contracts[0], sp.contracts[1])
+	if err != nil {
+		c, err = spec.DecodeKnownCatalog(payload)
+	}
 	if verr := <-verified; verr != nil || err != nil {
 		return nil, nil, false
 	}

@@ -34,8 +34,8 @@ func TestLoadCatalogAcceptedMark(t *testing.T) {
 	if !marked(fx.state, fileDigest(data)) {
 		t.Fatal("no mark after a full accept")
 	}
-	if span, _ := fx.state.accepted(fileDigest(data)); span == ([2]int{}) {
-		t.Fatal("the mark notes no payload span")
+	if sp, _ := fx.state.accepted(fileDigest(data)); sp.payload == ([2]int{}) || sp.contracts == ([2]int{}) {
+		t.Fatalf("the mark notes no payload or contracts span: %+v", sp)
 	}
 	again, err := LoadCatalog(path, fx.anchor, fx.state, now)
 	if err != nil {
@@ -76,7 +76,7 @@ func TestLoadCatalogMarkForged(t *testing.T) {
 	other := newCatFixture(t)
 	path, _ := fx.write(t, "forged.json", catalogDoc(4, nil), spec.PayloadTypeCatalog, other.key)
 	data, _ := os.ReadFile(path)
-	fx.state.markAccepted(fileDigest(data), [2]int{})
+	fx.state.markAccepted(fileDigest(data), spans{})
 	if !marked(fx.state, fileDigest(data)) {
 		t.Fatal("mark not written")
 	}
@@ -120,7 +120,7 @@ func TestLoadCatalogMarkForgedSignatureFlood(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fx.state.markAccepted(fileDigest(data), [2]int{})
+	fx.state.markAccepted(fileDigest(data), spans{})
 	if _, err := LoadCatalog(path, fx.anchor, fx.state, now); err == nil {
 		t.Fatalf("an envelope of %d signatures was accepted under a forged mark", len(env.Signatures))
 	}
@@ -145,18 +145,54 @@ func TestLoadCatalogMarkForgedSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	span, _ := fx.state.accepted(fileDigest(data))
+	sp, _ := fx.state.accepted(fileDigest(data))
+	span := sp.payload
 	key := bytes.LastIndex(data, []byte(`"sig"`)) + len(`"sig"`)
 	sigStart := key + bytes.IndexByte(data[key:], '"')
 	sigEnd := sigStart + 1 + bytes.IndexByte(data[sigStart+1:], '"') + 1
 	for _, forged := range [][2]int{{span[0] + 1, span[1]}, {span[0], span[1] - 1}, {0, len(data)}, {sigStart, sigEnd}, {span[1], span[0]}} {
-		fx.state.markAccepted(fileDigest(data), forged)
+		fx.state.markAccepted(fileDigest(data), spans{payload: forged, contracts: sp.contracts})
 		got, err := LoadCatalog(path, fx.anchor, fx.state, now)
 		if err != nil {
 			continue // refused: fine
 		}
 		if got.Digest != want.Digest {
 			t.Fatalf("span %v admitted payload %s, want %s", forged, got.Digest, want.Digest)
+		}
+	}
+}
+
+// A mark's contracts span that is not the payload's contracts object costs
+// the whole decode, never another contract set: each forged span loads
+// the same contracts, or nothing.
+func TestLoadCatalogMarkForgedContractsSpan(t *testing.T) {
+	withBuild(t, "test-build")
+	fx := newCatFixture(t)
+	path, _ := fx.catalog(t, "c.json", 3, nil)
+	want, err := LoadCatalog(path, fx.anchor, fx.state, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	sp, _ := fx.state.accepted(fileDigest(data))
+	c := sp.contracts
+	if c == ([2]int{}) {
+		t.Fatal("no contracts span noted")
+	}
+	for _, forged := range [][2]int{{c[0] + 1, c[1]}, {c[0], c[1] - 1}, {c[0], c[1] + 40}, {0, c[1]}, {c[1], c[0]}, {c[0], c[0] + 2}} {
+		fx.state.markAccepted(fileDigest(data), spans{payload: sp.payload, contracts: forged})
+		got, err := LoadCatalog(path, fx.anchor, fx.state, now)
+		if err != nil {
+			continue // refused: fine
+		}
+		if got.Digest != want.Digest || !slices.Equal(got.Catalog.ContractIDs(), want.Catalog.ContractIDs()) {
+			t.Fatalf("span %v: %s %v, want %s %v", forged, got.Digest, got.Catalog.ContractIDs(), want.Digest, want.Catalog.ContractIDs())
+		}
+		for _, id := range want.Catalog.ContractIDs() {
+			w, _ := want.Catalog.Contract(id)
+			if g, ok := got.Catalog.Contract(id); !ok || !reflect.DeepEqual(g, w) {
+				t.Fatalf("span %v: contract %s differs", forged, id)
+			}
 		}
 	}
 }

@@ -47,54 +47,58 @@ func LoadCatalog(path string, anchor ed25519.PublicKey, state StateStore, now ti
 	var digest string
 	if cache != nil {
 		digest = fileDigest(data)
-		if span, ok := cache.accepted(digest); ok {
-			if cat, payload, ok := decodeKnown(data, span, anchor); ok {
+		if sp, ok := cache.accepted(digest); ok {
+			if cat, payload, ok := decodeKnown(data, sp, anchor); ok {
 				return admitCatalog(path, cat, payload, state, now)
 			}
 		}
 	}
-	l, err := acceptCatalog(path, data, anchor, state, now)
+	l, payload, err := acceptCatalog(path, data, anchor, state, now)
 	if err == nil && cache != nil {
-		var span [2]int
+		var sp spans
 		if start, end, ok := spec.PayloadSpan(data); ok {
-			span = [2]int{start, end}
+			sp.payload = [2]int{start, end}
 		}
-		cache.markAccepted(digest, span)
+		if start, end, ok := spec.ContractsSpan(payload); ok {
+			sp.contracts = [2]int{start, end}
+		}
+		cache.markAccepted(digest, sp)
 	}
 	return l, err
 }
 
 // acceptCatalog applies every rule after the file read to the envelope
-// bytes data (path only names it in errors).
-func acceptCatalog(path string, data []byte, anchor ed25519.PublicKey, state StateStore, now time.Time) (*Loaded, error) {
+// bytes data (path only names it in errors); it returns the payload too.
+func acceptCatalog(path string, data []byte, anchor ed25519.PublicKey, state StateStore, now time.Time) (*Loaded, []byte, error) {
 	env, err := spec.ParseEnvelope(data)
 	if err != nil {
-		return nil, catErr(path, RuleFormat, "is not a strict DSSE envelope", "re-sign it with `gensee catalog sign`", err)
+		return nil, nil, catErr(path, RuleFormat, "is not a strict DSSE envelope", "re-sign it with `gensee catalog sign`", err)
 	}
 	if env.PayloadType != spec.PayloadTypeCatalog {
-		return nil, catErr(path, RulePayloadType, fmt.Sprintf("payloadType is %q, want %q", env.PayloadType, spec.PayloadTypeCatalog),
+		return nil, nil, catErr(path, RulePayloadType, fmt.Sprintf("payloadType is %q, want %q", env.PayloadType, spec.PayloadTypeCatalog),
 			"sign the catalog payload with `gensee catalog sign`, not another document", spec.ErrPayloadType)
 	}
 	if len(anchor) != ed25519.PublicKeySize {
-		return nil, catErr(path, RuleSignature, fmt.Sprintf("trust anchor key has %d bytes, want %d", len(anchor), ed25519.PublicKeySize),
+		return nil, nil, catErr(path, RuleSignature, fmt.Sprintf("trust anchor key has %d bytes, want %d", len(anchor), ed25519.PublicKeySize),
 			"load the anchor with trust.LoadAnchor", spec.ErrKey)
 	}
 	payload, err := env.Verify(spec.PayloadTypeCatalog, []ed25519.PublicKey{anchor}, 1)
 	if err != nil {
-		return nil, catErr(path, RuleSignature, "is not signed by the trust anchor (keyid "+spec.KeyID(anchor)+")",
+		return nil, nil, catErr(path, RuleSignature, "is not signed by the trust anchor (keyid "+spec.KeyID(anchor)+")",
 			"sign it with the catalog root private key that matches the installed anchor", err)
 	}
 	cat, err := spec.ParseCatalog(payload)
 	if err != nil {
-		return nil, catErr(path, RuleFormat, "signed payload is not a valid catalog", "fix the listed fields and re-sign", err)
+		return nil, nil, catErr(path, RuleFormat, "signed payload is not a valid catalog", "fix the listed fields and re-sign", err)
 	}
-	return admitCatalog(path, cat, payload, state, now)
+	l, err := admitCatalog(path, cat, payload, state, now)
+	return l, payload, err
 }
 
 // admitCatalog applies the rules after the payload's decode and
 // validation: the validity window and the high-water mark.
 func admitCatalog(path string, cat *spec.Catalog, payload []byte, state StateStore, now time.Time) (*Loaded, error) {
-	if err := checkWindow(path, cat, now); err != nil {
+	if err := CheckWindow(path, cat, now); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(payload)
@@ -111,7 +115,11 @@ func admitCatalog(path string, cat *spec.Catalog, payload []byte, state StateSto
 	return &Loaded{Catalog: cat, Digest: "sha256:" + next.PayloadSHA256, Version: cat.Version}, nil
 }
 
-func checkWindow(path string, cat *spec.Catalog, now time.Time) error {
+// CheckWindow is LoadCatalog's validity window rule at now, for the
+// catalog loaded from path: a *CatalogError if cat has expired or is not
+// valid yet. A caller that holds a catalog loaded a moment ago applies it
+// again at its own time.
+func CheckWindow(path string, cat *spec.Catalog, now time.Time) error {
 	if !now.Before(cat.ExpiresAt) {
 		return catErr(path, RuleExpired, fmt.Sprintf("version %d expired at %s (now %s)", cat.Version, cat.ExpiresAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)),
 			"publish a newer catalog version with a later expires_at", nil)

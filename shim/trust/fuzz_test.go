@@ -35,7 +35,7 @@ func FuzzAcceptCatalog(f *testing.F) {
 	f.Add([]byte(`{"payloadType":"application/vnd.gensee.catalog.v1+json","payload":"e30=","signatures":[{"keyid":"","sig":""}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st := &memState{}
-		l, err := acceptCatalog("/fuzz/catalog.json", data, fx.anchor, st, now)
+		l, _, err := acceptCatalog("/fuzz/catalog.json", data, fx.anchor, st, now)
 		if err != nil {
 			if l != nil || st.found {
 				t.Fatalf("refused (%v) yet returned %v / recorded %+v", err, l, st.cur)
