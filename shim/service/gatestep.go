@@ -14,8 +14,10 @@ import (
 )
 
 // helperGate runs the product gate in a helper process (gaterun.go): the
-// operation's warm helper (warmGate), or one prepare starts beside the
-// drain, handed its input by run once nothing writes to the diff any more.
+// operation's warm helper (warmGate), or one Prepare starts beside the
+// drain, handed its input by Run once nothing writes to the diff any more.
+// An upper dir with a recorded baseline is gated in the shim first, and a
+// helper is readied only if it holds more than its baseline.
 type helperGate struct {
 	op      *operation
 	spawned chan preparedGate // prepare's helper and input; run takes them
@@ -30,20 +32,33 @@ type preparedGate struct {
 }
 
 func (g *helperGate) Prepare(ctx context.Context, started time.Time) {
-	if g.op.diff.Problem != "" { // no diff to hand it
+	// No diff to hand a helper; or Run gates a baseline-only upper dir in
+	// the shim first and takes a helper only when it must (start).
+	if g.op.diff.Problem != "" || g.baselineFirst() {
 		return
 	}
-	// The warm helper if it is still there (warmGate); else one started
-	// now, whose exec and start-up run beside the drain. The input is
-	// encoded there too: it names only what the operation fixed at Create
-	// and the start time.
+	g.start(ctx, started)
+}
+
+// baselineFirst is whether Run tries the gate in the shim first: an
+// upper dir with a recorded baseline (gate.Input.BaselineOnly).
+func (g *helperGate) baselineFirst() bool {
+	return g.op.diff.Upper != "" && g.op.baseline != nil
+}
+
+// start readies a helper and its input beside the caller: the
+// operation's warm helper if it is still there (warmGate), else one
+// started now, whose exec and start-up run beside the drain. The input
+// is encoded there too: it names only what the operation fixed at Create
+// and the start time.
+func (g *helperGate) start(ctx context.Context, started time.Time) {
 	g.spawned = make(chan preparedGate, 1)
 	go func() {
 		var p preparedGate
 		if p.h = g.op.warm.take(); p.h == nil {
 			var err error
 			if p.h, err = spawnGateHelper(false); err != nil {
-				g.op.logger(ctx).WithError(err).Warn("start gate helper beside the drain; the gate starts one after it")
+				g.op.logger(ctx).WithError(err).Warn("start gate helper; the gate starts one after it")
 			}
 		}
 		if in, err := g.input(started); err == nil {
@@ -70,6 +85,29 @@ func (g *helperGate) input(started time.Time) (gate.Input, error) {
 
 func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutcome {
 	op := g.op
+	src := op.diff
+	if src.Problem != "" {
+		return engine.NoDiff(src.Problem, op.contract)
+	}
+	// An upper directory that holds only its baseline, unchanged, holds
+	// nothing of the workload's: the gate runs here, in the shim, as a
+	// host run's does (engine.InProcess: staged copies made durable
+	// before the manifest names them; bounded and recovered by
+	// engine.Finish.runGate), without a helper. It stops at the first
+	// entry of the workload's (gate.Input.BaselineOnly), having read only
+	// its metadata as the walk reads every entry's, and a helper then
+	// runs the whole gate.
+	if g.baselineFirst() {
+		o := engine.InProcess{Input: func(started time.Time) (gate.Input, error) {
+			in, err := g.input(started)
+			in.BaselineOnly = true
+			return in, err
+		}}.Run(ctx, started)
+		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
+			return o
+		}
+		g.start(ctx, started)
+	}
 	var p preparedGate
 	if g.spawned != nil {
 		p = <-g.spawned
@@ -80,28 +118,6 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 			p.h.abandon()
 		}
 	}()
-	src := op.diff
-	if src.Problem != "" {
-		return engine.NoDiff(src.Problem, op.contract)
-	}
-	// An upper directory that holds only its baseline, unchanged, holds
-	// nothing of the workload's: the gate runs here, in the shim, as a
-	// host run's does (engine.InProcess: staged copies made durable
-	// before the manifest names them; bounded and recovered by
-	// engine.Finish.runGate), without the helper's hand-over. It stops at
-	// the first entry of the workload's (gate.Input.BaselineOnly), having
-	// read only its metadata as the walk reads every entry's, and the
-	// helper then runs the whole gate.
-	if src.Upper != "" && op.baseline != nil {
-		o := engine.InProcess{Input: func(started time.Time) (gate.Input, error) {
-			in, err := g.input(started)
-			in.BaselineOnly = true
-			return in, err
-		}}.Run(ctx, started)
-		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
-			return o
-		}
-	}
 	input := p.input
 	if input == nil {
 		in, err := g.input(started)
