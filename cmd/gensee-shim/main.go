@@ -22,6 +22,7 @@ func main() {
 		os.Exit(gate.HelperMain(os.Stdin, os.Stdout, os.Stderr))
 	}
 	capProcs()
+	service.Preload()
 	stop := startProfile()
 	service.Register()
 	shim.RunShim(context.Background(), service.NewManager(service.RuntimeName))

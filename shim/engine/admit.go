@@ -31,6 +31,16 @@ func LoadTrust(cfg config.Config, path, field string, now time.Time) (*trust.Loa
 	return cat, nil
 }
 
+// RecheckTrust applies LoadTrust's one rule that depends on the time, the
+// catalog's validity window, at now to cat, which LoadTrust loaded from
+// path a moment before: the refusal LoadTrust would have given at now.
+func RecheckTrust(cat *trust.Loaded, path, field string, now time.Time) *spec.Refusal {
+	if err := trust.CheckWindow(path, cat.Catalog, now); err != nil {
+		return spec.Refuse(ReasonCatalog, field, "", "%v", err)
+	}
+	return nil
+}
+
 // Decide decides which one contract of cat governs in's observation
 // (admission.Decide) and returns what admission.json records of it; or the
 // decision's refusal: its reason and message (which names the fix), the

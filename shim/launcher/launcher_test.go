@@ -20,6 +20,7 @@ import (
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types/runc/options"
+	runtimeoptions "github.com/containerd/containerd/api/types/runtimeoptions/v1"
 	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/process"
 	runcshim "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/runc"
 	"github.com/containerd/containerd/v2/defaults"
@@ -45,6 +46,12 @@ func TestFrontMatchesContainerd(t *testing.T) {
 	}
 	if want := string((&options.Options{}).ProtoReflect().Descriptor().FullName()); runcOptionsType != want {
 		t.Errorf("runcOptionsType %q, containerd's %q", runcOptionsType, want)
+	}
+	if want := string((&runtimeoptions.Options{}).ProtoReflect().Descriptor().FullName()); runtimeOptionsType != want {
+		t.Errorf("runtimeOptionsType %q, containerd's %q", runtimeOptionsType, want)
+	}
+	if envPreload != service.EnvPreload {
+		t.Errorf("envPreload %q, the shim's %q", envPreload, service.EnvPreload)
 	}
 	if logLevelDebug != int32(bootapi.LogLevel_LOG_LEVEL_DEBUG) {
 		t.Errorf("logLevelDebug %d, containerd's %d", logLevelDebug, bootapi.LogLevel_LOG_LEVEL_DEBUG)
@@ -97,6 +104,12 @@ func TestBootstrapWire(t *testing.T) {
 		if err := p.AddExtension(&options.Options{ShimCgroup: "/second"}); err != nil {
 			t.Fatal(err)
 		}
+		if err := p.AddExtension(&runtimeoptions.Options{ConfigPath: "/etc/gensee/ci.toml"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AddExtension(&runtimeoptions.Options{ConfigPath: "/second.toml"}); err != nil {
+			t.Fatal(err)
+		}
 		b, err := proto.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +120,8 @@ func TestBootstrapWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bootstrapParams{instanceID: "c1", namespace: "demo", logLevel: -8, grpcAddress: "/x/c.sock", socketDir: dir, runcOptions: true, shimCgroup: "/shim.slice"}
+	want := bootstrapParams{instanceID: "c1", namespace: "demo", logLevel: -8, grpcAddress: "/x/c.sock", socketDir: dir, runcOptions: true, shimCgroup: "/shim.slice",
+		runtimeOptions: true, configPath: "/etc/gensee/ci.toml"}
 	if got != want {
 		t.Fatalf("decoded %+v, want %+v", got, want)
 	}

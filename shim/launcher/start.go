@@ -39,11 +39,21 @@ const (
 	// runcOptionsType is the runc options' protobuf full name: the
 	// extension the runc manager's Start reads its shim cgroup from.
 	runcOptionsType = "containerd.runc.v1.Options"
+	// runtimeOptionsType is CRI's runtime options' protobuf full name
+	// (ctr --runtime-config-path sends them too): config_path, field 2,
+	// names the operator config the task's Create will load.
+	runtimeOptionsType = "runtimeoptions.v1.Options"
 	// logLevelDebug is bootapi.LogLevel_LOG_LEVEL_DEBUG.
 	logLevelDebug = -4
 	// maxBootstrapBytes bounds the bootstrap parameters read from stdin.
 	maxBootstrapBytes = 10 << 20
 )
+
+// envPreload is the environment variable the front sets for the
+// long-lived shim it starts (service.EnvPreload, which the tests pin): the
+// config path containerd's start call named in its runtime options, ""
+// for none.
+const envPreload = "GENSEE_PRELOAD_CONFIG"
 
 // groupLabels are the runc manager's: a container whose spec carries one
 // joins the shim of that group (a CRI pod's sandbox).
@@ -59,6 +69,10 @@ type bootstrapParams struct {
 	// runcOptions says there was one.
 	runcOptions bool
 	shimCgroup  string
+	// configPath is the first runtime options extension's config_path:
+	// the config the task's Create names ("": the shim's default).
+	configPath     string
+	runtimeOptions bool
 }
 
 // startArgs reports whether args are containerd's `start` call with no
@@ -130,7 +144,10 @@ func startShim(ns, id string, in []byte, full *os.File) (result []byte, ok bool,
 	// containerd's runc manager sets GOMAXPROCS=4; fewer where the shim
 	// may run on fewer CPUs: each P it cannot use keeps its own caches,
 	// resident in every sleeping task's shim.
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(shimProcs()), "OTEL_SERVICE_NAME=containerd-shim-"+id)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(shimProcs()), "OTEL_SERVICE_NAME=containerd-shim-"+id,
+		// The config the first Create will name: the shim loads it and
+		// its catalog while containerd connects (service.EnvPreload).
+		envPreload+"="+p.configPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.ExtraFiles = []*os.File{f}
 	if err := cmd.Start(); err != nil {
@@ -214,7 +231,16 @@ func (p *bootstrapParams) extension(b []byte) error {
 		return err
 	}
 	// anypb's MessageIs: the full name after the type URL's last '/'.
-	if p.runcOptions || url[strings.LastIndexByte(url, '/')+1:] != runcOptionsType {
+	switch name := url[strings.LastIndexByte(url, '/')+1:]; {
+	case name == runtimeOptionsType && !p.runtimeOptions:
+		p.runtimeOptions = true
+		return walkFields(value, func(num, typ int, _ uint64, data []byte) error {
+			if num == 2 && typ == wireBytes && utf8.Valid(data) {
+				p.configPath = string(data)
+			}
+			return nil
+		})
+	case p.runcOptions || name != runcOptionsType:
 		return nil
 	}
 	p.runcOptions = true

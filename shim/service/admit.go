@@ -165,15 +165,28 @@ type catalogLoad struct {
 	cat  *trust.Loaded
 	err  *spec.Refusal
 	took time.Duration
+	// preloaded: the shim loaded it before Create came (preload); took
+	// is then how long Create waited for it.
+	preloaded bool
 }
 
+// loadCatalog is Create's catalog load: the preloaded one when it was
+// for the same config (preload), else one started now.
 func (s *service) loadCatalog(cfg config.Config) *catalogLoad {
+	if l := s.preload.take(cfg, s.now); l != nil {
+		return l
+	}
+	return startCatalog(cfg, s.now)
+}
+
+// startCatalog starts the catalog's load for cfg at now.
+func startCatalog(cfg config.Config, now func() time.Time) *catalogLoad {
 	l := &catalogLoad{done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		t := time.Now()
 		defer func() { l.took = time.Since(t) }()
-		l.cat, l.err = engine.LoadTrust(cfg, cfg.Catalog, "catalog", s.now())
+		l.cat, l.err = engine.LoadTrust(cfg, cfg.Catalog, "catalog", now())
 	}()
 	return l
 }

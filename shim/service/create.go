@@ -144,6 +144,9 @@ func (s *service) create(ctx context.Context, c *creation) (*taskAPI.CreateTaskR
 		WithField("admission_ms", ms(c.runcAt.Sub(c.admitAt))).WithField("runc_create_ms", ms(c.createdAt.Sub(c.runcAt))).WithField("boundary_ms", ms(c.bindTook)).
 		WithField("baseline_ms", ms(c.op.baselineDur)).WithField("baseline_entries", c.op.baselineEntries()).
 		WithField("bound", c.bound).WithField("after_create_ms", ms(time.Since(c.createdAt)))
+	if c.catalog.preloaded {
+		l = l.WithField("catalog", "preloaded")
+	}
 	if a := c.adm.decision.Analyzer; a != nil {
 		l = l.WithField("analyzer", a.Analyzer).WithField("analyzer_outcome", a.Outcome).WithField("analyzer_ms", ms(time.Duration(a.TookMicros)*time.Microsecond))
 	}

@@ -20,6 +20,10 @@ func Register() {
 		ID:       "task",
 		Requires: []plugin.Type{plugins.EventPlugin, plugins.InternalPlugin},
 		InitFn: func(ic *plugin.InitContext) (any, error) {
+			// The rest of the shim's start-up is the first burst of its
+			// task's start (gcburst.go), after pkg/shim has set the
+			// shim's GC percent; Create's own hold nests in this one.
+			holdGC(gcBurstSettle)
 			pp, err := ic.GetByID(plugins.EventPlugin, "publisher")
 			if err != nil {
 				return nil, fmt.Errorf("get publisher: %w", err)

@@ -23,6 +23,8 @@ type service struct {
 	now func() time.Time
 	// loadConfig reads the operator config named by the runtime options.
 	loadConfig func(path string) (config.Config, error)
+	// preload is the first Create's config and catalog, loaded at start.
+	preload *preload
 
 	seccomp seccompProbe
 	front   runcFront
@@ -84,7 +86,7 @@ func (s *service) State(ctx context.Context, r *taskAPI.StateRequest) (*taskAPI.
 }
 
 func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdingPublisher) *service {
-	return &service{
+	s := &service{
 		TTRPCTaskService: inner,
 		ctx:              ctx,
 		pub:              pub,
@@ -93,6 +95,8 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 		ops:              map[string]*operation{},
 		stdio:            map[stdioKey]*heldStdio{},
 	}
+	s.preload, pending = pending, nil
+	return s
 }
 
 // RegisterTTRPC registers the wrapper (not the inner service) as the task
