@@ -23,7 +23,10 @@
 # moves whole runs by more; the two contenders alternate pair by pair, so
 # both see the same machine, and a ratio is read from the medians. A
 # ratio is a result only when the two interquartile ranges do not swamp
-# the difference it claims. The bench itself keeps the load average
+# the difference it claims. P1 and P1a also give the ratio pair by pair
+# (each run over the other contender's run beside it): its median and
+# quartiles say how far the machine moved the headline ratio, which is
+# the ratio of the medians. The bench itself keeps the load average
 # near 1.5 (containerd, the shims, runc); the one printed at start is
 # other work's, and a run that started above about 0.5 is not one to
 # quote. Targets
@@ -47,9 +50,10 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (make bench)" >&2; exit 1; }
-# 40 pairs: a single run's spread here is about +-10%, so the median of 15
-# moved the ratio by a few percent from one bench to the next.
-pairs=${P1_PAIRS:-40}
+# 100 pairs: a single run's spread here is about +-10%, and the ratio of
+# the medians of 40 still moved by +-4% from one bench to the next (of 15,
+# more); a pair takes about 0.3 s.
+pairs=${P1_PAIRS:-100}
 
 dir=$(mktemp -d /var/lib/gensee-bench-XXXXXX)
 trap 'gensee_daemon_stop "$dir" demo; rm -rf "$dir"' EXIT
@@ -82,6 +86,12 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 # spread: min..max and the interquartile range of the numbers on stdin.
 spread() { sort -n | awk '{a[NR]=$1} END {printf "min %s, q1 %s, q3 %s, max %s", a[1], a[int((NR+3)/4)], a[int((3*NR+3)/4)], a[NR]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
+# pairwise "A..." "B...": the ratio A[i]/B[i] of each pair, its median and
+# quartiles.
+pairwise() {
+	paste -d' ' <(printf '%s\n' $1) <(printf '%s\n' $2) | awk '{print $1/$2}' | sort -n |
+		awk '{a[NR]=$1} END {printf "pair by pair median %.3f, q1 %.3f, q3 %.3f", (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2, a[int((NR+3)/4)], a[int((3*NR+3)/4)]}'
+}
 
 # rss_kib RUNTIME ID: start a sleeping container, let it settle, and sum the
 # VmRSS of every process the runtime keeps for it: the shim (the init's
@@ -126,7 +136,7 @@ for i in $(seq 1 "$pairs"); do
 done
 gm=$(printf '%s\n' "${g[@]}" | median)
 rm_=$(printf '%s\n' "${r[@]}" | median)
-p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(ratio "$gm" "$rm_") (target <= 0.95); $pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread); runc.v2 $(printf '%s\n' "${r[@]}" | spread)"
+p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(ratio "$gm" "$rm_") (target <= 0.95), $(pairwise "${g[*]}" "${r[*]}"); $pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread); runc.v2 $(printf '%s\n' "${r[@]}" | spread)"
 echo "$p1"
 
 echo "P1a: ctr run --rm /bin/true, 1024 allow_exact tuples vs runc.v2 and deny_all, $pairs alternating triples"
@@ -143,7 +153,7 @@ done
 am=$(printf '%s\n' "${a[@]}" | median)
 dm=$(printf '%s\n' "${d[@]}" | median)
 arm=$(printf '%s\n' "${ar[@]}" | median)
-p1a="P1a ctr run --rm, 1024 allow tuples: median ${am} ms, runc.v2 median ${arm} ms, ratio $(ratio "$am" "$arm") (target <= 1.05); deny_all median ${dm} ms, allow/deny_all $(ratio "$am" "$dm"); $pairs triples; allow $(printf '%s\n' "${a[@]}" | spread); runc.v2 $(printf '%s\n' "${ar[@]}" | spread); deny_all $(printf '%s\n' "${d[@]}" | spread)"
+p1a="P1a ctr run --rm, 1024 allow tuples: median ${am} ms, runc.v2 median ${arm} ms, ratio $(ratio "$am" "$arm") (target <= 1.05), $(pairwise "${a[*]}" "${ar[*]}"); deny_all median ${dm} ms, allow/deny_all $(ratio "$am" "$dm"); $pairs triples; allow $(printf '%s\n' "${a[@]}" | spread); runc.v2 $(printf '%s\n' "${ar[@]}" | spread); deny_all $(printf '%s\n' "${d[@]}" | spread)"
 echo "$p1a"
 
 echo "P7: ctr run --rm /bin/true through the node analyzer vs the safe_default, $pairs alternating pairs"
