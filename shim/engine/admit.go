@@ -31,14 +31,17 @@ func LoadTrust(cfg config.Config, path, field string, now time.Time) (*trust.Loa
 	return cat, nil
 }
 
-// RecheckTrust applies LoadTrust's one rule that depends on the time, the
-// catalog's validity window, at now to cat, which LoadTrust loaded from
-// path a moment before: the refusal LoadTrust would have given at now.
-func RecheckTrust(cat *trust.Loaded, path, field string, now time.Time) *spec.Refusal {
-	if err := trust.CheckWindow(path, cat.Catalog, now); err != nil {
-		return spec.Refuse(ReasonCatalog, field, "", "%v", err)
+// TrustCurrent reports whether cat, which LoadTrust loaded from path for
+// cfg a moment before, is what LoadTrust would give now: the same file
+// bytes, the same anchor, within its validity window, and still admitted
+// by the high-water mark (trust.Loaded.Current). A caller that loaded
+// ahead of its need loads again otherwise.
+func TrustCurrent(cfg config.Config, cat *trust.Loaded, path string, now time.Time) bool {
+	anchor, err := trust.LoadAnchor(cfg.TrustAnchor)
+	if err != nil {
+		return false
 	}
-	return nil
+	return cat.Current(path, anchor, trust.NewFileState(trust.StateFile(cfg.StateDir)), now)
 }
 
 // Decide decides which one contract of cat governs in's observation

@@ -106,6 +106,9 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
 			return o
 		}
+		if err := ctx.Err(); err != nil { // the gate's limit passed: no helper stages anything now
+			return engine.GateOutcome{Ran: true, Err: fmt.Errorf("the product gate reached its limit before its helper started: %w", err)}
+		}
 		g.start(ctx, started)
 	}
 	var p preparedGate

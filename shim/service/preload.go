@@ -23,20 +23,22 @@ const EnvPreload = "GENSEE_PRELOAD_CONFIG"
 // containerd's start call (EnvPreload): a shim process is
 // started for its task's Create, and the catalog's load and verification
 // is what that Create waits for first. Create takes it once (take) and
-// uses its catalog only when the config Create loads itself is the same;
-// a Create with another config, and every later Create of the process (a
-// shim that serves a group), loads its own. The catalog's validity window
-// is checked again at Create's own time; the load's other rules (the
-// file, the anchor's signature, the high-water mark) held when it ran, a
-// few milliseconds before, as for a Create that had come then.
+// uses its catalog only when the config Create loads itself is the same,
+// within preloadFresh of the shim's start, and the load is still current
+// at Create's own time (the same catalog file and anchor, within its
+// validity window, still admitted by the high-water mark: what a load
+// then would check but the decode and the signature); else Create loads
+// the catalog as it is then. A Create with another config, and every
+// later Create of the process (a shim that serves a group), loads its own.
 type preload struct {
 	mu    sync.Mutex
 	taken bool
 
-	loaded chan struct{} // closed once cfg, err and cat are set
-	cfg    config.Config
-	err    error        // the config's load
-	cat    *catalogLoad // nil when the config did not load
+	started time.Time     // when the preload began
+	loaded  chan struct{} // closed once cfg, err and cat are set
+	cfg     config.Config
+	err     error        // the config's load
+	cat     *catalogLoad // nil when the config did not load
 }
 
 // pending is the preload Preload started, for the service the shim's
@@ -54,7 +56,7 @@ func Preload() {
 	}
 	os.Unsetenv(EnvPreload)
 	load := loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs)), os.Getenv(config.EnvConfig))
-	p := &preload{loaded: make(chan struct{})}
+	p := &preload{started: time.Now(), loaded: make(chan struct{})}
 	go func() {
 		defer close(p.loaded)
 		if p.cfg, p.err = load(path); p.err == nil {
@@ -64,9 +66,17 @@ func Preload() {
 	pending = p
 }
 
-// take returns the preloaded catalog's load for a Create whose config is
-// cfg, checked again at now; nil the second time, for another config, or
-// when there is none.
+// preloadFresh bounds how long after the shim's start its preload may
+// serve a Create: a Create comes milliseconds after its shim starts; a
+// shim that waited longer (one left running after a failed sandbox, say)
+// loads the catalog as it is then.
+const preloadFresh = 5 * time.Second
+
+// take returns the catalog's load for a Create whose config is cfg: the
+// preloaded one if it is still current at now (engine.TrustCurrent: the
+// same catalog file and anchor, within its window, still admitted by the
+// high-water mark) and fresh, else a load made now; nil the second time,
+// for another config, or when there is none (the caller loads then).
 func (p *preload) take(cfg config.Config, now func() time.Time) *catalogLoad {
 	if p == nil {
 		return nil
@@ -83,15 +93,15 @@ func (p *preload) take(cfg config.Config, now func() time.Time) *catalogLoad {
 		return nil
 	}
 	pre := p.cat
-	l := &catalogLoad{done: make(chan struct{}), preloaded: true}
+	l := &catalogLoad{done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		t := time.Now()
-		l.cat, _, l.err = pre.wait()
-		if l.cat != nil {
-			if rf := engine.RecheckTrust(l.cat, cfg.Catalog, "catalog", now()); rf != nil {
-				l.cat, l.err = nil, rf
-			}
+		cat, _, rf := pre.wait()
+		if at := now(); rf == nil && at.Sub(p.started) <= preloadFresh && engine.TrustCurrent(cfg, cat, cfg.Catalog, at) {
+			l.cat, l.preloaded = cat, true
+		} else {
+			l.cat, l.err = engine.LoadTrust(cfg, cfg.Catalog, "catalog", at)
 		}
 		l.took = time.Since(t)
 	}()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gensee/gensee/spec"
@@ -24,6 +25,40 @@ type Loaded struct {
 	Catalog *spec.Catalog
 	Digest  string // "sha256:<hex>" of the exact signed payload bytes
 	Version uint64
+
+	// What Current compares: the file's bytes and the anchor the load
+	// verified them with.
+	fileSHA256 string
+	anchor     ed25519.PublicKey
+}
+
+// Current reports whether l, which LoadCatalog returned for path a moment
+// ago, is what LoadCatalog would accept now: the file holds the same
+// bytes, anchor is the key that verified them, now is within the
+// catalog's validity window, and the high-water mark in state still
+// admits its version and payload. A caller that loaded the catalog ahead
+// of its need (the shim's preload) uses the load only then, and loads
+// again otherwise; it costs the file's read and hash and the state's
+// read, not the decode or the signature.
+func (l *Loaded) Current(path string, anchor ed25519.PublicKey, state StateStore, now time.Time) bool {
+	if l == nil || l.Catalog == nil || l.fileSHA256 == "" || !l.anchor.Equal(anchor) || checkWindow(path, l.Catalog, now) != nil {
+		return false
+	}
+	data, err := readCatalogFile(path)
+	if err != nil || fileDigest(data) != l.fileSHA256 {
+		return false
+	}
+	next := State{Version: l.Version, PayloadSHA256: strings.TrimPrefix(l.Digest, "sha256:"), ExpiresAt: l.Catalog.ExpiresAt}
+	return state.Update(func(cur State, found bool) (State, bool, error) {
+		if !found {
+			return cur, false, errors.New("no high-water mark")
+		}
+		_, write, err := advance(path, cur, found, next)
+		if err == nil && write {
+			err = errors.New("the high-water mark is below the load's version")
+		}
+		return cur, false, err
+	}) == nil
 }
 
 // LoadCatalog reads the signed catalog at path and accepts it only if, in
@@ -43,10 +78,19 @@ func LoadCatalog(path string, anchor ed25519.PublicKey, state StateStore, now ti
 	if err != nil {
 		return nil, err
 	}
+	digest := fileDigest(data)
+	l, err := loadCatalog(path, data, digest, anchor, state, now)
+	if err == nil {
+		l.fileSHA256, l.anchor = digest, anchor
+	}
+	return l, err
+}
+
+// loadCatalog is LoadCatalog after the file's read: data, whose sha256 is
+// digest.
+func loadCatalog(path string, data []byte, digest string, anchor ed25519.PublicKey, state StateStore, now time.Time) (*Loaded, error) {
 	cache, _ := state.(acceptedCache)
-	var digest string
 	if cache != nil {
-		digest = fileDigest(data)
 		if sp, ok := cache.accepted(digest); ok {
 			if cat, payload, ok := decodeKnown(data, sp, anchor); ok {
 				return admitCatalog(path, cat, payload, state, now)
@@ -98,7 +142,7 @@ func acceptCatalog(path string, data []byte, anchor ed25519.PublicKey, state Sta
 // admitCatalog applies the rules after the payload's decode and
 // validation: the validity window and the high-water mark.
 func admitCatalog(path string, cat *spec.Catalog, payload []byte, state StateStore, now time.Time) (*Loaded, error) {
-	if err := CheckWindow(path, cat, now); err != nil {
+	if err := checkWindow(path, cat, now); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(payload)
@@ -115,11 +159,7 @@ func admitCatalog(path string, cat *spec.Catalog, payload []byte, state StateSto
 	return &Loaded{Catalog: cat, Digest: "sha256:" + next.PayloadSHA256, Version: cat.Version}, nil
 }
 
-// CheckWindow is LoadCatalog's validity window rule at now, for the
-// catalog loaded from path: a *CatalogError if cat has expired or is not
-// valid yet. A caller that holds a catalog loaded a moment ago applies it
-// again at its own time.
-func CheckWindow(path string, cat *spec.Catalog, now time.Time) error {
+func checkWindow(path string, cat *spec.Catalog, now time.Time) error {
 	if !now.Before(cat.ExpiresAt) {
 		return catErr(path, RuleExpired, fmt.Sprintf("version %d expired at %s (now %s)", cat.Version, cat.ExpiresAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)),
 			"publish a newer catalog version with a later expires_at", nil)

@@ -217,3 +217,68 @@ func writeRaw(t *testing.T, dir, name, content string) string {
 	must(t, os.WriteFile(p, []byte(content), 0o644))
 	return p
 }
+
+// A load is current while the file, the anchor, the window and the
+// high-water mark all still admit it; any change makes the caller load
+// again.
+func TestLoadedCurrent(t *testing.T) {
+	fx := newCatFixture(t)
+	path, _ := fx.catalog(t, "c.json", 3, nil)
+	l, err := LoadCatalog(path, fx.anchor, fx.state, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Current(path, fx.anchor, fx.state, now.Add(time.Second)) {
+		t.Fatal("an unchanged load is not current")
+	}
+	other := newCatFixture(t)
+	if l.Current(path, other.anchor, fx.state, now) {
+		t.Fatal("current under another anchor")
+	}
+	if l.Current(path, fx.anchor, fx.state, now.Add(25*time.Hour)) {
+		t.Fatal("current past its expiry")
+	}
+	if (&Loaded{}).Current(path, fx.anchor, fx.state, now) || (*Loaded)(nil).Current(path, fx.anchor, fx.state, now) {
+		t.Fatal("a load LoadCatalog did not return is current")
+	}
+
+	// The same version re-signed (other bytes): the file changed.
+	data, _ := os.ReadFile(path)
+	fx.catalog(t, "c.json", 3, nil)
+	if l.Current(path, fx.anchor, fx.state, now) {
+		t.Fatal("current after the file changed")
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Current(path, fx.anchor, fx.state, now) {
+		t.Fatal("not current with the file's bytes back")
+	}
+
+	// A newer version accepted meanwhile (from another file): the mark
+	// no longer admits this one.
+	newer, _ := fx.catalog(t, "newer.json", 4, nil)
+	if _, err := LoadCatalog(newer, fx.anchor, fx.state, now); err != nil {
+		t.Fatal(err)
+	}
+	if l.Current(path, fx.anchor, fx.state, now) {
+		t.Fatal("current below the high-water mark")
+	}
+	if st, _ := fx.stored(t); st.Version != 4 {
+		t.Fatalf("Current changed the high-water mark: %+v", st)
+	}
+
+	// No mark at all (the state file removed): not current.
+	fresh := newCatFixture(t)
+	p2, _ := fresh.catalog(t, "c.json", 3, nil)
+	l2, err := LoadCatalog(p2, fresh.anchor, fresh.state, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(fresh.state.Path); err != nil {
+		t.Fatal(err)
+	}
+	if l2.Current(p2, fresh.anchor, fresh.state, now) {
+		t.Fatal("current without a high-water mark")
+	}
+}
