@@ -154,6 +154,18 @@ func DecodeKnownEnvelope(data []byte) (*Envelope, error) {
 // mark so that the next decode of the same bytes need not scan the
 // payload's characters as JSON (DecodeKnownEnvelopeAt).
 func PayloadSpan(data []byte) (start, end int, ok bool) {
+	start, end, ok = topLevelSpan(data, "payload")
+	if !ok || data[start] != '"' {
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+// topLevelSpan is where the value of the first top-level member named key
+// lies in data, a JSON object, found by a token walk of that object (each
+// other member's value decoded as raw bytes); ok is false for anything
+// else.
+func topLevelSpan(data []byte, key string) (start, end int, ok bool) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return 0, 0, false
@@ -163,20 +175,14 @@ func PayloadSpan(data []byte) (start, end int, ok bool) {
 		if err != nil {
 			return 0, 0, false
 		}
-		after := int(d.InputOffset()) // just past the key
 		var raw json.RawMessage
 		if err := d.Decode(&raw); err != nil {
 			return 0, 0, false
 		}
-		if k != "payload" {
-			continue
+		if k == key {
+			end = int(d.InputOffset())
+			return end - len(raw), end, len(raw) > 0
 		}
-		end = int(d.InputOffset())
-		start = bytes.IndexByte(data[after:end], '"')
-		if start < 0 {
-			return 0, 0, false
-		}
-		return after + start, end, true
 	}
 	return 0, 0, false
 }
@@ -217,30 +223,11 @@ func DecodeKnownEnvelopeAt(data []byte, start, end int) (*Envelope, error) {
 // decode of the same bytes finds each contract by matching its brackets
 // instead of scanning its characters as JSON (DecodeKnownCatalogAt).
 func ContractsSpan(payload []byte) (start, end int, ok bool) {
-	d := json.NewDecoder(bytes.NewReader(payload))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+	start, end, ok = topLevelSpan(payload, "contracts")
+	if !ok || end-start < 2 || payload[start] != '{' {
 		return 0, 0, false
 	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			return 0, 0, false
-		}
-		var raw json.RawMessage
-		if err := d.Decode(&raw); err != nil {
-			return 0, 0, false
-		}
-		if k != "contracts" {
-			continue
-		}
-		end = int(d.InputOffset())
-		start = end - len(raw)
-		if len(raw) < 2 || raw[0] != '{' {
-			return 0, 0, false
-		}
-		return start, end, true
-	}
-	return 0, 0, false
+	return start, end, true
 }
 
 // DecodeKnownCatalogAt is DecodeKnownCatalog for a payload whose contracts
