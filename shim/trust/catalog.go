@@ -36,10 +36,11 @@ type Loaded struct {
 // ago, is what LoadCatalog would accept now: the file holds the same
 // bytes, anchor is the key that verified them, now is within the
 // catalog's validity window, and the high-water mark in state still
-// admits its version and payload. A caller that loaded the catalog ahead
-// of its need (the shim's preload) uses the load only then, and loads
-// again otherwise; it costs the file's read and hash and the state's
-// read, not the decode or the signature.
+// admits its version and payload (read, never written; a FileState's
+// only if its lock is free now, creating nothing). A caller that loaded
+// the catalog ahead of its need (the shim's preload) uses the load only
+// then, and loads again otherwise; it costs the file's read and hash and
+// the state's read, not the decode or the signature.
 func (l *Loaded) Current(path string, anchor ed25519.PublicKey, state StateStore, now time.Time) bool {
 	if l == nil || l.Catalog == nil || l.fileSHA256 == "" || !l.anchor.Equal(anchor) || checkWindow(path, l.Catalog, now) != nil {
 		return false
@@ -49,16 +50,26 @@ func (l *Loaded) Current(path string, anchor ed25519.PublicKey, state StateStore
 		return false
 	}
 	next := State{Version: l.Version, PayloadSHA256: strings.TrimPrefix(l.Digest, "sha256:"), ExpiresAt: l.Catalog.ExpiresAt}
-	return state.Update(func(cur State, found bool) (State, bool, error) {
+	admits := func(cur State, found bool) error {
 		if !found {
-			return cur, false, errors.New("no high-water mark")
+			return errors.New("no high-water mark")
 		}
 		_, write, err := advance(path, cur, found, next)
 		if err == nil && write {
 			err = errors.New("the high-water mark is below the load's version")
 		}
-		return cur, false, err
-	}) == nil
+		return err
+	}
+	if c, ok := state.(stateChecker); ok {
+		return c.check(admits) == nil
+	}
+	return state.Update(func(cur State, found bool) (State, bool, error) { return cur, false, admits(cur, found) }) == nil
+}
+
+// stateChecker is what Current uses of a StateStore that can read its
+// mark without waiting for its lock or creating anything (FileState).
+type stateChecker interface {
+	check(fn func(cur State, found bool) error) error
 }
 
 // LoadCatalog reads the signed catalog at path and accepts it only if, in

@@ -282,3 +282,43 @@ func TestLoadedCurrent(t *testing.T) {
 		t.Fatal("current without a high-water mark")
 	}
 }
+
+// Current never waits for the state's lock nor creates the state: a lock
+// another load holds, or a state directory gone, is "not current" at once
+// (the caller's own load then waits or creates).
+func TestLoadedCurrentBusyOrGoneState(t *testing.T) {
+	fx := newCatFixture(t)
+	path, _ := fx.catalog(t, "c.json", 3, nil)
+	l, err := LoadCatalog(path, fx.anchor, fx.state, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(fx.state.Path+".lock", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if l.Current(path, fx.anchor, fx.state, now) {
+		t.Fatal("current while another load holds the state's lock")
+	}
+	if d := time.Since(start); d > lockWait/2 {
+		t.Fatalf("Current waited %s for the lock", d)
+	}
+	lock.Close()
+	if !l.Current(path, fx.anchor, fx.state, now) {
+		t.Fatal("not current once the lock is free")
+	}
+	dir := filepath.Dir(fx.state.Path)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if l.Current(path, fx.anchor, fx.state, now) {
+		t.Fatal("current without its state directory")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("Current created the state directory: %v", err)
+	}
+}

@@ -56,14 +56,21 @@ func (s *FileState) Update(fn func(cur State, found bool) (State, bool, error)) 
 	return s.write(dir, next)
 }
 
-// openDir creates the state directory (0700) if needed and opens it,
-// refusing one owned by another user or writable by group/other: whoever
-// can write there can replace the mark and re-open rollback.
+// openDir creates the state directory (0700) if needed and opens it
+// (openExistingDir).
 func (s *FileState) openDir() (*os.File, error) {
 	dirPath := filepath.Dir(s.Path)
 	if err := os.MkdirAll(dirPath, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory %s: %w", dirPath, err)
 	}
+	return s.openExistingDir()
+}
+
+// openExistingDir opens the state directory, refusing one owned by
+// another user or writable by group/other: whoever can write there can
+// replace the mark and re-open rollback.
+func (s *FileState) openExistingDir() (*os.File, error) {
+	dirPath := filepath.Dir(s.Path)
 	dfd, err := fsafe.OpenDirAt(unix.AT_FDCWD, dirPath)
 	if err != nil {
 		return nil, fmt.Errorf("open state directory: %w", err)
@@ -80,6 +87,32 @@ func (s *FileState) openDir() (*os.File, error) {
 			dirPath, st.Uid, st.Mode&0o7777, os.Geteuid(), os.Geteuid(), dirPath, dirPath)
 	}
 	return d, nil
+}
+
+// check calls fn with the stored state, read under the store's lock if
+// that lock is free now, creating nothing: a missing directory or lock
+// file, or a lock another load holds, is an error at once (Current's
+// caller then loads the catalog, and that load creates or waits).
+func (s *FileState) check(fn func(cur State, found bool) error) error {
+	dir, err := s.openExistingDir()
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	name := filepath.Base(s.Path) + ".lock"
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open state lock: %w", err)
+	}
+	defer unix.Close(fd) // closing releases the flock
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fmt.Errorf("lock state file %s: %w", s.Path, err)
+	}
+	cur, found, err := s.read(dir)
+	if err != nil {
+		return err
+	}
+	return fn(cur, found)
 }
 
 func (s *FileState) lock(dir *os.File) (func(), error) {
