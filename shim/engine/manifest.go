@@ -1,11 +1,29 @@
 package engine
 
 import (
+	"encoding/json"
+	"sync"
+
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
+
+// manifestEncoders is encoding/json's encoders of the manifest's types,
+// built once per process (WarmManifest).
+var manifestEncoders sync.Once
+
+// WarmManifest builds the manifest's JSON encoders (encoding/json builds a
+// type's on its first use, and the manifest's are a large tree) in the
+// background, once per process. A door calls it while it only waits for
+// its workload (the shim for Start once a task is created, a host run
+// while its command runs, the hooks' monitor once the container is
+// bound): the exit path, which makes the manifest durable before the exit
+// is reported, then finds them built. It changes no byte of any manifest.
+func WarmManifest() {
+	go manifestEncoders.Do(func() { _, _ = json.Marshal(&spec.Manifest{}) })
+}
 
 // Door is what a front door says of its operation in the manifest, beside
 // what the engine says the same way for every door: the admission record,

@@ -86,6 +86,7 @@ func RunMonitor(ctx context.Context, req MonitorRequest) error {
 	op.startDeadline()
 	op.ready = time.Now()
 	op.report(monitorStatus{Ready: true})
+	engine.WarmManifest() // the monitor now waits for the init's exit
 
 	exited := make(chan struct{})
 	go func() { op.waitInit(); close(exited) }()

@@ -79,10 +79,8 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 		r.log.WithError(err).Warn("send go to the wrapper")
 	}
 	w.ctl.Close()
-	// While the command runs, this process only waits: encoding/json
-	// builds the manifest's encoders now (its type cache), not on the
-	// exit path.
-	go json.Marshal(&spec.Manifest{})
+	// While the command runs, this process only waits.
+	engine.WarmManifest()
 	// The stage's applied line: the command runs. A failure line, or EOF
 	// without the applied line: nothing of the command ran.
 	applied, lingering, failed := readExec(w.status, r.phases)

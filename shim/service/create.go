@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -335,21 +334,8 @@ func (s *service) bindTask(ctx context.Context, c *creation, early *earlyBind, i
 		c.op.warm = startWarmGate(c.op.logger(ctx))
 	}
 	s.put(c.op)
-	warmManifest()
+	engine.WarmManifest()
 	return nil
-}
-
-// manifestEncoders is encoding/json's encoders of the manifest's types,
-// built once per process (warmManifest).
-var manifestEncoders sync.Once
-
-// warmManifest builds the manifest's JSON encoders (encoding/json builds
-// a type's on its first use: the manifest's are a large tree) in the
-// background once a task is created: the shim waits for Start then, and
-// the exit path, which writes the manifest before the exit is reported,
-// then finds them built. It changes no byte of any manifest.
-func warmManifest() {
-	go manifestEncoders.Do(func() { _, _ = json.Marshal(&spec.Manifest{}) })
 }
 
 // bindInit is what follows the inner Create for the init pid: the records
