@@ -15,14 +15,14 @@ import (
 // call named in its runtime options, "" for none (the shim's default
 // config). It is a hint, never trusted: the preload applies every rule
 // a Create's own load applies, and a Create uses it only for the same
-// config.
+// config and only while it is current (take).
 const EnvPreload = "GENSEE_PRELOAD_CONFIG"
 
 // preload is the first Create's operator config and catalog, loaded as
 // soon as the long-lived shim starts, for the config the front read from
-// containerd's start call (EnvPreload): a shim process is
-// started for its task's Create, and the catalog's load and verification
-// is what that Create waits for first. Create takes it once (take) and
+// containerd's start call (EnvPreload): a shim process is started for its
+// task's Create, and the catalog's load and verification is what that
+// Create waits for first. Create takes it once (take) and
 // uses its catalog only when the config Create loads itself is the same,
 // within preloadFresh of the shim's start, and the load is still current
 // at Create's own time (the same catalog file and anchor, within its
@@ -55,7 +55,7 @@ func Preload() {
 		return
 	}
 	os.Unsetenv(EnvPreload)
-	load := loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs)), os.Getenv(config.EnvConfig))
+	load := daemonConfigLoader()
 	p := &preload{started: time.Now(), loaded: make(chan struct{})}
 	go func() {
 		defer close(p.loaded)

@@ -91,7 +91,7 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 		ctx:              ctx,
 		pub:              pub,
 		now:              time.Now,
-		loadConfig:       loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs)), os.Getenv(config.EnvConfig)),
+		loadConfig:       daemonConfigLoader(),
 		ops:              map[string]*operation{},
 		stdio:            map[stdioKey]*heldStdio{},
 	}
@@ -104,6 +104,12 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 func (s *service) RegisterTTRPC(srv *ttrpc.Server) error {
 	taskAPI.RegisterTTRPCTaskService(srv, s)
 	return nil
+}
+
+// daemonConfigLoader is loadTaskConfig with the directories and the
+// default config the daemon's environment names.
+func daemonConfigLoader() func(string) (config.Config, error) {
+	return loadTaskConfig(config.TrustedDirs(os.Getenv(config.EnvConfigDirs)), os.Getenv(config.EnvConfig))
 }
 
 // loadTaskConfig loads the operator config a task names, from dirs only.
