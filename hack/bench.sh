@@ -28,8 +28,8 @@
 # quartiles say how far the machine moved the headline ratio, which is
 # the ratio of the medians. The bench itself keeps the load average
 # near 1.5 (containerd, the shims, runc); the one printed at start is
-# other work's, and a run that started above about 0.5 is not one to
-# quote. Targets
+# other work's (the bench waits up to 3 minutes for it to fall below
+# 0.5), and a run that started above about 0.5 is not one to quote. Targets
 # (issue 31): P1 <= 0.95, P1a <= 1.05 of runc.v2, P5 <= 1.15, P2 <= 0.40,
 # P3 >= 0.90, P6 <= 30 ms added, P7 <= 5 ms.
 # Profiling the shim: with a shim built by make build TAGS='grpcnotrace
@@ -122,6 +122,13 @@ descendants() {
 	done
 }
 
+# A quiet start (see the header): wait up to BENCH_QUIET_WAIT seconds (180)
+# for the 1-minute load average to fall below 0.5 after the set-up above;
+# the figure at start is printed either way.
+for ((w = 0; w < ${BENCH_QUIET_WAIT:-180}; w += 5)); do
+	awk '{exit !($1 < 0.5)}' /proc/loadavg && break
+	sleep 5
+done
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "P1: ctr run --rm /bin/true, $pairs alternating pairs (plus one warm-up each)"
 run_once io.containerd.runc.v2 warm-r >/dev/null
