@@ -61,7 +61,7 @@ func TestAnswers(t *testing.T) {
 		schemaErr         string
 	}{
 		{"pass", testSchema, `{"ok": true, "n": 3}`, []string{}, ""},
-		{"fail", testSchema, `{"ok": false, "n": "x"}`, []string{"/ok: value must be true", "/n: got string, want integer"}, ""},
+		{"fail", testSchema, `{"ok": false, "n": "x"}`, []string{"/n: got string, want integer", "/ok: value must be true"}, ""},
 		{"not strict JSON", testSchema, `{"ok": true, "ok": true}`, []string{`not strict JSON: object repeats key "ok"`}, ""},
 		{"bad schema", `{"type": 5}`, `{}`, nil, "compile JSON Schema: "},
 		{"not JSON", `{`, `{}`, nil, "parse JSON Schema: "},

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -96,6 +97,9 @@ func (j *JSONSchema) Judge(doc []byte) []string {
 	if len(out) == 0 {
 		out = []string{strings.TrimSpace(err.Error())}
 	}
+	// The library reports a schema's properties in map order: sorted, the
+	// same document gets the same answer (and receipt) every time.
+	slices.Sort(out)
 	return out
 }
 
