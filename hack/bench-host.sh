@@ -12,7 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "bench-host: run as root" >&2; exit 1; }
-pairs=${P6_PAIRS:-20}
+pairs=${P6_PAIRS:-40}
 dir=$(mktemp -d /var/lib/gensee-bench-host-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 gensee_trust "$dir" >/dev/null

@@ -122,13 +122,19 @@ descendants() {
 	done
 }
 
-# A quiet start (see the header): wait up to BENCH_QUIET_WAIT seconds (180)
-# for the 1-minute load average to fall below 0.5 after the set-up above;
-# the figure at start is printed either way.
-for ((w = 0; w < ${BENCH_QUIET_WAIT:-180}; w += 5)); do
-	awk '{exit !($1 < 0.5)}' /proc/loadavg && break
-	sleep 5
-done
+# quiet: a quiet machine for the next line (see the header): the dirty
+# pages of the lines before written back (a host run's fsyncs would queue
+# behind a gigabyte of P3's), then up to BENCH_QUIET_WAIT seconds (180)
+# for the 1-minute load average to fall below 0.5; the figure is printed
+# either way.
+quiet() {
+	sync
+	for ((w = 0; w < ${BENCH_QUIET_WAIT:-180}; w += 5)); do
+		awk '{exit !($1 < 0.5)}' /proc/loadavg && break
+		sleep 5
+	done
+}
+quiet
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "P1: ctr run --rm /bin/true, $pairs alternating pairs (plus one warm-up each)"
 run_once io.containerd.runc.v2 warm-r >/dev/null
@@ -205,7 +211,8 @@ echo "$p2"
 echo "P3/P4: gate throughput"
 p34=$(./hack/bench-gate.sh 2>/dev/null || true)
 echo "$p34"
-echo "P6: host run vs the bare command"
+quiet
+echo "P6: host run vs the bare command (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 p6=$(./hack/bench-host.sh 2>/dev/null || true)
 echo "$p6"
 
