@@ -99,15 +99,11 @@ func (s *FileState) check(fn func(cur State, found bool) error) error {
 		return err
 	}
 	defer dir.Close()
-	name := filepath.Base(s.Path) + ".lock"
-	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unlock, err := s.lockAt(dir, 0, 0)
 	if err != nil {
-		return fmt.Errorf("open state lock: %w", err)
+		return err
 	}
-	defer unix.Close(fd) // closing releases the flock
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return fmt.Errorf("lock state file %s: %w", s.Path, err)
-	}
+	defer unlock()
 	cur, found, err := s.read(dir)
 	if err != nil {
 		return err
@@ -115,19 +111,26 @@ func (s *FileState) check(fn func(cur State, found bool) error) error {
 	return fn(cur, found)
 }
 
-func (s *FileState) lock(dir *os.File) (func(), error) {
+// lock takes the store's lock, creating its file if needed and waiting
+// up to lockWait for another holder.
+func (s *FileState) lock(dir *os.File) (func(), error) { return s.lockAt(dir, unix.O_CREAT, lockWait) }
+
+// lockAt takes the store's lock file in dir (opened with the extra open
+// flags, O_CREAT or none), waiting up to wait for another holder (0: it
+// tries once). The returned func releases it.
+func (s *FileState) lockAt(dir *os.File, flags int, wait time.Duration) (func(), error) {
 	name := filepath.Base(s.Path) + ".lock"
-	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDWR|flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open state lock %s: %w", filepath.Join(filepath.Dir(s.Path), name), err)
 	}
-	deadline := time.Now().Add(lockWait)
+	deadline := time.Now().Add(wait)
 	for {
 		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			return func() { unix.Close(fd) }, nil // closing releases the flock
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) || time.Now().After(deadline) {
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) || wait == 0 || time.Now().After(deadline) {
 			unix.Close(fd)
 			return nil, fmt.Errorf("lock state file %s: %w", s.Path, err)
 		}
