@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gensee/gensee/spec"
@@ -26,10 +25,11 @@ type Loaded struct {
 	Digest  string // "sha256:<hex>" of the exact signed payload bytes
 	Version uint64
 
-	// What Current compares: the file's bytes and the anchor the load
-	// verified them with.
+	// What Current compares: the file's bytes, the anchor the load
+	// verified them with, and the high-water state it recorded.
 	fileSHA256 string
 	anchor     ed25519.PublicKey
+	mark       State
 }
 
 // Current reports whether l, which LoadCatalog returned for path a moment
@@ -49,12 +49,11 @@ func (l *Loaded) Current(path string, anchor ed25519.PublicKey, state StateStore
 	if err != nil || fileDigest(data) != l.fileSHA256 {
 		return false
 	}
-	next := State{Version: l.Version, PayloadSHA256: strings.TrimPrefix(l.Digest, "sha256:"), ExpiresAt: l.Catalog.ExpiresAt}
 	admits := func(cur State, found bool) error {
 		if !found {
 			return errors.New("no high-water mark")
 		}
-		_, write, err := advance(path, cur, found, next)
+		_, write, err := advance(path, cur, found, l.mark)
 		if err == nil && write {
 			err = errors.New("the high-water mark is below the load's version")
 		}
@@ -167,7 +166,7 @@ func admitCatalog(path string, cat *spec.Catalog, payload []byte, state StateSto
 		}
 		return nil, catErr(path, RuleState, "the high-water mark could not be checked or recorded", "every catalog is refused until the state file is fixed", err)
 	}
-	return &Loaded{Catalog: cat, Digest: "sha256:" + next.PayloadSHA256, Version: cat.Version}, nil
+	return &Loaded{Catalog: cat, Digest: "sha256:" + next.PayloadSHA256, Version: cat.Version, mark: next}, nil
 }
 
 func checkWindow(path string, cat *spec.Catalog, now time.Time) error {
