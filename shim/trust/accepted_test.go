@@ -132,11 +132,13 @@ func marked(s *FileState, fileSHA256 string) bool {
 	return ok
 }
 
-// A mark's payload span that is not the payload's costs the whole decode
-// or fails the signature, never admits other bytes: spans off by one, the
-// whole file and a signature's string all load the signed catalog or
-// nothing.
-func TestLoadCatalogMarkForgedSpan(t *testing.T) {
+// A forged span in the mark costs the whole decode or fails the
+// signature, never admits other bytes or another contract set. Payload
+// spans off by one, the whole file and a signature's string, and
+// contracts spans off by one, past the object, from the payload's start,
+// reversed and empty, each load the signed catalog, contract for
+// contract, or nothing.
+func TestLoadCatalogMarkForgedSpans(t *testing.T) {
 	withBuild(t, "test-build")
 	fx := newCatFixture(t)
 	path, _ := fx.catalog(t, "c.json", 3, nil)
@@ -146,52 +148,33 @@ func TestLoadCatalogMarkForgedSpan(t *testing.T) {
 	}
 	data, _ := os.ReadFile(path)
 	sp, _ := fx.state.accepted(fileDigest(data))
-	span := sp.payload
-	key := bytes.LastIndex(data, []byte(`"sig"`)) + len(`"sig"`)
-	sigStart := key + bytes.IndexByte(data[key:], '"')
-	sigEnd := sigStart + 1 + bytes.IndexByte(data[sigStart+1:], '"') + 1
-	for _, forged := range [][2]int{{span[0] + 1, span[1]}, {span[0], span[1] - 1}, {0, len(data)}, {sigStart, sigEnd}, {span[1], span[0]}} {
-		fx.state.markAccepted(fileDigest(data), spans{payload: forged, contracts: sp.contracts})
-		got, err := LoadCatalog(path, fx.anchor, fx.state, now)
-		if err != nil {
-			continue // refused: fine
-		}
-		if got.Digest != want.Digest {
-			t.Fatalf("span %v admitted payload %s, want %s", forged, got.Digest, want.Digest)
-		}
-	}
-}
-
-// A mark's contracts span that is not the payload's contracts object costs
-// the whole decode, never another contract set: each forged span loads
-// the same contracts, or nothing.
-func TestLoadCatalogMarkForgedContractsSpan(t *testing.T) {
-	withBuild(t, "test-build")
-	fx := newCatFixture(t)
-	path, _ := fx.catalog(t, "c.json", 3, nil)
-	want, err := LoadCatalog(path, fx.anchor, fx.state, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(path)
-	sp, _ := fx.state.accepted(fileDigest(data))
-	c := sp.contracts
+	p, c := sp.payload, sp.contracts
 	if c == ([2]int{}) {
 		t.Fatal("no contracts span noted")
 	}
-	for _, forged := range [][2]int{{c[0] + 1, c[1]}, {c[0], c[1] - 1}, {c[0], c[1] + 40}, {0, c[1]}, {c[1], c[0]}, {c[0], c[0] + 2}} {
-		fx.state.markAccepted(fileDigest(data), spans{payload: sp.payload, contracts: forged})
+	key := bytes.LastIndex(data, []byte(`"sig"`)) + len(`"sig"`)
+	sigStart := key + bytes.IndexByte(data[key:], '"')
+	sigEnd := sigStart + 1 + bytes.IndexByte(data[sigStart+1:], '"') + 1
+	var forgeries []spans
+	for _, f := range [][2]int{{p[0] + 1, p[1]}, {p[0], p[1] - 1}, {0, len(data)}, {sigStart, sigEnd}, {p[1], p[0]}} {
+		forgeries = append(forgeries, spans{payload: f, contracts: c})
+	}
+	for _, f := range [][2]int{{c[0] + 1, c[1]}, {c[0], c[1] - 1}, {c[0], c[1] + 40}, {0, c[1]}, {c[1], c[0]}, {c[0], c[0] + 2}} {
+		forgeries = append(forgeries, spans{payload: p, contracts: f})
+	}
+	for _, forged := range forgeries {
+		fx.state.markAccepted(fileDigest(data), forged)
 		got, err := LoadCatalog(path, fx.anchor, fx.state, now)
 		if err != nil {
 			continue // refused: fine
 		}
 		if got.Digest != want.Digest || !slices.Equal(got.Catalog.ContractIDs(), want.Catalog.ContractIDs()) {
-			t.Fatalf("span %v: %s %v, want %s %v", forged, got.Digest, got.Catalog.ContractIDs(), want.Digest, want.Catalog.ContractIDs())
+			t.Fatalf("spans %+v: %s %v, want %s %v", forged, got.Digest, got.Catalog.ContractIDs(), want.Digest, want.Catalog.ContractIDs())
 		}
 		for _, id := range want.Catalog.ContractIDs() {
 			w, _ := want.Catalog.Contract(id)
 			if g, ok := got.Catalog.Contract(id); !ok || !reflect.DeepEqual(g, w) {
-				t.Fatalf("span %v: contract %s differs", forged, id)
+				t.Fatalf("spans %+v: contract %s differs", forged, id)
 			}
 		}
 	}
