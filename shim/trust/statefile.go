@@ -35,12 +35,30 @@ func NewFileState(path string) *FileState { return &FileState{Path: path} }
 
 // Update implements StateStore.
 func (s *FileState) Update(fn func(cur State, found bool) (State, bool, error)) error {
-	dir, err := s.openDir()
+	return s.locked(true, func(dir *os.File, cur State, found bool) error {
+		next, write, err := fn(cur, found)
+		if err != nil || !write {
+			return err
+		}
+		return s.write(dir, next)
+	})
+}
+
+// locked calls fn with the state directory and the stored state, read
+// under the store's lock. With create (Update), the directory and the
+// lock file are made if missing and the lock is waited for up to
+// lockWait; without (check), nothing is made and the lock is tried once.
+func (s *FileState) locked(create bool, fn func(dir *os.File, cur State, found bool) error) error {
+	open, flags, wait := s.openExistingDir, 0, time.Duration(0)
+	if create {
+		open, flags, wait = s.openDir, unix.O_CREAT, lockWait
+	}
+	dir, err := open()
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
-	unlock, err := s.lock(dir)
+	unlock, err := s.lock(dir, flags, wait)
 	if err != nil {
 		return err
 	}
@@ -49,11 +67,7 @@ func (s *FileState) Update(fn func(cur State, found bool) (State, bool, error)) 
 	if err != nil {
 		return err
 	}
-	next, write, err := fn(cur, found)
-	if err != nil || !write {
-		return err
-	}
-	return s.write(dir, next)
+	return fn(dir, cur, found)
 }
 
 // openDir creates the state directory (0700) if needed and opens it
@@ -94,31 +108,13 @@ func (s *FileState) openExistingDir() (*os.File, error) {
 // file, or a lock another load holds, is an error at once (Current's
 // caller then loads the catalog, and that load creates or waits).
 func (s *FileState) check(fn func(cur State, found bool) error) error {
-	dir, err := s.openExistingDir()
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	unlock, err := s.lockAt(dir, 0, 0)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	cur, found, err := s.read(dir)
-	if err != nil {
-		return err
-	}
-	return fn(cur, found)
+	return s.locked(false, func(_ *os.File, cur State, found bool) error { return fn(cur, found) })
 }
 
-// lock takes the store's lock, creating its file if needed and waiting
-// up to lockWait for another holder.
-func (s *FileState) lock(dir *os.File) (func(), error) { return s.lockAt(dir, unix.O_CREAT, lockWait) }
-
-// lockAt takes the store's lock file in dir (opened with the extra open
+// lock takes the store's lock file in dir (opened with the extra open
 // flags, O_CREAT or none), waiting up to wait for another holder (0: it
 // tries once). The returned func releases it.
-func (s *FileState) lockAt(dir *os.File, flags int, wait time.Duration) (func(), error) {
+func (s *FileState) lock(dir *os.File, flags int, wait time.Duration) (func(), error) {
 	name := filepath.Base(s.Path) + ".lock"
 	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDWR|flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
