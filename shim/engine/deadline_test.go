@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,35 +18,38 @@ func TestArmDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := NewBoundary(spec.NetnsPrivate, log.L) // not bound: the note goes nowhere
 		var d Deadline
-		kills := 0
-		ArmDeadline(&d, spec.Contract{Deadline: "1m"}, b, "task", func() error { kills++; return errors.New("gone") }, log.L)
+		// The kill runs on the timer's goroutine after this one read the
+		// count, with no happens-before between the two (a timer's firing
+		// is none): an atomic counter, or -race reports it.
+		var kills atomic.Int32
+		ArmDeadline(&d, spec.Contract{Deadline: "1m"}, b, "task", func() error { kills.Add(1); return errors.New("gone") }, log.L)
 		time.Sleep(59 * time.Second)
 		synctest.Wait()
-		if kills != 0 {
+		if kills.Load() != 0 {
 			t.Fatal("killed before the deadline")
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if kills != 1 || !d.Stop() {
-			t.Fatalf("kills %d, hit %v", kills, d.Stop())
+		if kills.Load() != 1 || !d.Stop() {
+			t.Fatalf("kills %d, hit %v", kills.Load(), d.Stop())
 		}
 
 		var none Deadline
-		ArmDeadline(&none, spec.Contract{}, b, "task", func() error { kills++; return nil }, log.L)
+		ArmDeadline(&none, spec.Contract{}, b, "task", func() error { kills.Add(1); return nil }, log.L)
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if kills != 1 || none.Stop() {
+		if kills.Load() != 1 || none.Stop() {
 			t.Fatal("a contract without a deadline killed")
 		}
 
 		var stopped Deadline
-		ArmDeadline(&stopped, spec.Contract{Deadline: "1s"}, b, "task", func() error { kills++; return nil }, log.L)
+		ArmDeadline(&stopped, spec.Contract{Deadline: "1s"}, b, "task", func() error { kills.Add(1); return nil }, log.L)
 		if stopped.Stop() {
 			t.Fatal("hit before it passed")
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if kills != 1 {
+		if kills.Load() != 1 {
 			t.Fatal("a stopped deadline fired")
 		}
 	})
