@@ -262,9 +262,12 @@ func (p *Finish) writeManifest(x Facts, last []spec.Event) (*spec.Manifest, erro
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // RecordStore writes the manifest into the operation's records, fsynced
-// (record.Store.WriteJSONBytes), and indexes a run an inference admitted
-// by its observation digest for the analyzer's history
-// (record.Store.AppendHistory).
+// (record.Store.WriteBytes), and indexes a run an inference admitted by
+// its observation digest for the analyzer's history
+// (record.Store.AppendHistory), beside the write: the index is a hint
+// that is never fsynced, and a full one is rewritten (parsed, trimmed,
+// each line's manifest looked up), work that need not wait for the
+// manifest's fsyncs.
 type RecordStore struct {
 	Store record.Store
 	ID    string
@@ -272,18 +275,27 @@ type RecordStore struct {
 }
 
 // WriteManifest makes m durable. A failure to index it is logged, never
-// returned: the index is a hint to analyzers, the manifest the record.
+// returned: the index is a hint to analyzers, the manifest the record. A
+// manifest whose write failed may have its line in the index: a reader
+// skips a line whose manifest is not there.
 func (s RecordStore) WriteManifest(m *spec.Manifest) error {
-	b, err := s.Store.WriteJSONBytes(s.ID, record.ManifestFile, m)
-	if err != nil || m.ObservationDigest == "" { // AppendHistory skips runs no inference admitted
+	b, err := record.EncodeJSON(record.ManifestFile, m)
+	if err != nil {
 		return err
 	}
-	if err := s.Store.AppendHistory(s.ID, m, b); err != nil {
+	indexed := make(chan error, 1)
+	if m.ObservationDigest == "" { // AppendHistory skips runs no inference admitted
+		indexed <- nil
+	} else {
+		go func() { indexed <- s.Store.AppendHistory(s.ID, m, b) }()
+	}
+	err = s.Store.WriteBytes(s.ID, record.ManifestFile, b)
+	if ierr := <-indexed; ierr != nil {
 		l := s.Log
 		if l == nil {
 			l = log.L
 		}
-		l.WithError(err).Warn("index the manifest by its observation digest")
+		l.WithError(ierr).Warn("index the manifest by its observation digest")
 	}
-	return nil
+	return err
 }

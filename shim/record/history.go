@@ -67,9 +67,12 @@ func (s Store) historyPath(digest string) (string, error) {
 	return filepath.Join(s.Dir, historyDir, h+".jsonl"), nil
 }
 
-// AppendHistory indexes m, whose exact bytes were written as operation
-// id's manifest.json, under its observation digest with its verdict. A run
-// not admitted by an inference (m.HistoryClass() is "") is not indexed.
+// AppendHistory indexes m, whose exact bytes are operation id's
+// manifest.json, under its observation digest with its verdict. A run not
+// admitted by an inference (m.HistoryClass() is "") is not indexed. It may
+// run beside the manifest's own write: a trim never counts id's manifest
+// as gone (the others' are checked as ever), and a reader skips a line
+// whose manifest is not there (History).
 // Over HistoryKeep lines the file is rewritten atomically (see the
 // package's history comment for what is dropped). Writers of the same
 // digest (several shims) hold the file's flock, as the refusals log's do
@@ -103,17 +106,17 @@ func (s Store) AppendHistory(id string, m *spec.Manifest, manifest []byte) error
 		if err != nil {
 			return err
 		}
-		err = s.appendLocked(f, p, append(line, '\n'))
+		err = s.appendLocked(f, p, id, append(line, '\n'))
 		f.Close() // releases the lock, after a rewrite's rename
 		return err
 	}
 	return errors.New("index manifest: the history kept being replaced")
 }
 
-// appendLocked appends line to the locked history file f at p, or
-// rewrites p trimmed to HistoryKeep lines (trimHistory) when f is full,
-// over its bound or holds a torn line.
-func (s Store) appendLocked(f *os.File, p string, line []byte) error {
+// appendLocked appends line, operation id's, to the locked history file f
+// at p, or rewrites p trimmed to HistoryKeep lines (trimHistory) when f is
+// full, over its bound or holds a torn line.
+func (s Store) appendLocked(f *os.File, p, id string, line []byte) error {
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxHistoryBytes+1))
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)
@@ -136,7 +139,7 @@ func (s Store) appendLocked(f *os.File, p string, line []byte) error {
 			kept = append(kept, parsedLine{h, bytes.TrimSuffix(l, []byte{'\n'})})
 		}
 	}
-	kept = s.trimHistory(kept, HistoryKeep)
+	kept = s.trimHistory(kept, HistoryKeep, id)
 	out := make([]byte, 0, len(data)+len(line))
 	for _, l := range kept {
 		out = append(append(out, l.raw...), '\n')
@@ -154,15 +157,16 @@ type parsedLine struct {
 }
 
 // trimHistory keeps at most keep of lines (oldest first), in order:
-// dropped first are the lines naming an operation whose manifest is gone,
-// then the oldest clean or uncertain line, and only when every line left
-// is unclean the oldest unclean one of an analyzer's class that has a
-// newer one (the oldest of all when none has).
-func (s Store) trimHistory(lines []parsedLine, keep int) []parsedLine {
+// dropped first are the lines naming an operation whose manifest is gone
+// (never self's: its manifest may be on its way), then the oldest clean or
+// uncertain line, and only when every line left is unclean the oldest
+// unclean one of an analyzer's class that has a newer one (the oldest of
+// all when none has).
+func (s Store) trimHistory(lines []parsedLine, keep int, self string) []parsedLine {
 	if len(lines) > keep {
 		live := lines[:0:0]
 		for _, l := range lines {
-			if !s.manifestGone(l.OperationID) {
+			if l.OperationID == self || !s.manifestGone(l.OperationID) {
 				live = append(live, l)
 			}
 		}

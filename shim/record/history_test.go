@@ -192,6 +192,45 @@ func TestHistoryRemovedOperation(t *testing.T) {
 	}
 }
 
+// TestHistoryBesideTheManifest: a line indexed while its own manifest is
+// still being written (engine.RecordStore writes both side by side) is
+// never the one a full history drops as gone; the others' lines are
+// checked as ever, and the reader names it once its manifest is there.
+func TestHistoryBesideTheManifest(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	for i := range HistoryKeep {
+		index(t, st, i, run(spec.HistoryClean))
+	}
+	if err := st.RemoveOperation(opID(3)); err != nil {
+		t.Fatal(err)
+	}
+	id := opID(HistoryKeep)
+	m := run(spec.HistoryClean)
+	m.OperationID = id
+	b, _ := json.Marshal(m)
+	if err := st.AppendHistory(id, m, b); err != nil { // no manifest.json yet
+		t.Fatal(err)
+	}
+	p, _ := st.historyPath(obsDigest)
+	data, _ := os.ReadFile(p)
+	if !bytes.Contains(data, []byte(id)) || bytes.Contains(data, []byte(opID(3))) || !bytes.Contains(data, []byte(opID(0))) {
+		t.Fatalf("the new line went, the removed operation's stayed, or a live line went first:\n%s", data)
+	}
+	if refs, _ := st.History(obsDigest, "ref-analyzer", 1); len(refs) != 1 || refs[0].OperationID == id {
+		t.Fatalf("named a run whose manifest is not there: %v", ids(refs))
+	}
+	dir, _ := st.OperationDir(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := st.History(obsDigest, "ref-analyzer", 1); len(refs) != 1 || refs[0].OperationID != id || refs[0].ManifestSHA256 != sum(b) {
+		t.Fatalf("history once the manifest is written %v", refs)
+	}
+}
+
 // TestHistoryConcurrent: writers of the same digest lose no line (up to
 // the bound) and tear none.
 func TestHistoryConcurrent(t *testing.T) {

@@ -133,16 +133,31 @@ func (s Store) WriteJSON(id, name string, v any) error {
 
 // WriteJSONBytes is WriteJSON returning the bytes it wrote.
 func (s Store) WriteJSONBytes(id, name string, v any) ([]byte, error) {
-	dir, err := s.OperationDir(id)
+	b, err := EncodeJSON(name, v)
 	if err != nil {
 		return nil, err
 	}
+	return b, s.WriteBytes(id, name, b)
+}
+
+// EncodeJSON is v as a record file holds it (WriteJSON): indented, one
+// newline at the end; name is only for the error.
+func EncodeJSON(name string, v any) ([]byte, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", name, err)
 	}
-	b = append(b, '\n')
-	return b, WriteFileAtomic(filepath.Join(dir, name), b, 0o600)
+	return append(b, '\n'), nil
+}
+
+// WriteBytes writes b as name inside the operation dir, atomically and
+// fsynced (WriteFileAtomic).
+func (s Store) WriteBytes(id, name string, b []byte) error {
+	dir, err := s.OperationDir(id)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, name), b, 0o600)
 }
 
 // WriteMarker writes v as <state>/<sub>/<id>.json, atomically: the
