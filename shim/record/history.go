@@ -70,9 +70,11 @@ func (s Store) historyPath(digest string) (string, error) {
 // AppendHistory indexes m, whose exact bytes are operation id's
 // manifest.json, under its observation digest with its verdict. A run not
 // admitted by an inference (m.HistoryClass() is "") is not indexed. It may
-// run beside the manifest's own write: a trim never counts id's manifest
-// as gone (the others' are checked as ever), and a reader skips a line
-// whose manifest is not there (History).
+// run beside the manifest's own write (into the operation's directory,
+// which is there before): a trim drops a line as gone only once its
+// operation's directory is (operationGone), never while a manifest may be
+// on its way, and a reader skips a line whose manifest is not there
+// (History).
 // Over HistoryKeep lines the file is rewritten atomically (see the
 // package's history comment for what is dropped). Writers of the same
 // digest (several shims) hold the file's flock, as the refusals log's do
@@ -106,17 +108,17 @@ func (s Store) AppendHistory(id string, m *spec.Manifest, manifest []byte) error
 		if err != nil {
 			return err
 		}
-		err = s.appendLocked(f, p, id, append(line, '\n'))
+		err = s.appendLocked(f, p, append(line, '\n'))
 		f.Close() // releases the lock, after a rewrite's rename
 		return err
 	}
 	return errors.New("index manifest: the history kept being replaced")
 }
 
-// appendLocked appends line, operation id's, to the locked history file f
-// at p, or rewrites p trimmed to HistoryKeep lines (trimHistory) when f is
-// full, over its bound or holds a torn line.
-func (s Store) appendLocked(f *os.File, p, id string, line []byte) error {
+// appendLocked appends line to the locked history file f at p, or
+// rewrites p trimmed to HistoryKeep lines (trimHistory) when f is full,
+// over its bound or holds a torn line.
+func (s Store) appendLocked(f *os.File, p string, line []byte) error {
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxHistoryBytes+1))
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)
@@ -139,7 +141,7 @@ func (s Store) appendLocked(f *os.File, p, id string, line []byte) error {
 			kept = append(kept, parsedLine{h, bytes.TrimSuffix(l, []byte{'\n'})})
 		}
 	}
-	kept = s.trimHistory(kept, HistoryKeep, id)
+	kept = s.trimHistory(kept, HistoryKeep)
 	out := make([]byte, 0, len(data)+len(line))
 	for _, l := range kept {
 		out = append(append(out, l.raw...), '\n')
@@ -157,16 +159,18 @@ type parsedLine struct {
 }
 
 // trimHistory keeps at most keep of lines (oldest first), in order:
-// dropped first are the lines naming an operation whose manifest is gone
-// (never self's: its manifest may be on its way), then the oldest clean or
+// dropped first are the lines naming an operation that is gone (its
+// record removed: retention, gensee prune), then the oldest clean or
 // uncertain line, and only when every line left is unclean the oldest
 // unclean one of an analyzer's class that has a newer one (the oldest of
-// all when none has).
-func (s Store) trimHistory(lines []parsedLine, keep int, self string) []parsedLine {
+// all when none has). A line whose operation is there but whose manifest
+// is not (yet) stays: another run's manifest may be on its way (its line
+// is appended beside its write), and an unclean one must not go first.
+func (s Store) trimHistory(lines []parsedLine, keep int) []parsedLine {
 	if len(lines) > keep {
 		live := lines[:0:0]
 		for _, l := range lines {
-			if l.OperationID == self || !s.manifestGone(l.OperationID) {
+			if !s.operationGone(l.OperationID) {
 				live = append(live, l)
 			}
 		}
@@ -199,6 +203,17 @@ func (s Store) manifestGone(id string) bool {
 		return true
 	}
 	_, err = os.Lstat(filepath.Join(dir, ManifestFile))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// operationGone reports whether operation id's record is gone (removed by
+// retention or gensee prune).
+func (s Store) operationGone(id string) bool {
+	dir, err := s.OperationDir(id)
+	if err != nil {
+		return true
+	}
+	_, err = os.Lstat(dir)
 	return errors.Is(err, os.ErrNotExist)
 }
 

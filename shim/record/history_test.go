@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,10 +193,12 @@ func TestHistoryRemovedOperation(t *testing.T) {
 	}
 }
 
-// TestHistoryBesideTheManifest: a line indexed while its own manifest is
-// still being written (engine.RecordStore writes both side by side) is
-// never the one a full history drops as gone; the others' lines are
-// checked as ever, and the reader names it once its manifest is there.
+// TestHistoryBesideTheManifest: a line is indexed beside its manifest's
+// write (engine.RecordStore), into the operation's directory that is
+// already there. While that manifest is on its way, another run's trim of
+// the full history keeps the line (an unclean one must not go first), a
+// reader does not name it, and once it lands the reader does; a line whose
+// operation was removed is still dropped first.
 func TestHistoryBesideTheManifest(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
 	for i := range HistoryKeep {
@@ -204,30 +207,33 @@ func TestHistoryBesideTheManifest(t *testing.T) {
 	if err := st.RemoveOperation(opID(3)); err != nil {
 		t.Fatal(err)
 	}
-	id := opID(HistoryKeep)
-	m := run(spec.HistoryClean)
-	m.OperationID = id
+	// Run A (unclean): its line first, its manifest still to come.
+	a := opID(HistoryKeep)
+	m := run(spec.HistoryUnclean)
+	m.OperationID = a
 	b, _ := json.Marshal(m)
-	if err := st.AppendHistory(id, m, b); err != nil { // no manifest.json yet
-		t.Fatal(err)
-	}
-	p, _ := st.historyPath(obsDigest)
-	data, _ := os.ReadFile(p)
-	if !bytes.Contains(data, []byte(id)) || bytes.Contains(data, []byte(opID(3))) || !bytes.Contains(data, []byte(opID(0))) {
-		t.Fatalf("the new line went, the removed operation's stayed, or a live line went first:\n%s", data)
-	}
-	if refs, _ := st.History(obsDigest, "ref-analyzer", 1); len(refs) != 1 || refs[0].OperationID == id {
-		t.Fatalf("named a run whose manifest is not there: %v", ids(refs))
-	}
-	dir, _ := st.OperationDir(id)
+	dir, _ := st.OperationDir(a)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
+	}
+	if err := st.AppendHistory(a, m, b); err != nil {
+		t.Fatal(err)
+	}
+	// Run B (clean) ends meanwhile: line and manifest, trimming the file.
+	index(t, st, HistoryKeep+1, run(spec.HistoryClean))
+	p, _ := st.historyPath(obsDigest)
+	data, _ := os.ReadFile(p)
+	if !bytes.Contains(data, []byte(a)) || bytes.Contains(data, []byte(opID(3))) || historyLines(t, st) != HistoryKeep {
+		t.Fatalf("the in-flight unclean line went, or the removed operation's stayed:\n%s", data)
+	}
+	if refs, _ := st.History(obsDigest, "ref-analyzer", spec.MaxHistoryRefs); slices.Contains(ids(refs), a) {
+		t.Fatalf("named a run whose manifest is not there: %v", ids(refs))
 	}
 	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if refs, _ := st.History(obsDigest, "ref-analyzer", 1); len(refs) != 1 || refs[0].OperationID != id || refs[0].ManifestSHA256 != sum(b) {
-		t.Fatalf("history once the manifest is written %v", refs)
+	if refs, _ := st.History(obsDigest, "ref-analyzer", 1); len(refs) != 1 || refs[0].OperationID != a || refs[0].ManifestSHA256 != sum(b) {
+		t.Fatalf("the unclean run once its manifest is written: %v", refs)
 	}
 }
 
