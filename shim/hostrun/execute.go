@@ -89,9 +89,8 @@ func (r *run) notifier() *notify.Notifier {
 // table) is made durable, while the table is installed and read back with
 // the NFLOG reader already bound (engine.Boundary.Bind); then the
 // sensors' start; the deadline; then the go, once the wrapper is ready
-// and the admission durable, and only then the exec. The wrapper is
-// gensee's own code: nothing of the command runs before the go, so the
-// table is in place first.
+// and the admission durable, and only then the exec. The wrapper is gensee's own code: nothing of the
+// command runs before the go, so the table is in place first.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
 	// bounded by its deadline), after the exit path.
