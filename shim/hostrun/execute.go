@@ -85,11 +85,11 @@ func (r *run) notifier() *notify.Notifier {
 // then its upper dir and the records' reserve) beside the cgroup (marker
 // first, so a crash leaves nothing unrecorded) and the wrapper born into
 // it; the wrapper gets its spec once the record is in place and builds
-// the command's view, and the admission (naming the wrapper and the
-// table) is made durable, while the table is installed and read back with
-// the NFLOG reader already bound (engine.Boundary.Bind); then the
-// sensors' start; the deadline; then the go, once the wrapper is ready
-// and the admission durable, and only then the exec. The wrapper is gensee's own code: nothing of the
+// the command's view while the table is installed and read back with the
+// NFLOG reader already bound (engine.Boundary.Bind); then the sensors'
+// start and the admission's one durable write (with its table and
+// subject); the deadline; then the go, once the wrapper is ready, and
+// only then the exec. The wrapper is gensee's own code: nothing of the
 // command runs before the go, so the table is in place first.
 func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
@@ -139,31 +139,14 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		}
 		return nil, r.abandon(ctx, h, wrf)
 	}
-	// The wrapper is the run's first process and its subject: the
-	// admission names it and the table the bind installs (its name is the
-	// operation's).
-	if rf := r.subject(w, h); rf != nil {
-		w.kill()
-		w.close()
-		<-recorded // the record is finished before it is undone
-		return nil, r.abandon(ctx, h, rf)
-	}
-	r.adm.Table = netpolicy.TableName(id)
-	adm := *r.adm
-	// Once the record is in place, the wrapper gets its spec and builds
-	// the command's view, and the admission is made durable (one write,
-	// two fsyncs), while the table is installed and read back; the go
-	// waits for all three.
-	recDone, admitted := make(chan made, 1), make(chan error, 1)
+	// The wrapper gets its spec once the record is in place and builds the
+	// command's view while the table is installed and read back; the go
+	// waits for both.
+	recDone := make(chan made, 1)
 	ready := r.handOver(w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir), func() bool {
 		rec := <-recorded
 		recDone <- rec
-		if rec.err != nil || rec.rf != nil {
-			admitted <- errNoRecord
-			return false
-		}
-		go func() { admitted <- r.store.WriteJSON(id, record.AdmissionFile, &adm) }()
-		return true
+		return rec.err == nil && rec.rf == nil
 	})
 	brf, berr := r.bindNetwork(ctx, h, created)
 	rec := <-recDone
@@ -172,7 +155,6 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		w.kill()
 		<-ready
 		w.close()
-		<-admitted // written (or not) before the record is undone
 		switch {
 		case rec.err != nil:
 			return nil, rec.err
@@ -183,16 +165,13 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		}
 		return nil, r.abandon(ctx, h, brf)
 	}
-	return r.runWrapper(ctx, h, w, ready, admitted)
+	return r.runWrapper(ctx, h, w, ready)
 }
-
-// errNoRecord: the admission was not written, the record having failed
-// first (that failure is the run's answer).
-var errNoRecord = errors.New("the operation's record was not made")
 
 // fillRecord puts into the operation's directory the overlay's upper and
 // work dirs and, before anything of the command can write, room for the
-// records. The admission is written once the record is (execute).
+// records. The admission is written once its table and subject are known
+// (recordAdmission).
 func (r *run) fillRecord(dir string) (*Refusal, error) {
 	if err := makeUpper(filepath.Join(dir, upperDir), filepath.Join(dir, workDir), r.ws.Stat); err != nil {
 		return refuse(ReasonWorkspace, "--workspace", "", "%v", err), nil
@@ -254,9 +233,7 @@ func (r *run) bindNetwork(ctx context.Context, h *held, created <-chan error) (*
 	case err != nil:
 		return nil, err
 	}
-	if plan.Table != r.adm.Table {
-		return nil, fmt.Errorf("the bind made table %s, the admission names %s", plan.Table, r.adm.Table)
-	}
+	r.adm.Table = plan.Table
 	return nil, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/hostrun/inner"
+	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -45,16 +46,22 @@ func (w *wrapper) kill() {
 
 // runWrapper waits for the wrapper to be ready (handOver), lets it exec,
 // waits for the command and runs the exit path.
-func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-chan readyResult, admitted <-chan error) (*Result, error) {
+func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-chan readyResult) (*Result, error) {
 	defer w.close()
 	// The wrapper is the run's first process: the sensors follow it from
 	// now on, their first checks beside its building of the view rather
-	// than beside the go. The admission is made durable meanwhile
-	// (execute), and before the go.
+	// than beside the go. The admission, with its table and subject, is
+	// made durable meanwhile (one write, two fsyncs), and before the go.
+	if rf := r.subject(w, h); rf != nil {
+		w.kill()
+		<-readied
+		return nil, r.abandon(ctx, h, rf)
+	}
+	recorded := r.recordAdmission()
 	h.net.StartSensors(r.adm.Subject)
 	rd := <-readied
 	ready, rf := rd.status, rd.rf
-	err := <-admitted
+	err := <-recorded
 	if rf != nil || err != nil {
 		w.kill()
 		h.net.StopSensors()
@@ -189,6 +196,15 @@ func (r *run) readyWrapper(w *wrapper, exe *sealedCommand, upper, work string) (
 		return ready, wrapperRefusal(ready, err)
 	}
 	return ready, nil
+}
+
+// recordAdmission writes the admission, with its table and subject, into
+// the record, in the background; the returned channel says how it went.
+func (r *run) recordAdmission() <-chan error {
+	adm := *r.adm
+	done := make(chan error, 1)
+	go func() { done <- r.store.WriteJSON(r.id, record.AdmissionFile, &adm) }()
+	return done
 }
 
 // readExec reads the status fd after the go until the wrapper exits: the
