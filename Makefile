@@ -24,7 +24,7 @@ HOOKSDIR ?= /usr/share/containers/oci/hooks.d
 GOARCH ?= $(shell $(GO) env GOARCH)
 DIST ?= $(CURDIR)/dist
 
-.PHONY: help deps deps-demo build install uninstall release test unit fuzz bench demo lint clean
+.PHONY: help deps deps-demo build install uninstall release test unit race fuzz bench demo lint clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -64,11 +64,14 @@ lint: ## go vet and staticcheck
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
 
-test: deps build lint ## everything: unit, root kernel tests and integration (root)
+test: deps build lint race ## everything: unit, root kernel tests and integration (root)
 	GENSEE_ROOT_TESTS=1 GENSEE_BIN=$(BIN) $(GO) test -count=1 -timeout 25m -p 1 ./...
 
 unit: ## tests that need neither root nor the kernel
 	$(GO) test -count=1 ./...
+
+race: ## the unit tests under the race detector (the root and integration tests skip)
+	env -u GENSEE_ROOT_TESTS $(GO) test -race -count=1 -timeout 15m ./...
 
 fuzz: ## run every fuzz target for a short time
 	./hack/fuzz.sh 10s
