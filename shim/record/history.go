@@ -72,7 +72,7 @@ func (s Store) historyPath(digest string) (string, error) {
 // admitted by an inference (m.HistoryClass() is "") is not indexed. It may
 // run beside the manifest's own write (into the operation's directory,
 // which is there before): a trim drops a line as gone only once its
-// operation's directory is (operationGone), never while a manifest may be
+// operation's directory is, never while a manifest may be
 // on its way, and a reader skips a line whose manifest is not there
 // (History).
 // Over HistoryKeep lines the file is rewritten atomically (see the
@@ -170,7 +170,7 @@ func (s Store) trimHistory(lines []parsedLine, keep int) []parsedLine {
 	if len(lines) > keep {
 		live := lines[:0:0]
 		for _, l := range lines {
-			if !s.operationGone(l.OperationID) {
+			if !s.gone(l.OperationID, "") {
 				live = append(live, l)
 			}
 		}
@@ -195,25 +195,15 @@ func dropIndex(lines []parsedLine) int {
 	return max(0, slices.IndexFunc(lines, func(l parsedLine) bool { return n[l.group()] > 1 }))
 }
 
-// manifestGone reports whether operation id's manifest is known to be
-// gone (retention or gensee prune removed the operation).
-func (s Store) manifestGone(id string) bool {
+// gone reports whether name in operation id's directory ("": the
+// directory itself) is known to be gone (retention or gensee prune
+// removed the operation).
+func (s Store) gone(id, name string) bool {
 	dir, err := s.OperationDir(id)
 	if err != nil {
 		return true
 	}
-	_, err = os.Lstat(filepath.Join(dir, ManifestFile))
-	return errors.Is(err, os.ErrNotExist)
-}
-
-// operationGone reports whether operation id's record is gone (removed by
-// retention or gensee prune).
-func (s Store) operationGone(id string) bool {
-	dir, err := s.OperationDir(id)
-	if err != nil {
-		return true
-	}
-	_, err = os.Lstat(dir)
+	_, err = os.Lstat(filepath.Join(dir, name))
 	return errors.Is(err, os.ErrNotExist)
 }
 
@@ -238,7 +228,7 @@ func (s Store) History(digest, analyzer string, n int) ([]spec.HistoryRef, error
 	var lines []HistoryLine // newest first
 	raw := bytes.Split(data, []byte{'\n'})
 	for i := len(raw) - 1; i >= 0; i-- {
-		if h, ok := parseLine(raw[i]); ok && h.Analyzer == analyzer && !s.manifestGone(h.OperationID) {
+		if h, ok := parseLine(raw[i]); ok && h.Analyzer == analyzer && !s.gone(h.OperationID, ManifestFile) {
 			lines = append(lines, h)
 		}
 	}

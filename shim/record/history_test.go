@@ -313,13 +313,19 @@ func TestHistoryRefusesBadInput(t *testing.T) {
 	}
 }
 
-func TestWriteJSONBytes(t *testing.T) {
+// TestWriteJSONIsEncodeJSON: what WriteJSON puts on disk is exactly
+// EncodeJSON's bytes, the ones engine.RecordStore writes and indexes.
+func TestWriteJSONIsEncodeJSON(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
 	id := opID(0)
 	if _, err := st.CreateOperation(id, "ns", "c"); err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.WriteJSONBytes(id, ManifestFile, map[string]int{"a": 1})
+	v := map[string]int{"a": 1}
+	if err := st.WriteJSON(id, ManifestFile, v); err != nil {
+		t.Fatal(err)
+	}
+	b, err := EncodeJSON(ManifestFile, v)
 	if err != nil {
 		t.Fatal(err)
 	}

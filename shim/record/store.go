@@ -125,19 +125,14 @@ func (s Store) Lookup(namespace, container string) (string, error) {
 	return id, nil
 }
 
-// WriteJSON writes v as indented JSON to name inside the operation dir.
+// WriteJSON writes v as indented JSON to name inside the operation dir:
+// EncodeJSON's bytes, by WriteBytes.
 func (s Store) WriteJSON(id, name string, v any) error {
-	_, err := s.WriteJSONBytes(id, name, v)
-	return err
-}
-
-// WriteJSONBytes is WriteJSON returning the bytes it wrote.
-func (s Store) WriteJSONBytes(id, name string, v any) ([]byte, error) {
 	b, err := EncodeJSON(name, v)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return b, s.WriteBytes(id, name, b)
+	return s.WriteBytes(id, name, b)
 }
 
 // EncodeJSON is v as a record file holds it (WriteJSON): indented, one
