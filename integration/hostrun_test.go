@@ -297,6 +297,14 @@ true`
 	if err != nil || sha256.Sum256(staged) != sum {
 		t.Fatalf("staged copy %q: %v", staged, err)
 	}
+	// The staged workspace's overlay was volatile (its unmount syncs
+	// nothing), and the manifest says the command's syncs reached no disk.
+	if _, err := os.Stat(filepath.Join(h.state, "operations", m.OperationID, "work", "work", "incompat", "volatile")); err != nil {
+		t.Errorf("the staged overlay was not mounted volatile: %v", err)
+	}
+	if m.Host == nil || len(m.Host.Writable) == 0 || !strings.Contains(m.Host.Writable[0], "volatile") {
+		t.Errorf("writable does not say the staged overlay is volatile: %+v", m.Host)
+	}
 	rec, err := os.ReadFile(filepath.Join(h.state, "operations", m.OperationID, "manifest.json"))
 	must(t, err)
 	copied, _ := os.ReadFile(r.mfile)

@@ -184,7 +184,7 @@ func (r *run) forwardSignals(p *os.Process, h *held) func() {
 // writables lists every place the command could write: the staged
 // workspace and the private tmpfs the wrapper reported it mounted.
 func writables(ws string, tmpfs []string) []string {
-	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer)"}
+	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer; the overlay is volatile: the command's sync calls there reach no disk, and only what the gate staged is made durable)"}
 	for _, d := range tmpfs {
 		out = append(out, d+" (private tmpfs, discarded at exit)")
 	}

@@ -183,11 +183,26 @@ func (r *run) handOver(w *wrapper, exe *sealedCommand, upper, work string, recor
 	return out
 }
 
+// stagedOverlayOptions are the staged workspace's overlay options: the
+// gate's hardening, and volatile. The upper dir is a scratch area the
+// overlay is mounted on once: the gate reads it through the page cache
+// once the mount is gone and makes durable only what it staged
+// (gate.SyncStaged); nothing mounts an upper dir twice, so a run a crash
+// interrupts leaves a record without a manifest, and no gate read its
+// upper dir, which may have lost writes. Without volatile, the
+// unmount as the run's mount namespace ends syncs the whole file system
+// under the state dir, on the exit's path: ~3 ms with nothing to write,
+// more when the host has dirty data. The command's own sync calls on the
+// staged workspace then reach no disk; the manifest says so (writables).
+func stagedOverlayOptions() []string {
+	return append(gate.HardenOverlayOptions(nil), "volatile")
+}
+
 // readyWrapper hands the wrapper its spec and reads that it is ready.
 func (r *run) readyWrapper(w *wrapper, exe *sealedCommand, upper, work string) (inner.Status, *Refusal) {
 	ws := inner.Spec{Workspace: r.cmd.Workspace, WorkspaceDev: r.ws.ID.Dev, WorkspaceIno: r.ws.ID.Ino, Upper: upper, Work: work,
 		UID: r.cmd.User.UID, GID: r.cmd.User.GID, Args: r.cmd.Args, Env: r.cmd.Env, InterpArgs: exe.InterpArgs,
-		RuntimeFiles: r.req.Config.AllowedRuntimeFiles, OverlayOptions: gate.HardenOverlayOptions(nil)}
+		RuntimeFiles: r.req.Config.AllowedRuntimeFiles, OverlayOptions: stagedOverlayOptions()}
 	if mnt, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
 		ws.HostMountNS = mnt
 	}

@@ -219,8 +219,14 @@ func overlayTree(s Spec, ws *os.File) (*os.File, error) {
 	defer unix.Close(fs)
 	lower := "/proc/self/fd/" + strconv.Itoa(int(ws.Fd()))
 	for _, o := range append([]string{"lowerdir=" + lower, "upperdir=" + s.Upper, "workdir=" + s.Work}, s.OverlayOptions...) {
-		k, v, _ := strings.Cut(o, "=")
-		if err := unix.FsconfigSetString(fs, k, v); err != nil {
+		k, v, valued := strings.Cut(o, "=")
+		var err error
+		if valued {
+			err = unix.FsconfigSetString(fs, k, v)
+		} else {
+			err = unix.FsconfigSetFlag(fs, k) // "volatile"
+		}
+		if err != nil {
 			return nil, fmt.Errorf("overlay option %s: %w", k, err)
 		}
 	}

@@ -54,7 +54,7 @@ type Spec struct {
 	Work         string `json:"work"`
 	// OverlayOptions follow lowerdir, upperdir and workdir in the staged
 	// workspace's overlay (the gate's hardening: metacopy=off,
-	// redirect_dir=nofollow), each "key=value".
+	// redirect_dir=nofollow; and volatile), each "key=value" or a flag.
 	OverlayOptions []string `json:"overlay_options"`
 	UID            uint32   `json:"uid"`
 	GID            uint32   `json:"gid"`
