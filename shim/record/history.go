@@ -24,11 +24,14 @@ import (
 // analyzer (spec.AnalyzerRequest.History), which reads the manifests
 // themselves, checks their sha256 and judges them again.
 //
-// The index keeps what withholds a class: over HistoryKeep lines it drops
-// a line naming a removed operation first, then the oldest clean or
-// uncertain one, and the oldest unclean one only when every line is
-// unclean. So an unclean run is named for as long as its record is kept;
-// removing the operation (gensee prune, retention) is what clears it.
+// The index keeps what withholds a class: once it holds historyTrimAt
+// lines it is trimmed back to HistoryKeep, dropping a line naming a
+// removed operation first, then the oldest clean or uncertain one, and the
+// oldest unclean one only when every line is unclean. So an unclean run is
+// named for as long as its record is kept; removing the operation (gensee
+// prune, retention) is what clears it. Trimming by half the file at a time
+// keeps the rewrite (every line parsed, every operation looked up) off all
+// but one append in HistoryKeep: the others are one write(2).
 //
 // The index is a hint, not a record: its lines are appended and rewritten
 // without fsync (a crash of the machine may lose the last ones; the
@@ -36,10 +39,12 @@ import (
 // manifest.
 const (
 	historyDir = "history"
-	// HistoryKeep bounds the lines of one observation's history.
-	HistoryKeep = 64
-	// maxHistoryBytes bounds the history file read; HistoryKeep lines
-	// take about 13 KiB.
+	// HistoryKeep is how many lines of one observation's history a trim
+	// keeps; historyTrimAt, how many make an append trim.
+	HistoryKeep   = 64
+	historyTrimAt = 2 * HistoryKeep
+	// maxHistoryBytes bounds the history file read; historyTrimAt lines
+	// take about 26 KiB.
 	maxHistoryBytes = 64 << 10
 )
 
@@ -75,8 +80,8 @@ func (s Store) historyPath(digest string) (string, error) {
 // operation's directory is, never while a manifest may be
 // on its way, and a reader skips a line whose manifest is not there
 // (History).
-// Over HistoryKeep lines the file is rewritten atomically (see the
-// package's history comment for what is dropped). Writers of the same
+// At historyTrimAt lines the file is rewritten atomically, trimmed to
+// HistoryKeep (see the package's history comment for what is dropped). Writers of the same
 // digest (several shims) hold the file's flock, as the refusals log's do
 // (AppendRefusal).
 func (s Store) AppendHistory(id string, m *spec.Manifest, manifest []byte) error {
@@ -116,8 +121,8 @@ func (s Store) AppendHistory(id string, m *spec.Manifest, manifest []byte) error
 }
 
 // appendLocked appends line to the locked history file f at p, or
-// rewrites p trimmed to HistoryKeep lines (trimHistory) when f is full,
-// over its bound or holds a torn line.
+// rewrites p trimmed to HistoryKeep lines (trimHistory) when f holds
+// historyTrimAt lines, is over its bound or holds a torn line.
 func (s Store) appendLocked(f *os.File, p string, line []byte) error {
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxHistoryBytes+1))
 	if err != nil {
@@ -128,7 +133,7 @@ func (s Store) appendLocked(f *os.File, p string, line []byte) error {
 		lines = lines[:n-1]
 	}
 	whole := len(data) == 0 || data[len(data)-1] == '\n'
-	if whole && len(data) <= maxHistoryBytes && len(lines) < HistoryKeep {
+	if whole && len(data) <= maxHistoryBytes && len(lines)+1 < historyTrimAt {
 		// One write(2) of one line under O_APPEND.
 		if _, err := f.Write(line); err != nil {
 			return fmt.Errorf("append history: %w", err)
@@ -228,10 +233,12 @@ func (s Store) History(digest, analyzer string, n int) ([]spec.HistoryRef, error
 	var lines []HistoryLine // newest first
 	raw := bytes.Split(data, []byte{'\n'})
 	for i := len(raw) - 1; i >= 0; i-- {
-		if h, ok := parseLine(raw[i]); ok && h.Analyzer == analyzer && !s.gone(h.OperationID, ManifestFile) {
+		if h, ok := parseLine(raw[i]); ok && h.Analyzer == analyzer {
 			lines = append(lines, h)
 		}
 	}
+	// A line's manifest is looked up once, and only when the line would
+	// be named: n lines and the gone ones, not the whole file.
 	var out []spec.HistoryRef
 	seen, classes := map[string]bool{}, map[string]bool{}
 	for pass := range 3 {
@@ -240,7 +247,11 @@ func (s Store) History(digest, analyzer string, n int) ([]spec.HistoryRef, error
 			if len(out) == n || seen[h.OperationID] || pass < 2 && !unclean || pass == 0 && classes[h.Class] {
 				continue
 			}
-			seen[h.OperationID], classes[h.Class] = true, true
+			seen[h.OperationID] = true
+			if s.gone(h.OperationID, ManifestFile) {
+				continue
+			}
+			classes[h.Class] = true
 			out = append(out, spec.HistoryRef{OperationID: h.OperationID, ManifestSHA256: h.ManifestSHA256})
 		}
 	}

@@ -131,65 +131,77 @@ func TestHistoryOrder(t *testing.T) {
 	}
 }
 
-// TestHistoryKeepsUnclean: over HistoryKeep lines the oldest clean or
-// uncertain line goes; an unclean one stays however many runs follow it,
-// and goes (oldest first) only when every line is unclean.
+// TestHistoryKeepsUnclean: the file grows to historyTrimAt-1 lines, and
+// the append that makes historyTrimAt trims it to HistoryKeep: the oldest
+// clean or uncertain lines go; an unclean one stays however many runs
+// follow it, and goes (oldest first) only when every line is unclean.
 func TestHistoryKeepsUnclean(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
 	index(t, st, 0, run(spec.HistoryClean))
 	index(t, st, 1, run(spec.HistoryUnclean))
-	n := 2
-	for ; n < HistoryKeep*3; n++ {
+	n, want := 2, 2 // appends so far; the lines the file holds
+	for ; n < historyTrimAt*3; n++ {
 		index(t, st, n, run([]spec.HistoryVerdict{spec.HistoryClean, spec.HistoryUncertain}[n%2]))
-		if l := historyLines(t, st); l != min(n+1, HistoryKeep) {
-			t.Fatalf("after %d appends the history has %d lines", n+1, l)
+		if want++; want == historyTrimAt {
+			want = HistoryKeep
+		}
+		if l := historyLines(t, st); l != want {
+			t.Fatalf("after %d appends the history has %d lines, want %d", n+1, l, want)
 		}
 	}
 	refs, err := st.History(obsDigest, "ref-analyzer", 1000)
-	if err != nil || len(refs) != HistoryKeep || refs[0].OperationID != opID(1) || refs[1].OperationID != opID(n-1) || refs[HistoryKeep-1].OperationID != opID(n-HistoryKeep+1) {
+	if err != nil || len(refs) != want || refs[0].OperationID != opID(1) || refs[1].OperationID != opID(n-1) || refs[want-1].OperationID != opID(n-want+1) {
 		t.Fatalf("history %v (%v)", ids(refs), err)
 	}
 	if refs, _ := st.History(obsDigest, "ref-analyzer", spec.MaxHistoryRefs); refs[0].OperationID != opID(1) {
 		t.Fatalf("the unclean run is not named first: %v", ids(refs))
 	}
-	// All unclean: the oldest unclean goes, and a clean run is not kept.
-	for i := range HistoryKeep - 1 {
-		index(t, st, n+i, run(spec.HistoryUnclean))
+	// All unclean: the oldest unclean go, and a clean run is not kept.
+	st = Store{Dir: t.TempDir()}
+	for i := range historyTrimAt - 1 {
+		index(t, st, i, run(spec.HistoryUnclean))
 	}
+	index(t, st, historyTrimAt-1, run(spec.HistoryClean))
 	refs, _ = st.History(obsDigest, "ref-analyzer", 1000)
-	if len(refs) != HistoryKeep || refs[0].OperationID != opID(n+HistoryKeep-2) || refs[HistoryKeep-1].OperationID != opID(1) {
+	if len(refs) != HistoryKeep || refs[0].OperationID != opID(historyTrimAt-2) || refs[HistoryKeep-1].OperationID != opID(historyTrimAt-1-HistoryKeep) {
 		t.Fatalf("all unclean: %d refs, first %s, last %s", len(refs), refs[0].OperationID, refs[len(refs)-1].OperationID)
 	}
-	index(t, st, n+HistoryKeep-1, run(spec.HistoryUnclean))
-	refs, _ = st.History(obsDigest, "ref-analyzer", 1000)
-	if len(refs) != HistoryKeep || refs[HistoryKeep-1].OperationID != opID(n) {
-		t.Fatalf("the oldest unclean line stayed: last %s", refs[len(refs)-1].OperationID)
-	}
-	index(t, st, n+HistoryKeep, run(spec.HistoryClean))
-	if refs, _ = st.History(obsDigest, "ref-analyzer", 1000); len(refs) != HistoryKeep || refs[HistoryKeep-1].OperationID != opID(n) {
-		t.Fatalf("a clean run displaced an unclean one: last %s", refs[len(refs)-1].OperationID)
+	if slices.Contains(ids(refs), opID(historyTrimAt-1)) {
+		t.Fatalf("a clean run displaced an unclean one: %v", ids(refs))
 	}
 }
 
 // TestHistoryRemovedOperation: once an operation is removed (gensee
 // prune, retention), its line is no longer named, and it is the first
-// dropped: removing the record is what clears an unclean run.
+// dropped, before a clean line: removing the record is what clears an
+// unclean run.
 func TestHistoryRemovedOperation(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
-	index(t, st, 0, run(spec.HistoryUnclean))
-	index(t, st, 1, run(spec.HistoryClean))
-	if err := st.RemoveOperation(opID(0)); err != nil {
-		t.Fatal(err)
+	for i := range HistoryKeep {
+		index(t, st, i, run(spec.HistoryUnclean))
 	}
-	if refs, _ := st.History(obsDigest, "ref-analyzer", 16); fmt.Sprint(ids(refs)) != fmt.Sprint([]string{opID(1)}) {
+	clean := HistoryKeep
+	index(t, st, clean, run(spec.HistoryClean))
+	for i := range HistoryKeep {
+		if err := st.RemoveOperation(opID(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if refs, _ := st.History(obsDigest, "ref-analyzer", 16); fmt.Sprint(ids(refs)) != fmt.Sprint([]string{opID(clean)}) {
 		t.Fatalf("history after removal %v", ids(refs))
 	}
-	for i := 2; i <= HistoryKeep; i++ {
+	for i := clean + 1; i < historyTrimAt; i++ { // the last append trims
 		index(t, st, i, run(spec.HistoryUnclean))
 	}
 	p, _ := st.historyPath(obsDigest)
-	if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(opID(0))) || !bytes.Contains(data, []byte(opID(1))) {
-		t.Fatalf("the removed operation's line stayed, or a live clean one went:\n%s", data)
+	data, _ := os.ReadFile(p)
+	for i := range HistoryKeep {
+		if bytes.Contains(data, []byte(opID(i))) {
+			t.Fatalf("the removed operation %s's line stayed:\n%s", opID(i), data)
+		}
+	}
+	if !bytes.Contains(data, []byte(opID(clean))) || historyLines(t, st) != HistoryKeep {
+		t.Fatalf("a live clean line went before the removed ones:\n%s", data)
 	}
 }
 
@@ -201,14 +213,14 @@ func TestHistoryRemovedOperation(t *testing.T) {
 // operation was removed is still dropped first.
 func TestHistoryBesideTheManifest(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
-	for i := range HistoryKeep {
+	for i := range historyTrimAt - 2 {
 		index(t, st, i, run(spec.HistoryClean))
 	}
 	if err := st.RemoveOperation(opID(3)); err != nil {
 		t.Fatal(err)
 	}
 	// Run A (unclean): its line first, its manifest still to come.
-	a := opID(HistoryKeep)
+	a := opID(historyTrimAt - 2)
 	m := run(spec.HistoryUnclean)
 	m.OperationID = a
 	b, _ := json.Marshal(m)
@@ -220,7 +232,7 @@ func TestHistoryBesideTheManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Run B (clean) ends meanwhile: line and manifest, trimming the file.
-	index(t, st, HistoryKeep+1, run(spec.HistoryClean))
+	index(t, st, historyTrimAt-1, run(spec.HistoryClean))
 	p, _ := st.historyPath(obsDigest)
 	data, _ := os.ReadFile(p)
 	if !bytes.Contains(data, []byte(a)) || bytes.Contains(data, []byte(opID(3))) || historyLines(t, st) != HistoryKeep {
@@ -341,7 +353,7 @@ func TestWriteJSONIsEncodeJSON(t *testing.T) {
 func TestHistoryEveryUncleanClass(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
 	index(t, st, 0, run(spec.HistoryUnclean)) // build
-	for i := 1; i <= HistoryKeep+spec.MaxHistoryRefs; i++ {
+	for i := 1; i <= historyTrimAt+spec.MaxHistoryRefs; i++ { // one trim
 		m := run(spec.HistoryUnclean)
 		if m.Inference.Class = "lint"; i%2 == 0 {
 			m.Inference.Analyzer = "other-analyzer"
@@ -352,7 +364,7 @@ func TestHistoryEveryUncleanClass(t *testing.T) {
 	if err != nil || len(refs) != spec.MaxHistoryRefs || refs[1].OperationID != opID(0) {
 		t.Fatalf("history %v (%v); want build's unclean run second", ids(refs), err)
 	}
-	if l := historyLines(t, st); l != HistoryKeep {
+	if l := historyLines(t, st); l != HistoryKeep+spec.MaxHistoryRefs+1 {
 		t.Fatalf("%d lines", l)
 	}
 }
