@@ -352,7 +352,7 @@ func TestWriteJSONIsEncodeJSON(t *testing.T) {
 // is named and kept.
 func TestHistoryEveryUncleanClass(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
-	index(t, st, 0, run(spec.HistoryUnclean)) // build
+	index(t, st, 0, run(spec.HistoryUnclean))                 // build
 	for i := 1; i <= historyTrimAt+spec.MaxHistoryRefs; i++ { // one trim
 		m := run(spec.HistoryUnclean)
 		if m.Inference.Class = "lint"; i%2 == 0 {
