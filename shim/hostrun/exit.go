@@ -182,9 +182,14 @@ func (r *run) forwardSignals(p *os.Process, h *held) func() {
 }
 
 // writables lists every place the command could write: the staged
-// workspace and the private tmpfs the wrapper reported it mounted.
-func writables(ws string, tmpfs []string) []string {
-	out := []string{ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer; the overlay is volatile: the command's sync calls there reach no disk, and only what the gate staged is made durable)"}
+// workspace (volatile: its overlay took the flag) and the private tmpfs
+// the wrapper reported it mounted.
+func writables(ws string, tmpfs []string, volatile bool) []string {
+	staged := ws + " (staged: overlay upper dir in the operation record, read by the gate; the real workspace was the read-only lower layer"
+	if volatile {
+		staged += "; the overlay is volatile: the command's fsync, fdatasync and syncfs there make nothing durable (sync(2) and the kernel's writeback may still write it), and only what the gate staged is made durable"
+	}
+	out := []string{staged + ")"}
 	for _, d := range tmpfs {
 		out = append(out, d+" (private tmpfs, discarded at exit)")
 	}

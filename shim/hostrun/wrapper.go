@@ -96,7 +96,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 	}
 	return r.exit(ctx, h, hostExit{status: exitStatus(w.c.ProcessState), started: started, deadline: hit,
 		sandbox: sandboxOf(ready, applied, w.stdio), stdio: w.stdio, lingering: lingering,
-		writables: writables(r.cmd.Workspace, ready.Tmpfs)})
+		writables: writables(r.cmd.Workspace, ready.Tmpfs, ready.Volatile)})
 }
 
 // startWrapper starts the wrapper in the run's cgroup: a new mount, pid,
@@ -184,18 +184,20 @@ func (r *run) handOver(w *wrapper, exe *sealedCommand, upper, work string, recor
 }
 
 // stagedOverlayOptions are the staged workspace's overlay options: the
-// gate's hardening, and volatile. The upper dir is a scratch area the
-// overlay is mounted on once: the gate reads it through the page cache
-// once the mount is gone and makes durable only what it staged
+// gate's hardening, and volatile (a kernel before 5.10 refuses it: the
+// wrapper then mounts without it, and says so). The upper dir is scratch
+// the overlay is mounted on once: the gate reads it through the page
+// cache once the mount is gone and makes durable only what it staged
 // (gate.SyncStaged); nothing mounts an upper dir twice, so a run a crash
 // interrupts leaves a record without a manifest, and no gate read its
-// upper dir, which may have lost writes. Without volatile, the
-// unmount as the run's mount namespace ends syncs the whole file system
-// under the state dir, on the exit's path: ~3 ms with nothing to write,
-// more when the host has dirty data. The command's own sync calls on the
-// staged workspace then reach no disk; the manifest says so (writables).
+// upper dir, which may have lost writes. Without volatile, the unmount as
+// the run's mount namespace ends syncs the whole file system under the
+// state dir, on the exit's path: ~3 ms with nothing to write, more when
+// the host has dirty data. The command's fsync, fdatasync and syncfs on
+// the staged workspace then make nothing durable; the manifest says so
+// (writables).
 func stagedOverlayOptions() []string {
-	return append(gate.HardenOverlayOptions(nil), "volatile")
+	return append(gate.HardenOverlayOptions(nil), inner.OverlayVolatile)
 }
 
 // readyWrapper hands the wrapper its spec and reads that it is ready.

@@ -43,9 +43,12 @@ const (
 	// keeps; historyTrimAt, how many make an append trim.
 	HistoryKeep   = 64
 	historyTrimAt = 2 * HistoryKeep
-	// maxHistoryBytes bounds the history file read; historyTrimAt lines
-	// take about 26 KiB.
+	// maxHistoryBytes bounds the history file read, and maxHistoryLine
+	// a line AppendHistory writes (newline included), so that the
+	// historyTrimAt-1 lines a file holds before a trim always fit: about
+	// 200 bytes a line, 440 with 128-character analyzer and class ids.
 	maxHistoryBytes = 64 << 10
+	maxHistoryLine  = maxHistoryBytes / historyTrimAt
 )
 
 // HistoryLine is one line of the history index: the operation, the
@@ -101,6 +104,9 @@ func (s Store) AppendHistory(id string, m *spec.Manifest, manifest []byte) error
 		Analyzer: m.Inference.Analyzer, Class: m.HistoryClass(), Verdict: verdict})
 	if err != nil {
 		return fmt.Errorf("index manifest: %w", err)
+	}
+	if len(line)+1 > maxHistoryLine {
+		return fmt.Errorf("index manifest: its history line takes %d bytes, over %d (analyzer and class ids too long)", len(line)+1, maxHistoryLine)
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("create history dir: %w", err)

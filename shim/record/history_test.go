@@ -293,6 +293,31 @@ func TestHistorySkipsDamage(t *testing.T) {
 	}
 }
 
+// TestHistoryLineBound: a line with 128-character analyzer and class ids
+// (the longest ids a catalog holds) is indexed, a longer one is not, and
+// the lines a file holds before its trim always fit the read bound.
+func TestHistoryLineBound(t *testing.T) {
+	if (historyTrimAt-1)*maxHistoryLine > maxHistoryBytes {
+		t.Fatalf("%d lines of %d bytes exceed the %d-byte read bound", historyTrimAt-1, maxHistoryLine, maxHistoryBytes)
+	}
+	st := Store{Dir: t.TempDir()}
+	long := strings.Repeat("a", 128)
+	for i := range historyTrimAt - 1 {
+		m := run(spec.HistoryUnclean)
+		m.Inference.Analyzer, m.Inference.Class = long, long
+		index(t, st, i, m)
+	}
+	if refs, err := st.History(obsDigest, long, spec.MaxHistoryRefs); err != nil || len(refs) != spec.MaxHistoryRefs {
+		t.Fatalf("%d refs (%v)", len(refs), err)
+	}
+	m := run(spec.HistoryClean)
+	m.Inference.Analyzer = strings.Repeat("b", maxHistoryLine)
+	m.OperationID = opID(historyTrimAt)
+	if err := st.AppendHistory(m.OperationID, m, nil); err == nil {
+		t.Fatal("an over-long line was indexed")
+	}
+}
+
 func TestHistoryRefusesBadInput(t *testing.T) {
 	st := Store{Dir: t.TempDir()}
 	for _, d := range []string{"", "sha256:../../etc/passwd", "sha256:" + strings.Repeat("A", 64), strings.Repeat("a", 64)} {

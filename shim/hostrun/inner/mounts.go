@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,7 @@ type view struct {
 	writable []string // the trees Landlock lets the command write, in the stage's view
 	tmpfs    []string // the private tmpfs mounted (/tmp, /var/tmp, /dev/shm)
 	masked   []string // what the manifest lists as masked
+	volatile bool     // the staged workspace's overlay took "volatile"
 
 	ws    *os.File        // the workspace directory checked (openWorkspace), until finish
 	socks <-chan []string // hostSockets' answer, read through the host's procfs
@@ -78,12 +80,12 @@ func openView(s Spec) (_ *view, retErr error) {
 		ws.Close()
 		return nil, fmt.Errorf("open the gensee binary: %w", err)
 	}
-	tree, err := overlayTree(s, ws)
+	tree, volatile, err := overlayTree(s, ws)
 	if err != nil {
 		ws.Close()
 		return nil, err
 	}
-	return &view{tree: tree, self: "/proc/self/fd/" + strconv.Itoa(int(self.Fd())), ws: ws, socks: socks}, nil
+	return &view{tree: tree, self: "/proc/self/fd/" + strconv.Itoa(int(self.Fd())), ws: ws, socks: socks, volatile: volatile}, nil
 }
 
 // finish builds the rest of the command's view, once the stage (which
@@ -210,21 +212,36 @@ func openWorkspace(s Spec) (*os.File, error) {
 	return os.NewFile(uintptr(fd), s.Workspace), nil
 }
 
-// overlayTree makes the staged workspace as a detached mount.
-func overlayTree(s Spec, ws *os.File) (*os.File, error) {
+// overlayTree makes the staged workspace as a detached mount. A kernel
+// that refuses the "volatile" flag (before Linux 5.10) gets the overlay
+// without it; volatile says which it got.
+func overlayTree(s Spec, ws *os.File) (tree *os.File, volatile bool, err error) {
+	opts := s.OverlayOptions
+	volatile = slices.Contains(opts, OverlayVolatile)
+	tree, err = mountOverlay(s, ws, opts)
+	if err != nil && volatile {
+		volatile = false
+		tree, err = mountOverlay(s, ws, slices.DeleteFunc(slices.Clone(opts), func(o string) bool { return o == OverlayVolatile }))
+	}
+	return tree, volatile, err
+}
+
+// mountOverlay makes the overlay of the workspace (lower) and s's upper
+// and work dirs with opts, each "key=value" or a flag.
+func mountOverlay(s Spec, ws *os.File, opts []string) (*os.File, error) {
 	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("open an overlay file system: %w", err)
 	}
 	defer unix.Close(fs)
 	lower := "/proc/self/fd/" + strconv.Itoa(int(ws.Fd()))
-	for _, o := range append([]string{"lowerdir=" + lower, "upperdir=" + s.Upper, "workdir=" + s.Work}, s.OverlayOptions...) {
+	for _, o := range append([]string{"lowerdir=" + lower, "upperdir=" + s.Upper, "workdir=" + s.Work}, opts...) {
 		k, v, valued := strings.Cut(o, "=")
 		var err error
 		if valued {
 			err = unix.FsconfigSetString(fs, k, v)
 		} else {
-			err = unix.FsconfigSetFlag(fs, k) // "volatile"
+			err = unix.FsconfigSetFlag(fs, k)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("overlay option %s: %w", k, err)

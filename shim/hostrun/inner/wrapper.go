@@ -42,6 +42,11 @@ const (
 	fdTree      = 7 // the staged workspace's mount (O_PATH): its cwd and Landlock rule
 )
 
+// OverlayVolatile is the overlay flag that skips every sync of the upper
+// dir's file system (the unmount's among them): the parent asks for it,
+// and the wrapper mounts without it on a kernel that refuses it.
+const OverlayVolatile = "volatile"
+
 // Spec is what the parent tells the wrapper.
 type Spec struct {
 	Workspace string `json:"workspace"`
@@ -54,7 +59,8 @@ type Spec struct {
 	Work         string `json:"work"`
 	// OverlayOptions follow lowerdir, upperdir and workdir in the staged
 	// workspace's overlay (the gate's hardening: metacopy=off,
-	// redirect_dir=nofollow; and volatile), each "key=value" or a flag.
+	// redirect_dir=nofollow; and OverlayVolatile), each "key=value" or a
+	// flag.
 	OverlayOptions []string `json:"overlay_options"`
 	UID            uint32   `json:"uid"`
 	GID            uint32   `json:"gid"`
@@ -80,8 +86,11 @@ type Status struct {
 	Masked []string `json:"masked,omitempty"`
 	// Tmpfs, with Ready, are the private tmpfs the wrapper mounted: with
 	// the staged workspace, every place the command can write.
-	Tmpfs   []string `json:"tmpfs,omitempty"`
-	Applied *Applied `json:"applied,omitempty"`
+	Tmpfs []string `json:"tmpfs,omitempty"`
+	// Volatile, with Ready: the staged workspace's overlay took
+	// OverlayVolatile (a kernel before 5.10 refuses it).
+	Volatile bool     `json:"volatile,omitempty"`
+	Applied  *Applied `json:"applied,omitempty"`
 	// Lingering, in the wrapper's last line, counts the processes the
 	// command left in the run's pid namespace, killed when it exited.
 	Lingering *int   `json:"lingering,omitempty"`
@@ -163,7 +172,7 @@ func WrapperMain() int {
 		report(Status{Step: "stage", Error: err.Error()})
 		return wrapperSetupFailed
 	}
-	report(Status{Ready: true, Masked: view.masked, Tmpfs: view.tmpfs})
+	report(Status{Ready: true, Masked: view.masked, Tmpfs: view.tmpfs, Volatile: view.volatile})
 	// Wait for the parent's go: the sensors and the deadline are running.
 	if !awaitGo(io.MultiReader(dec.Buffered(), ctl)) {
 		return wrapperSetupFailed // the parent gave up: nothing runs
