@@ -1,5 +1,7 @@
 // Package runcfront is the program the gensee shim hands containerd's runc
-// task service as its runc binary (gensee-runc). It answers the two runc
+// task service as its runc binary (gensee-runc) once runc has created the
+// task: the task's runc is a link in its bundle, to the real runc for the
+// create, then to the front (the shim's runcLink). It answers the two runc
 // calls of every task whose answer needs none of runc, and hands every
 // other call to the real runc by exec, unchanged:
 //

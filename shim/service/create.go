@@ -311,6 +311,9 @@ func (s *service) createInner(ctx context.Context, c *creation) (*taskAPI.Create
 		return nil, nil, err
 	}
 	c.undo = append(c.undo, func() { s.rollback(ctx, c.op) })
+	if err := s.toFront(c.r.Bundle); err != nil {
+		c.op.logger(ctx).WithError(err).Warn("the task's runc stays the real runc: link it to the front")
+	}
 	return resp, early, nil
 }
 

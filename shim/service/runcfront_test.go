@@ -10,9 +10,11 @@ import (
 	"github.com/gensee/gensee/shim/runcfront"
 )
 
-// TestHandRunc: with a front, the inner task service gets it as its runc
-// and the bundle names the admitted runc for it; in a bundle whose
-// directories others may write, or without a front, the real runc itself.
+// TestHandRunc: with a front, the inner task service gets the bundle's
+// link as its runc, to the admitted runc for the create and to the front
+// after it (toFront), and the bundle names the admitted runc for the
+// front; in a bundle whose directories others may write, or without a
+// front, the real runc itself, which toFront leaves alone.
 func TestHandRunc(t *testing.T) {
 	s := &service{}
 	s.front.once.Do(func() { s.front.path = "/opt/gensee/bin/gensee-runc" })
@@ -23,8 +25,18 @@ func TestHandRunc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.BinaryName != "/opt/gensee/bin/gensee-runc" || h.Root != admitted.Root || admitted.BinaryName != "/bin/true" {
+	link := filepath.Join(bundle, runcLink)
+	if h.BinaryName != link || h.Root != admitted.Root || admitted.BinaryName != "/bin/true" {
 		t.Errorf("handed %+v (admitted %+v)", h, admitted)
+	}
+	if to, err := os.Readlink(link); err != nil || to != "/bin/true" {
+		t.Errorf("the create's runc is %q, %v", to, err)
+	}
+	if err := s.toFront(bundle); err != nil {
+		t.Fatal(err)
+	}
+	if to, err := os.Readlink(link); err != nil || to != "/opt/gensee/bin/gensee-runc" {
+		t.Errorf("after the create, the runc is %q, %v", to, err)
 	}
 	b, err := os.ReadFile(filepath.Join(bundle, runcfront.RuncFile))
 	if err != nil || string(b) != "/bin/true\n" {
@@ -43,6 +55,12 @@ func TestHandRunc(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(open, runcfront.RuncFile)); err == nil {
 		t.Error("untrusted bundle: the runc file was written")
+	}
+	if err := s.toFront(open); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(open, runcLink)); err == nil {
+		t.Error("untrusted bundle: a runc link was made")
 	}
 
 	none := &service{}
