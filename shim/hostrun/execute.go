@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
@@ -81,54 +82,42 @@ func (r *run) notifier() *notify.Notifier {
 }
 
 // execute creates the operation and its boundary, runs the wrapper, and
-// runs the exit path. Ordering: the record (the operation's directory,
-// then its upper dir and the records' reserve) beside the cgroup (marker
-// first, so a crash leaves nothing unrecorded) and the wrapper born into
-// it; the wrapper gets its spec once the record is in place and builds
-// the command's view while the table is installed and read back with the
-// NFLOG reader already bound (engine.Boundary.Bind); then the sensors'
-// start and the admission's one durable write (with its table and
-// subject); the deadline; then the go, once the wrapper is ready, and
-// only then the exec. The wrapper is gensee's own code: nothing of the
-// command runs before the go, so the table is in place first.
-func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retErr error) {
+// runs the exit path. Ordering: the cgroup (marker first, so a crash
+// leaves nothing unrecorded) and the wrapper born into it, started beside
+// the admission (startEarly: sp); the operation's directory, then beside
+// each other its index, its upper dir (the wrapper then gets its spec and
+// builds the command's view) and the records' reserve, and the table,
+// installed and read back with the NFLOG reader already bound
+// (engine.Boundary.Bind); then the sensors' start and the admission's one
+// durable write (with its table and subject); the deadline; then the go,
+// once the wrapper is ready and the record complete, and only then the
+// exec. The wrapper is gensee's own code: nothing of the command runs
+// before the go, so the table is in place first.
+func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
 	// bounded by its deadline), after the exit path.
 	defer notify.Wait()
-	id, err := record.NewOperationID()
-	if err != nil {
-		return nil, err
-	}
-	r.id = id
+	id := r.id
 	r.adm.OperationID, r.adm.ContainerID = id, id
-	r.log = log.G(ctx).WithField("operation_id", id)
 	dir, err := r.store.OperationDir(id)
 	if err != nil {
+		sp.cancel(ctx, r)
 		return nil, err
 	}
-	h := &held{}
+	h := sp.h
 	defer func() {
 		if retErr != nil {
 			r.undo(ctx, h)
 		}
 	}()
-	type made struct {
-		rf  *Refusal
-		err error
-	}
-	created, recorded := make(chan error, 1), make(chan made, 1)
-	go func() {
-		if _, err := r.store.CreateOperation(id, Namespace, id); err != nil {
-			err = fmt.Errorf("create operation record: %w", err)
-			created <- err
-			recorded <- made{err: err}
-			return
-		}
-		created <- nil
-		rf, err := r.fillRecord(dir)
-		recorded <- made{rf, err}
-	}()
-	w, wrf, werr := r.spawn(h, exe)
+	// created: the operation's directory (the bind's events go there);
+	// staged: its upper and work dirs (the wrapper's spec names them);
+	// recorded: the whole record, its index and reserve too.
+	created, staged, recorded := make(chan error, 1), make(chan made, 1), make(chan made, 1)
+	go r.makeRecord(dir, created, staged, recorded)
+	<-sp.done
+	r.phases.fields["wrapper_start_ms"] = ms(sp.took) // beside the admission
+	w, wrf, werr := sp.w, sp.rf, sp.err
 	if wrf != nil || werr != nil {
 		rec := <-recorded // the record is finished before it is undone
 		switch {
@@ -139,17 +128,15 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 		}
 		return nil, r.abandon(ctx, h, wrf)
 	}
-	// The wrapper gets its spec once the record is in place and builds the
-	// command's view while the table is installed and read back; the go
-	// waits for both.
-	recDone := make(chan made, 1)
+	// The wrapper gets its spec once its upper dir is in place and builds
+	// the command's view while the table is installed and read back; the
+	// go waits for both, and for the record.
 	ready := r.handOver(w, exe, filepath.Join(dir, upperDir), filepath.Join(dir, workDir), func() bool {
-		rec := <-recorded
-		recDone <- rec
-		return rec.err == nil && rec.rf == nil
+		st := <-staged
+		return st.err == nil && st.rf == nil
 	})
 	brf, berr := r.bindNetwork(ctx, h, created)
-	rec := <-recDone
+	rec := <-recorded
 	r.phases.mark("record_bind")
 	if rec.err != nil || rec.rf != nil || brf != nil || berr != nil {
 		w.kill()
@@ -168,18 +155,43 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand) (_ *Result, retEr
 	return r.runWrapper(ctx, h, w, ready)
 }
 
-// fillRecord puts into the operation's directory the overlay's upper and
-// work dirs and, before anything of the command can write, room for the
-// records. The admission is written once its table and subject are known
-// (recordAdmission).
-func (r *run) fillRecord(dir string) (*Refusal, error) {
+// made is how a step of the record ended: a refusal, or another error.
+type made struct {
+	rf  *Refusal
+	err error
+}
+
+// makeRecord makes the operation's record in dir: the directory
+// (created), then its index beside the overlay's upper and work dirs
+// (staged) and, before anything of the command can write, room for the
+// records (recorded: all of it). Each channel gets one value; a failed
+// step ends the ones after it with its error. The admission is written
+// once its table and subject are known (recordAdmission).
+func (r *run) makeRecord(dir string, created chan<- error, staged, recorded chan<- made) {
+	if _, err := r.store.MakeOperationDir(r.id); err != nil {
+		err = fmt.Errorf("create operation record: %w", err)
+		created <- err
+		staged <- made{err: err}
+		recorded <- made{err: err}
+		return
+	}
+	created <- nil
+	indexed := make(chan error, 1)
+	go func() { indexed <- r.store.IndexOperation(Namespace, r.id, r.id) }()
+	m := made{}
 	if err := makeUpper(filepath.Join(dir, upperDir), filepath.Join(dir, workDir), r.ws.Stat); err != nil {
-		return refuse(ReasonWorkspace, "--workspace", "", "%v", err), nil
+		m.rf = refuse(ReasonWorkspace, "--workspace", "", "%v", err)
 	}
-	if err := reserveSpace(dir); err != nil {
-		return refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err), nil
+	staged <- m
+	if m.rf == nil {
+		if err := reserveSpace(dir); err != nil {
+			m.rf = refuse(ReasonOperatorConfig, "state_dir", "free space on the state dir's file system", "%v", err)
+		}
 	}
-	return nil, nil
+	if err := <-indexed; err != nil {
+		m.err = fmt.Errorf("create operation record: %w", err)
+	}
+	recorded <- m
 }
 
 // spawn makes the run's cgroup (its marker first) and starts the wrapper
@@ -203,12 +215,52 @@ func (r *run) spawn(h *held, exe *sealedCommand) (*wrapper, *Refusal, error) {
 	if h.cgFD, err = h.cg.open(); err != nil {
 		return nil, refuse(ReasonCgroup, "cgroup2", "", "%v", err), nil
 	}
-	w, rf, err := r.startWrapper(h, exe)
-	if rf != nil || err != nil {
-		return nil, rf, err
+	return r.startWrapper(h, exe)
+}
+
+// spawning is the run's cgroup and wrapper, started (spawn) beside the
+// admission: done is closed once w, rf and err are set.
+type spawning struct {
+	h    *held
+	done chan struct{}
+	w    *wrapper
+	rf   *Refusal
+	err  error
+	took time.Duration
+}
+
+// startEarly names the run's operation and starts its cgroup and wrapper
+// (spawn) in the background, as soon as the command is sealed and
+// observed: the wrapper's exec and start-up run beside the admission's
+// decision. Nothing of the command can run: the wrapper waits for its
+// spec, which it gets only once the admission is made and the record
+// begun (execute), and a refused admission kills it (cancel) first.
+func (r *run) startEarly(ctx context.Context, exe *sealedCommand) (*spawning, error) {
+	id, err := record.NewOperationID()
+	if err != nil {
+		return nil, err
 	}
-	r.phases.mark("wrapper_start")
-	return w, nil, nil
+	r.id = id
+	r.log = log.G(ctx).WithField("operation_id", id)
+	sp := &spawning{h: &held{}, done: make(chan struct{})}
+	go func() {
+		defer close(sp.done)
+		t := time.Now()
+		sp.w, sp.rf, sp.err = r.spawn(sp.h, exe)
+		sp.took = time.Since(t)
+	}()
+	return sp, nil
+}
+
+// cancel undoes a spawn whose run will not go on (a refused admission):
+// the wrapper killed, then its cgroup and marker removed.
+func (sp *spawning) cancel(ctx context.Context, r *run) {
+	<-sp.done
+	if sp.w != nil {
+		sp.w.kill()
+		sp.w.close()
+	}
+	r.undo(ctx, sp.h)
 }
 
 // bindNetwork installs the run's table in the host's netns, bound to its

@@ -95,13 +95,21 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	defer exe.Close()
 	ph.mark("observe")
+	r := &run{req: req, store: st, cmd: cmd, ws: wsDir, phases: ph}
+	// The wrapper starts beside the decision (startEarly): it only waits
+	// for its spec until the admission is made and recorded.
+	sp, err := r.startEarly(ctx, exe)
+	if err != nil {
+		return nil, err
+	}
 	adm, rf := admit(ctx, req, cmd, obs, exe)
 	if rf != nil {
+		sp.cancel(ctx, r)
 		return nil, refused(ctx, st, req.User, rf)
 	}
 	ph.mark("admission")
-	r := &run{req: req, store: st, cmd: cmd, adm: adm, contract: adm.Contract, ws: wsDir, phases: ph}
-	return r.execute(ctx, exe)
+	r.adm, r.contract = adm, adm.Contract
+	return r.execute(ctx, exe, sp)
 }
 
 // observeCommand resolves argv[0], seals a copy of it (and of a script's

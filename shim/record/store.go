@@ -66,6 +66,19 @@ func (s Store) OperationDir(id string) (string, error) {
 
 // CreateOperation makes the operation's directory (0700) and indexes it.
 func (s Store) CreateOperation(id, namespace, container string) (string, error) {
+	dir, err := s.MakeOperationDir(id)
+	if err != nil {
+		return "", err
+	}
+	if err := s.IndexOperation(namespace, container, id); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// MakeOperationDir is CreateOperation's directory alone: a caller that
+// indexes the operation (IndexOperation) beside other work.
+func (s Store) MakeOperationDir(id string) (string, error) {
 	dir, err := s.OperationDir(id)
 	if err != nil {
 		return "", err
@@ -75,9 +88,6 @@ func (s Store) CreateOperation(id, namespace, container string) (string, error) 
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create operation dir: %w", err)
-	}
-	if err := s.index(namespace, container, id); err != nil {
-		return "", err
 	}
 	return dir, nil
 }
@@ -92,9 +102,9 @@ func (s Store) indexPath(namespace, container string) (string, error) {
 	return filepath.Join(s.Dir, "index", namespace, container), nil
 }
 
-// index points namespace/container at id. A container id reused after
-// delete points at its newest operation.
-func (s Store) index(namespace, container, id string) error {
+// IndexOperation points namespace/container at id, durably. A container id reused
+// after delete points at its newest operation.
+func (s Store) IndexOperation(namespace, container, id string) error {
 	p, err := s.indexPath(namespace, container)
 	if err != nil {
 		return err
