@@ -102,8 +102,8 @@ func (s Store) indexPath(namespace, container string) (string, error) {
 	return filepath.Join(s.Dir, "index", namespace, container), nil
 }
 
-// IndexOperation points namespace/container at id, durably. A container id reused
-// after delete points at its newest operation.
+// IndexOperation points namespace/container at id, durably. A container
+// id reused after delete points at its newest operation.
 func (s Store) IndexOperation(namespace, container, id string) error {
 	p, err := s.indexPath(namespace, container)
 	if err != nil {
