@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,6 +98,12 @@ type hostResult struct {
 // then argv.
 func (h *runEnv) run(uid string, flags []string, argv ...string) hostResult {
 	h.t.Helper()
+	return h.runStdin(nil, uid, flags, argv...)
+}
+
+// runStdin is run with stdin as gensee's stdin (nil: /dev/null).
+func (h *runEnv) runStdin(stdin *os.File, uid string, flags []string, argv ...string) hostResult {
+	h.t.Helper()
 	out, err := os.CreateTemp(h.dir, "stdout-")
 	must(h.t, err)
 	defer out.Close()
@@ -106,6 +113,9 @@ func (h *runEnv) run(uid string, flags []string, argv ...string) hostResult {
 	cmd := exec.Command(filepath.Join(h.bin, "gensee"), args...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &stderr
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = "/"
 	err = cmd.Run()
@@ -420,6 +430,69 @@ func TestHostRunRefusals(t *testing.T) {
 	if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || last["runtime"] != "host" {
 		t.Errorf("last refusal %s: %v", lines[len(lines)-1], err)
 	}
+}
+
+// TestHostRunTerminalInput: what was typed on the caller's terminal
+// reaches the command through gensee's relay, which reads it only once
+// the command starts: a refused run leaves it on the terminal.
+func TestHostRunTerminalInput(t *testing.T) {
+	h := startRunEnv(t, resultContract())
+	ws := h.workspace(nil)
+	typeahead := func(line string) *os.File {
+		master, slave := openPTY(t)
+		s, err := os.OpenFile(slave, os.O_RDWR|syscall.O_NOCTTY, 0)
+		must(t, err)
+		t.Cleanup(func() { s.Close() })
+		_, err = master.Write([]byte(line + "\n"))
+		must(t, err)
+		return s
+	}
+	// Refused (no inference, no safe default): the line stays typed.
+	s := typeahead("typeahead-refused")
+	r := h.runStdin(s, hostStrict, []string{"--workspace", ws}, "sh", "-c", "cat")
+	if r.code != 125 {
+		t.Fatalf("exit %d, want 125: %s", r.code, r.stderr)
+	}
+	fd := int(s.Fd()) // once: each Fd() puts the file back in blocking mode
+	must(t, syscall.SetNonblock(fd, true))
+	b := make([]byte, 256)
+	n, _ := syscall.Read(fd, b)
+	if got := string(b[:max(n, 0)]); got != "typeahead-refused\n" {
+		t.Errorf("a refused run read the caller's terminal: left %q", got)
+	}
+	// Admitted: the command reads the line.
+	s = typeahead("typeahead-run")
+	r = h.runStdin(s, hostNobody, []string{"--workspace", ws}, "sh", "-c", `read x; echo "got=$x"; mkdir -p out; echo '{}' > out/result.json`)
+	if r.code != 0 || !strings.Contains(r.stdout, "got=typeahead-run") {
+		t.Fatalf("exit %d, stdout %q: %s", r.code, r.stdout, r.stderr)
+	}
+	hostLeakCheck(t, h.dir)
+}
+
+// TestHostRunRecordFailure: a run whose record cannot be completed (its
+// index cannot be written) fails before the command starts and leaves
+// nothing: no operation record (its reserve among it) that retention
+// would keep as a running one, no cgroup, table or marker.
+func TestHostRunRecordFailure(t *testing.T) {
+	h := startRunEnv(t, resultContract())
+	ws := h.workspace(nil)
+	must(t, os.MkdirAll(filepath.Join(h.state, "index"), 0o700))
+	blocker := filepath.Join(h.state, "index", "host")
+	must(t, os.WriteFile(blocker, nil, 0o600))
+	defer os.Remove(blocker)
+	before, _ := os.ReadDir(filepath.Join(h.state, "operations"))
+	witness := filepath.Join(h.dir, "ran-record")
+	r := h.run(hostNobody, []string{"--workspace", ws}, "sh", "-c", "touch "+witness)
+	if r.code == 0 || r.manifest != nil {
+		t.Fatalf("exit %d, manifest %v: %s", r.code, r.manifest != nil, r.stderr)
+	}
+	if _, err := os.Stat(witness); err == nil {
+		t.Fatal("the command ran")
+	}
+	if after, _ := os.ReadDir(filepath.Join(h.state, "operations")); len(after) != len(before) {
+		t.Errorf("the failed run left an operation record (%d before, %d after)", len(before), len(after))
+	}
+	hostLeakCheck(t, h.dir)
 }
 
 // TestHostRunSudoEnvIgnored: the invoking user comes from the kernel.

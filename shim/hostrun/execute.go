@@ -65,12 +65,21 @@ func (r *run) undo(ctx context.Context, h *held) (left bool) {
 // abandon undoes a run refused after its operation was created: nothing
 // of it is left, its refusal is logged.
 func (r *run) abandon(ctx context.Context, h *held, rf *Refusal) *Refusal {
+	r.discard(ctx, h)
+	return refused(ctx, r.store, r.cmd.User, rf)
+}
+
+// discard undoes a run that will not start (held: what it holds) and,
+// once nothing of it is left to clean (its marker gone with it), removes
+// its record: a record begun for it, its reserve among it, would
+// otherwise stay without a manifest and be kept as a running one. What
+// could not be removed stays marked for the next run's cleanup.
+func (r *run) discard(ctx context.Context, h *held) {
 	r.undo(ctx, h)
 	if !h.marked {
 		r.store.Unindex(Namespace, r.id, r.id)
 		r.store.RemoveOperation(r.id)
 	}
-	return refused(ctx, r.store, r.cmd.User, rf)
 }
 
 // notifier is the run's notify command (notify_command), run as
@@ -122,8 +131,10 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ 
 		rec := <-recorded // the record is finished before it is undone
 		switch {
 		case rec.err != nil:
+			r.discard(ctx, h)
 			return nil, rec.err
 		case werr != nil:
+			r.discard(ctx, h)
 			return nil, werr
 		}
 		return nil, r.abandon(ctx, h, wrf)
@@ -144,8 +155,10 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ 
 		w.close()
 		switch {
 		case rec.err != nil:
+			r.discard(ctx, h)
 			return nil, rec.err
 		case berr != nil:
+			r.discard(ctx, h)
 			return nil, berr
 		case rec.rf != nil:
 			return nil, r.abandon(ctx, h, rec.rf)

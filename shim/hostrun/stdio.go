@@ -21,6 +21,10 @@ type stdio struct {
 	parentEnds   []*os.File
 	relays       []chan struct{} // closed when an output relay ended
 	desc         []string
+	// relayIn starts the stdin relay (nil: none). It is started at the
+	// go (relayInput): nothing is read from the caller's terminal for a
+	// run that is refused or fails before its command starts.
+	relayIn func()
 }
 
 func isTerminal(f *os.File) bool {
@@ -39,7 +43,7 @@ func newStdio(in, out, errf *os.File) (*stdio, error) {
 			return nil, fmt.Errorf("relay stdin: %w", err)
 		}
 		s.in, s.childEnds, s.parentEnds = r, append(s.childEnds, r), append(s.parentEnds, w)
-		go func() { io.Copy(w, in); w.Close() }()
+		s.relayIn = func() { go func() { io.Copy(w, in); w.Close() }() }
 		s.desc = append(s.desc, "stdin: a pipe gensee relayed from the caller's terminal")
 	}
 	for _, o := range []struct {
@@ -62,6 +66,16 @@ func newStdio(in, out, errf *os.File) (*stdio, error) {
 		s.desc = append(s.desc, o.name+": a pipe gensee relayed to the caller's terminal")
 	}
 	return s, nil
+}
+
+// relayInput starts relaying the caller's terminal to the command's
+// stdin, once: at the go, so that a run refused or failed before it reads
+// nothing of what was typed.
+func (s *stdio) relayInput() {
+	if s != nil && s.relayIn != nil {
+		s.relayIn()
+		s.relayIn = nil
+	}
 }
 
 // started closes the command's ends in gensee: the relays end when the

@@ -75,6 +75,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 	var dl engine.Deadline
 	engine.ArmDeadline(&dl, r.contract, h.net, "command", h.cg.kill, r.log)
 	stopSignals := r.forwardSignals(w.c.Process, h)
+	w.stdio.relayInput()
 	if _, err := w.ctl.Write([]byte{'g'}); err != nil {
 		r.log.WithError(err).Warn("send go to the wrapper")
 	}

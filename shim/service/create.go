@@ -82,7 +82,8 @@ type creation struct {
 	// The spec and its checks.
 	oci                   *specs.Spec
 	runc                  *runcoptions.Options
-	runcPath              string // the admitted runc binary, as checkSeccomp found it
+	runcPath              string               // the admitted runc binary, as checkSeccomp found it
+	handed                *runcoptions.Options // the runc options the inner service got (handRunc)
 	kind                  netnsKind
 	nsPath                string
 	uns                   userns
@@ -269,6 +270,7 @@ func (s *service) persistTask(c *creation) error {
 		c.recorded()
 		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
 	}
+	c.handed = handed
 	if r.Options, err = typeurl.MarshalAnyToProto(handed); err != nil {
 		c.recorded()
 		return err
@@ -311,7 +313,7 @@ func (s *service) createInner(ctx context.Context, c *creation) (*taskAPI.Create
 		return nil, nil, err
 	}
 	c.undo = append(c.undo, func() { s.rollback(ctx, c.op) })
-	if err := s.toFront(c.r.Bundle); err != nil {
+	if err := s.toFront(c.r.Bundle, c.handed); err != nil {
 		c.op.logger(ctx).WithError(err).Warn("the task's runc stays the real runc: link it to the front")
 	}
 	return resp, early, nil

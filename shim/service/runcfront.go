@@ -74,21 +74,18 @@ func (s *service) handRunc(bundle string, o *runcoptions.Options, real string) (
 	return h, nil
 }
 
-// toFront links the runc of the task in bundle (handed by handRunc) to
-// the front, once runc has created the task: its start, its delete and
-// every later call go through the front, which runs the real runc for
-// what it does not answer itself. If the link cannot be changed, the real
-// runc stays, and answers those calls as well.
-func (s *service) toFront(bundle string) error {
-	front := s.front.binary()
-	if front == "" {
-		return nil
-	}
+// toFront links the runc of the task in bundle to the front, once runc
+// has created the task, when handRunc handed the link (handed: its
+// options): its start, its delete and every later call go through the
+// front, which runs the real runc for what it does not answer itself. If
+// the link cannot be changed, the real runc stays, and answers those
+// calls as well.
+func (s *service) toFront(bundle string, handed *runcoptions.Options) error {
 	link := filepath.Join(bundle, runcLink)
-	if _, err := os.Readlink(link); err != nil {
+	if handed == nil || handed.BinaryName != link {
 		return nil // handRunc handed the real runc itself
 	}
-	return relink(link, front)
+	return relink(link, s.front.binary())
 }
 
 // relink points the symbolic link at link to target, atomically.

@@ -32,7 +32,7 @@ func TestHandRunc(t *testing.T) {
 	if to, err := os.Readlink(link); err != nil || to != "/bin/true" {
 		t.Errorf("the create's runc is %q, %v", to, err)
 	}
-	if err := s.toFront(bundle); err != nil {
+	if err := s.toFront(bundle, h); err != nil {
 		t.Fatal(err)
 	}
 	if to, err := os.Readlink(link); err != nil || to != "/opt/gensee/bin/gensee-runc" {
@@ -56,11 +56,22 @@ func TestHandRunc(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(open, runcfront.RuncFile)); err == nil {
 		t.Error("untrusted bundle: the runc file was written")
 	}
-	if err := s.toFront(open); err != nil {
-		t.Fatal(err)
+	// A link planted there is left alone: only the one handRunc made is
+	// re-pointed.
+	planted := filepath.Join(open, runcLink)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := os.Lstat(filepath.Join(open, runcLink)); err == nil {
+	if _, err := os.Lstat(planted); err == nil {
 		t.Error("untrusted bundle: a runc link was made")
+	}
+	must(os.Symlink("/planted", planted))
+	must(s.toFront(open, admitted))
+	if to, _ := os.Readlink(planted); to != "/planted" {
+		t.Errorf("untrusted bundle: a planted link was re-pointed to %q", to)
 	}
 
 	none := &service{}
