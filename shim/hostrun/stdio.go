@@ -21,9 +21,9 @@ type stdio struct {
 	parentEnds   []*os.File
 	relays       []chan struct{} // closed when an output relay ended
 	desc         []string
-	// relayIn starts the stdin relay (nil: none). It is started at the
-	// go (relayInput): nothing is read from the caller's terminal for a
-	// run that is refused or fails before its command starts.
+	// relayIn starts the stdin relay (nil: none). It is started once the
+	// stage reports the command's exec (relayInput): nothing is read from
+	// the caller's terminal for a run refused or failed before it.
 	relayIn func()
 }
 
@@ -69,8 +69,8 @@ func newStdio(in, out, errf *os.File) (*stdio, error) {
 }
 
 // relayInput starts relaying the caller's terminal to the command's
-// stdin, once: at the go, so that a run refused or failed before it reads
-// nothing of what was typed.
+// stdin, once: when the stage reports the command's exec, so that a run
+// refused or failed before it reads nothing of what was typed.
 func (s *stdio) relayInput() {
 	if s != nil && s.relayIn != nil {
 		s.relayIn()

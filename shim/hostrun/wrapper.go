@@ -66,6 +66,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 		w.kill()
 		h.net.StopSensors()
 		if err != nil {
+			r.discard(ctx, h)
 			return nil, fmt.Errorf("record the admission: %w", err)
 		}
 		return nil, r.abandon(ctx, h, rf)
@@ -75,7 +76,6 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 	var dl engine.Deadline
 	engine.ArmDeadline(&dl, r.contract, h.net, "command", h.cg.kill, r.log)
 	stopSignals := r.forwardSignals(w.c.Process, h)
-	w.stdio.relayInput()
 	if _, err := w.ctl.Write([]byte{'g'}); err != nil {
 		r.log.WithError(err).Warn("send go to the wrapper")
 	}
@@ -84,7 +84,7 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 	engine.WarmManifest()
 	// The stage's applied line: the command runs. A failure line, or EOF
 	// without the applied line: nothing of the command ran.
-	applied, lingering, failed := readExec(w.status, r.phases)
+	applied, lingering, failed := readExec(w.status, r.phases, w.stdio.relayInput)
 	if err := w.c.Wait(); err != nil && w.c.ProcessState == nil {
 		r.log.WithError(err).Error("wait for the command")
 	}
@@ -226,9 +226,10 @@ func (r *run) recordAdmission() <-chan error {
 }
 
 // readExec reads the status fd after the go until the wrapper exits: the
-// stage's applied line, then (unless the cgroup was killed) the wrapper's
-// lingering count; or a failure line, when nothing of the command ran.
-func readExec(status *bufio.Reader, ph *phases) (*inner.Applied, int, *inner.Status) {
+// stage's applied line (execed is called then: the command is being
+// executed), then (unless the cgroup was killed) the wrapper's lingering
+// count; or a failure line, when nothing of the command ran.
+func readExec(status *bufio.Reader, ph *phases, execed func()) (*inner.Applied, int, *inner.Status) {
 	var applied *inner.Applied
 	lingering := 0
 	for {
@@ -244,6 +245,7 @@ func readExec(status *bufio.Reader, ph *phases) (*inner.Applied, int, *inner.Sta
 			case st.Applied != nil:
 				applied = st.Applied
 				ph.mark("stage")
+				execed()
 			case st.Lingering != nil:
 				lingering = *st.Lingering
 			}
