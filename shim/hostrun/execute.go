@@ -1,6 +1,7 @@
 package hostrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,17 @@ func (r *run) abandon(ctx context.Context, h *held, rf *Refusal) *Refusal {
 	return refused(ctx, r.store, r.cmd.User, rf)
 }
 
+// notStarted ends a run whose command will not start: an error (err, the
+// first of its failures) discards it and is the answer, else refusal rf
+// abandons it.
+func (r *run) notStarted(ctx context.Context, h *held, err error, rf *Refusal) error {
+	if err != nil {
+		r.discard(ctx, h)
+		return err
+	}
+	return r.abandon(ctx, h, rf)
+}
+
 // discard undoes a run that will not start (held: what it holds) and,
 // once nothing of it is left to clean (its marker gone with it), removes
 // its record: a record begun for it, its reserve among it, would
@@ -129,15 +141,7 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ 
 	w, wrf, werr := sp.w, sp.rf, sp.err
 	if wrf != nil || werr != nil {
 		rec := <-recorded // the record is finished before it is undone
-		switch {
-		case rec.err != nil:
-			r.discard(ctx, h)
-			return nil, rec.err
-		case werr != nil:
-			r.discard(ctx, h)
-			return nil, werr
-		}
-		return nil, r.abandon(ctx, h, wrf)
+		return nil, r.notStarted(ctx, h, cmp.Or(rec.err, werr), wrf)
 	}
 	// The wrapper gets its spec once its upper dir is in place and builds
 	// the command's view while the table is installed and read back; the
@@ -153,17 +157,7 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ 
 		w.kill()
 		<-ready
 		w.close()
-		switch {
-		case rec.err != nil:
-			r.discard(ctx, h)
-			return nil, rec.err
-		case berr != nil:
-			r.discard(ctx, h)
-			return nil, berr
-		case rec.rf != nil:
-			return nil, r.abandon(ctx, h, rec.rf)
-		}
-		return nil, r.abandon(ctx, h, brf)
+		return nil, r.notStarted(ctx, h, cmp.Or(rec.err, berr), cmp.Or(rec.rf, brf))
 	}
 	return r.runWrapper(ctx, h, w, ready)
 }

@@ -66,10 +66,9 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 		w.kill()
 		h.net.StopSensors()
 		if err != nil {
-			r.discard(ctx, h)
-			return nil, fmt.Errorf("record the admission: %w", err)
+			err = fmt.Errorf("record the admission: %w", err)
 		}
-		return nil, r.abandon(ctx, h, rf)
+		return nil, r.notStarted(ctx, h, err, rf)
 	}
 	r.phases.mark("wrapper_ready")
 	started := time.Now()
