@@ -80,13 +80,12 @@ func (s Store) historyPath(digest string) (string, error) {
 // admitted by an inference (m.HistoryClass() is "") is not indexed. It may
 // run beside the manifest's own write (into the operation's directory,
 // which is there before): a trim drops a line as gone only once its
-// operation's directory is, never while a manifest may be
-// on its way, and a reader skips a line whose manifest is not there
-// (History).
-// At historyTrimAt lines the file is rewritten atomically, trimmed to
-// HistoryKeep (see the package's history comment for what is dropped). Writers of the same
-// digest (several shims) hold the file's flock, as the refusals log's do
-// (AppendRefusal).
+// operation's directory is, never while a manifest may be on its way, and
+// a reader skips a line whose manifest is not there (History). At
+// historyTrimAt lines the file is rewritten atomically, trimmed to
+// HistoryKeep (see the package's history comment for what is dropped).
+// Writers of the same digest (several shims) hold the file's flock, as the
+// refusals log's do (AppendRefusal).
 func (s Store) AppendHistory(id string, m *spec.Manifest, manifest []byte) error {
 	if m.HistoryClass() == "" {
 		return nil
