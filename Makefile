@@ -35,7 +35,7 @@ deps: ## everything: Debian packages and every pinned tool the tests use, into b
 deps-demo: ## only what the demo runs: containerd, ctr and runc into bin/ (root)
 	./hack/deps.sh demo
 
-build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-runc, bin/gensee-oci-hook, bin/gensee-sandbox, bin/gensee-verifier and bin/gensee-node
+build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-runc, bin/gensee-oci-hook, bin/gensee-sandbox, bin/gensee-verifier, bin/gensee-events and bin/gensee-node
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
 	# The shim, the helper and the hook are exec'd on every container's
 	# path: static, without cgo, as containerd builds its own shims
@@ -55,6 +55,11 @@ build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, b
 	# Schema library lives here only, never in the CLI (cmd/gensee's
 	# TestNoJSONSchemaDeps), whose every start would pay its init.
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-verifier ./cmd/gensee-verifier
+	# The subscriber gensee events --follow runs: gRPC and containerd's
+	# protobuf types live here (and in the shim) only, never in the CLI
+	# (cmd/gensee's TestNoRuntimeClientDeps), whose every start, a host
+	# run's among them, would pay their init.
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-events ./cmd/gensee-events
 	# The node daemon (metrics, Kubernetes Events): client-go and
 	# client_golang live here only, never in the CLI (cmd/gensee's
 	# TestNoKubernetesDeps).

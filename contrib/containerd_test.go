@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gensee/gensee/shim/admission"
-	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/runtimeopts"
 	"github.com/gensee/gensee/shim/service"
 )
 
@@ -96,7 +96,7 @@ func checkOptions(t *testing.T, v any) {
 	if v != nil {
 		t.Errorf("the handler has an options table %v: CRI would send runtimeoptions.v1.Options and user-namespaced pods would fail in containerd; keep the operator config at /etc/gensee/config.toml (its [runc] table holds runc options)", v)
 	}
-	rt, err := config.ParseOptions(nil)
+	rt, err := runtimeopts.ParseOptions(nil)
 	if err != nil || rt.ConfigPath != "" {
 		t.Errorf("no options: %+v %v, want the default operator config", rt, err)
 	}

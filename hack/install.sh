@@ -5,7 +5,7 @@
 # DESTDIR (default empty) with PREFIX (default /usr/local) and SYSCONFDIR (default /etc):
 #
 #   $PREFIX/bin/{containerd-shim-gensee-v2,gensee-shim,gensee-gate-helper,gensee-runc,gensee-oci-hook,
-#                gensee-sandbox,gensee-verifier,gensee,gensee-node}   0755, siblings (the front and
+#                gensee-sandbox,gensee-verifier,gensee-events,gensee,gensee-node}   0755, siblings (the front and
 #                                                               the CLI open the others beside themselves)
 #   $SYSCONFDIR/containerd/conf.d/gensee.toml                   containerd drop-in (CRI handler "gensee")
 #   $SYSCONFDIR/systemd/system/containerd.service.d/10-gensee.conf   containerd's PATH
@@ -43,7 +43,7 @@ CONTRIB=${CONTRIB:-$top/contrib}
 MANPAGES=${MANPAGES:-} # pre-generated pages (the release tarball's share/man/man1); else generated
 VERSION=${VERSION:-dev}
 
-binaries=(containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-verifier gensee gensee-node)
+binaries=(containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-verifier gensee-events gensee gensee-node)
 manifest=$PREFIX/share/gensee/install-manifest
 
 die() {

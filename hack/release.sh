@@ -37,7 +37,7 @@ build() {
 	CGO_ENABLED=$cgo GOOS=linux GOARCH=$GOARCH $GO build -trimpath -buildvcs=false -tags "$TAGS" -ldflags "$LDFLAGS" -o "$stage/bin/$out" "$pkg"
 }
 build "${CLI_CGO:-1}" gensee ./cmd/gensee
-for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-verifier gensee-node; do
+for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-verifier gensee-events gensee-node; do
 	build 0 "$b" "./cmd/$b"
 done
 $GO run ./hack/genman -out "$stage/share/man/man1" -version "$VERSION" >/dev/null

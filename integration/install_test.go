@@ -19,7 +19,7 @@ import (
 )
 
 // installedBinaries are what make install puts in $(PREFIX)/bin, siblings.
-var installedBinaries = []string{"containerd-shim-gensee-v2", "gensee-shim", "gensee-gate-helper", "gensee-runc", "gensee-oci-hook", "gensee-sandbox", "gensee-verifier", "gensee", "gensee-node"}
+var installedBinaries = []string{"containerd-shim-gensee-v2", "gensee-shim", "gensee-gate-helper", "gensee-runc", "gensee-oci-hook", "gensee-sandbox", "gensee-verifier", "gensee-events", "gensee", "gensee-node"}
 
 // makeInstall runs make install|uninstall DESTDIR=dest PREFIX=/usr from the
 // repository root, with the binaries of GENSEE_BIN.

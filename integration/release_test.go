@@ -144,7 +144,7 @@ func TestMakeRelease(t *testing.T) {
 
 	files := imageFiles(t, filepath.Join(dist, image))
 	for _, want := range []string{"opt/gensee/bin/containerd-shim-gensee-v2", "opt/gensee/bin/gensee-shim", "opt/gensee/bin/gensee-gate-helper", "opt/gensee/bin/gensee-runc",
-		"opt/gensee/bin/gensee", "opt/gensee/bin/gensee-verifier", "bin/busybox", "bin/sh", "bin/install", "bin/mv", "bin/chown", "bin/chmod"} {
+		"opt/gensee/bin/gensee", "opt/gensee/bin/gensee-verifier", "opt/gensee/bin/gensee-events", "bin/busybox", "bin/sh", "bin/install", "bin/mv", "bin/chown", "bin/chmod"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("installer image lacks %s", want)
 		}

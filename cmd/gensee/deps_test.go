@@ -31,15 +31,19 @@ func TestNoJSONSchemaDeps(t *testing.T) {
 	}
 }
 
-// TestNoRuntimeClientDeps: the CLI never links containerd's client (gensee
-// events --follow dials the events service alone) nor the spec policy
+// TestNoRuntimeClientDeps: the CLI never links containerd's client nor,
+// since gensee events --follow runs gensee-events to subscribe, gRPC,
+// ttrpc or any protobuf type (shim/events/wire and shim/runtimeopts are
+// the shim's), nor the spec policy
 // (containerd's default seccomp profile, its OCI spec and image packages
 // and their compressors): their initialisation is every gensee command's
 // start-up, `gensee boundary run`'s included.
 func TestNoRuntimeClientDeps(t *testing.T) {
 	for _, p := range deps(t) {
 		for _, bad := range []string{"github.com/containerd/containerd/v2/client", "github.com/containerd/containerd/v2/pkg/oci",
-			"github.com/containerd/containerd/v2/contrib/seccomp", "github.com/gensee/gensee/shim/specpolicy", "github.com/klauspost/compress"} {
+			"github.com/containerd/containerd/v2/contrib/seccomp", "github.com/gensee/gensee/shim/specpolicy", "github.com/klauspost/compress",
+			"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/containerd/ttrpc", "github.com/containerd/typeurl",
+			"github.com/containerd/containerd/api", "github.com/gensee/gensee/shim/events/wire", "github.com/gensee/gensee/shim/runtimeopts"} {
 			if p == bad || strings.HasPrefix(p, bad+"/") {
 				t.Errorf("cmd/gensee depends on %s", p)
 			}

@@ -266,3 +266,18 @@ func readTrusted(path string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// RuncOptions are the runc options an operator may set in TOML, spelled as
+// containerd's CRI spells them for the stock runc runtime.
+type RuncOptions struct {
+	BinaryName    string `toml:"BinaryName"`
+	Root          string `toml:"Root"`
+	SystemdCgroup bool   `toml:"SystemdCgroup"`
+	NoPivotRoot   bool   `toml:"NoPivotRoot"`
+	NoNewKeyring  bool   `toml:"NoNewKeyring"`
+	ShimCgroup    string `toml:"ShimCgroup"`
+	IoUID         uint32 `toml:"IoUid"`
+	IoGID         uint32 `toml:"IoGid"`
+	CriuImagePath string `toml:"CriuImagePath"`
+	CriuWorkPath  string `toml:"CriuWorkPath"`
+}

@@ -41,3 +41,15 @@ func TestPromotionRoots(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadForTaskOnlyFromTrustedDirs(t *testing.T) {
+	dirs := TrustedDirs("/var/lib/ci-etc:relative:/")
+	if len(dirs) != 2 || dirs[1] != "/var/lib/ci-etc" {
+		t.Fatalf("trusted dirs %v", dirs)
+	}
+	for _, p := range []string{"/var/lib/containerd/snapshots/7/fs/evil/config.toml", "/etc/gensee/../../tmp/config.toml", "/etc/gensee-evil/config.toml"} {
+		if _, err := LoadForTask(p, dirs); err == nil || !strings.Contains(err.Error(), "outside the directories") {
+			t.Errorf("%s: %v, want a refusal", p, err)
+		}
+	}
+}

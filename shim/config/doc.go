@@ -1,7 +1,6 @@
-// Package config owns the operator's configuration of the gensee runtime and
-// the translation of the runtime options containerd sends (runc options,
-// or runtimeoptions.v1.Options from CRI and `ctr --runtime-config-path`)
-// into the runc options the wrapped task service understands.
+// Package config owns the operator's configuration of the gensee runtime.
+// The runtime options containerd sends with a task are read by
+// shim/runtimeopts, the shim's alone.
 //
 // The operator config is trusted only when it is a root-owned regular file
 // that group and other cannot write; callers never choose the catalog, the

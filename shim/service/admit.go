@@ -541,7 +541,7 @@ func (s *service) refused(ctx context.Context, cfg config.Config, namespace, id 
 	}
 	ev := spec.Event{Kind: spec.EventAdmissionDenied, Control: "admission", Rule: rf.Reason,
 		Detail: rf.Text(), Target: id, At: s.now().UTC()}
-	if err := events.Publish(s.ctx, s.pub, events.Sanitize(ev)); err != nil {
+	if err := events.Publish(s.ctx, s.events, events.Sanitize(ev)); err != nil {
 		loggerFor(ctx, id).WithError(err).Warn("publish admission_denied")
 	}
 	return errgrpc.ToGRPCf(errdefs.ErrPermissionDenied, "%s", rf.Error())

@@ -23,6 +23,7 @@ import (
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
+	"github.com/gensee/gensee/shim/runtimeopts"
 	"github.com/gensee/gensee/shim/specpolicy"
 	"github.com/gensee/gensee/spec"
 )
@@ -68,7 +69,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*ta
 type creation struct {
 	r       *taskAPI.CreateTaskRequest
 	ns      string
-	rt      config.Runtime
+	rt      runtimeopts.Runtime
 	cfg     config.Config
 	started time.Time
 	// undo is what a failed Create undoes, last first.
@@ -165,7 +166,7 @@ func (s *service) preflight(ctx context.Context, c *creation) error {
 	if c.ns, err = namespaces.NamespaceRequired(ctx); err != nil {
 		return err
 	}
-	if c.rt, err = config.ParseOptions(c.r.Options); err != nil {
+	if c.rt, err = runtimeopts.ParseOptions(c.r.Options); err != nil {
 		return errgrpc.ToGRPCf(errdefs.ErrInvalidArgument, "gensee: %v", err)
 	}
 	if c.cfg, err = s.loadConfig(c.rt.ConfigPath); err != nil {
@@ -398,7 +399,7 @@ func (s *service) newOperation(ns string, r *taskAPI.CreateTaskRequest, cfg conf
 	}
 	op := &operation{
 		id: id, namespace: ns, containerID: r.ID, bundle: r.Bundle, cfg: cfg, store: st,
-		contract: *d.Contract, admission: rec, done: make(chan struct{}), innerExited: make(chan struct{}), ctx: s.ctx, pub: s.pub,
+		contract: *d.Contract, admission: rec, done: make(chan struct{}), innerExited: make(chan struct{}), ctx: s.ctx, pub: s.events,
 	}
 	op.net = engine.NewBoundary(kind, op.logger(s.ctx))
 	op.exit = exitPipelineFor(op)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/runtimeopts"
 )
 
 // Manager is the shim's process-lifecycle side: it starts the long-lived
@@ -66,7 +67,7 @@ func (m *Manager) Info(ctx context.Context, r io.Reader) (*types.RuntimeInfo, er
 	if err := proto.Unmarshal(data, &a); err != nil {
 		return nil, fmt.Errorf("decode runtime options: %w", err)
 	}
-	rt, err := config.ParseOptions(&a)
+	rt, err := runtimeopts.ParseOptions(&a)
 	if err != nil {
 		return nil, err
 	}

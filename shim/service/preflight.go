@@ -3,7 +3,7 @@ package service
 import (
 	"errors"
 
-	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/runtimeopts"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -81,7 +81,7 @@ func checkRuntimeOptions(_ *service, c *creation) *spec.Refusal {
 	o, err := c.rt.RuncOptions(c.cfg)
 	if err != nil {
 		field := "options"
-		var or *config.OptionRefusal
+		var or *runtimeopts.OptionRefusal
 		if errors.As(err, &or) {
 			field += "." + or.Field
 		}

@@ -10,6 +10,8 @@ import (
 	"github.com/containerd/ttrpc"
 
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/events"
+	"github.com/gensee/gensee/shim/events/wire"
 )
 
 // service wraps the stock runc task service. Every RPC it does not override
@@ -19,6 +21,9 @@ type service struct {
 
 	ctx context.Context
 	pub *holdingPublisher
+	// events is pub as the doors' events.Publisher: events and findings
+	// onto containerd's event service (shim/events/wire).
+	events events.Publisher
 	// now is the clock admission and deadlines read; tests may replace it.
 	now func() time.Time
 	// loadConfig reads the operator config named by the runtime options.
@@ -90,6 +95,7 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 		TTRPCTaskService: inner,
 		ctx:              ctx,
 		pub:              pub,
+		events:           wire.Publisher(pub),
 		now:              time.Now,
 		loadConfig:       daemonConfigLoader(),
 		ops:              map[string]*operation{},

@@ -51,7 +51,8 @@ else /run/containerd/containerd.sock; --address SOCK here names it too) on
 /gensee/ topics: live events of every container that runs under gensee,
 each row prefixed with its namespace and operation id, and every attention
 raised (ATTENTION control_defeat). With --json each is one line
-{"topic", "namespace", "event" | "attention"}.`,
+{"topic", "namespace", "event" | "attention"}. The subscription is
+gensee-events, run from beside gensee (as trusted as gensee's binary).`,
 		Setup: func(fs *flag.FlagSet) Runner {
 			var o eventsOptions
 			o.ref.flags(fs)

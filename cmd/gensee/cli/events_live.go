@@ -1,178 +1,193 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
-	eventsapi "github.com/containerd/containerd/api/services/events/v1"
-	"github.com/containerd/containerd/api/types"
-	cdevents "github.com/containerd/containerd/v2/core/events"
-	"github.com/containerd/containerd/v2/pkg/dialer"
-	"github.com/containerd/typeurl/v2"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/spec"
 )
 
-// gensee's topics all start with this; containerd's filter matches it as a
-// regular expression.
-const liveFilter = `topic~="/gensee/"`
+// subscriberBinary subscribes to containerd's events for --follow
+// (cmd/gensee-events), installed beside gensee: the CLI never links gRPC
+// or containerd's protobuf types, whose initialisation would slow every
+// gensee command.
+const subscriberBinary = "gensee-events"
 
-// watchContainerd subscribes to the daemon at address and prints gensee's
-// events until ctx is done.
+// maxLiveLine bounds one line the subscriber hands over (an event's fields
+// are bounded far below it).
+const maxLiveLine = 1 << 20
+
+// warningPrefix starts a subscriber's line on stderr that is a warning
+// (passed on); any other line is why it stopped.
+const warningPrefix = "gensee: warning: "
+
+// watchContainerd runs gensee-events beside gensee, subscribed to the
+// daemon at address, and prints gensee's events it hands over until ctx is
+// done.
 func watchContainerd(ctx context.Context, env *Env, address string, asJSON bool) error {
-	conn, err := grpc.NewClient(dialer.DialAddress(address), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dialer.ContextDialer))
+	bin, err := openSubscriber(fsafe.OpenTrustedSibling(subscriberBinary))
 	if err != nil {
-		return fail(ExitUsage, "connect to containerd at "+address, err, "check --address names containerd's socket (usually /run/containerd/containerd.sock)")
+		return fail(ExitUsage, "subscribe to containerd events at "+address, err, "")
 	}
-	defer conn.Close()
-	ch, errs := subscribe(ctx, eventsapi.NewEventsClient(conn), liveFilter)
-	if err := watchEnvelopes(ctx, env, asJSON, ch, errs); err != nil {
+	defer bin.Close()
+	c := exec.Command("/proc/self/fd/"+strconv.Itoa(int(bin.Fd())), "--address", address)
+	c.Args[0] = subscriberBinary
+	c.Env = []string{}
+	c.Dir = "/"
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	errOut, err := c.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := c.Start(); err != nil {
+		return fail(ExitUsage, "subscribe to containerd events at "+address, fmt.Errorf("start %s: %w", subscriberBinary, err), "")
+	}
+	lines := make(chan []byte)
+	go handedLines(out, lines)
+	why := make(chan string, 1)
+	go func() { why <- relayWarnings(errOut, env.Stderr) }()
+	ended := func() error {
+		msg := <-why
+		err := c.Wait()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if msg == "" {
+			msg = "the daemon ended the subscription"
+			if err != nil {
+				msg = fmt.Sprintf("%s: %v", subscriberBinary, err)
+			}
+		}
+		return errors.New(msg)
+	}
+	stop := func() { c.Process.Kill() }
+	if err := watchLines(ctx, env, asJSON, lines, stop, ended); err != nil {
 		return fail(ExitUsage, "subscribe to containerd events at "+address, err,
 			"check --address names containerd's socket and that you may use it (root)")
 	}
 	return nil
 }
 
-// subscribe is containerd's event subscription over the events service
-// alone (the full client would link every service's API into the CLI).
-func subscribe(ctx context.Context, c eventsapi.EventsClient, filters ...string) (<-chan *cdevents.Envelope, <-chan error) {
-	evq, errq := make(chan *cdevents.Envelope), make(chan error, 1)
-	session, err := c.Subscribe(ctx, &eventsapi.SubscribeRequest{Filters: filters})
-	if err != nil {
-		errq <- err
-		close(errq)
-		return evq, errq
+// openSubscriber takes gensee-events as fsafe.OpenTrustedSibling opened it
+// (a regular executable beside gensee, as trusted as gensee's binary), to
+// run from that fd. A missing or untrusted one is an error that says how
+// to install it.
+func openSubscriber(f *os.File, err error) (*os.File, error) {
+	var ue *fsafe.UntrustedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: install %s beside gensee; make build puts both in bin/", err, subscriberBinary)
+	case errors.As(err, &ue) && filepath.Base(ue.Path) == subscriberBinary:
+		return nil, fmt.Errorf("%w: install %s again beside gensee (make build puts both in bin/)", err, subscriberBinary)
+	case errors.As(err, &ue):
+		return nil, fmt.Errorf("%w, above %s: install gensee in a directory only root may write", err, subscriberBinary)
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", subscriberBinary, err)
 	}
-	go func() {
-		defer close(errq)
-		for {
-			ev, err := session.Recv()
-			if err != nil {
-				errq <- err
-				return
-			}
-			select {
-			case evq <- &cdevents.Envelope{Timestamp: ev.Timestamp.AsTime(), Namespace: ev.Namespace, Topic: ev.Topic, Event: ev.Event}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return evq, errq
+	return f, nil
 }
 
-// watchEnvelopes prints envelopes from ch until ctx is done (nil) or the
-// subscription fails. An envelope that is not a gensee event is skipped
-// with a warning.
-func watchEnvelopes(ctx context.Context, env *Env, asJSON bool, ch <-chan *cdevents.Envelope, errs <-chan error) error {
+// handedLines sends each line of r (up to maxLiveLine) on lines, closing it
+// at the end.
+func handedLines(r io.Reader, lines chan<- []byte) {
+	defer close(lines)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLiveLine)
+	for sc.Scan() {
+		lines <- bytes.Clone(sc.Bytes())
+	}
+}
+
+// relayWarnings passes the subscriber's warnings on to w and returns its
+// last other line: why it stopped ("" when it said nothing).
+func relayWarnings(r io.Reader, w io.Writer) string {
+	why := ""
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, warningPrefix) {
+			fmt.Fprintln(w, safeText(line))
+			continue
+		}
+		why = safeText(line)
+	}
+	return why
+}
+
+// watchLines prints the lines the subscriber hands over until ctx is done
+// (stop, then nil) or they end (ended says why; nil when ctx ended them).
+func watchLines(ctx context.Context, env *Env, asJSON bool, lines <-chan []byte, stop func(), ended func() error) error {
 	for {
 		select {
 		case <-ctx.Done():
+			stop()
+			for range lines {
+			}
+			ended()
 			return nil
-		case err, ok := <-errs:
-			if ctx.Err() != nil {
-				return nil
-			}
+		case l, ok := <-lines:
 			if !ok {
-				return errors.New("the daemon ended the subscription")
+				return ended()
 			}
-			return err
-		case env0, ok := <-ch:
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("the daemon ended the subscription")
-			}
-			if err := printEnvelope(env, asJSON, env0); err != nil {
+			if err := printLine(env, asJSON, l); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// liveLine is one --json line of a live subscription.
-type liveLine struct {
-	Topic     string         `json:"topic"`
-	Namespace string         `json:"namespace"`
-	Event     *spec.Event    `json:"event,omitempty"`
-	Attention *liveAttention `json:"attention,omitempty"`
-}
-
-func printEnvelope(env *Env, asJSON bool, en *cdevents.Envelope) error {
-	line := liveLine{Topic: en.Topic, Namespace: en.Namespace}
-	var err error
-	if en.Topic == events.TopicAttention {
-		var a liveAttention
-		a, err = attentionFromAny(en.Event)
-		line.Attention = &a
-	} else {
-		var e spec.Event
-		e, err = events.FromAny(en.Event)
-		e = events.Sanitize(e)
-		line.Event = &e
+// printLine prints one line the subscriber handed over: a row (or, with
+// asJSON, the line again, as decoded). What does not decode as a gensee
+// event or attention is skipped with a warning.
+func printLine(env *Env, asJSON bool, b []byte) error {
+	var line events.LiveLine
+	err := json.Unmarshal(b, &line)
+	switch {
+	case err != nil:
+	case (line.Event == nil) == (line.Attention == nil):
+		err = errors.New("neither one event nor one attention")
+	case line.Event != nil:
+		*line.Event = events.Sanitize(*line.Event)
+		err = line.Event.Validate()
+	case line.Attention.Signature == "":
+		err = errors.New("an attention without a signature")
 	}
 	if err != nil {
-		env.warnf("skip an event on %s in namespace %s: %v", safeText(en.Topic), safeText(en.Namespace), err)
+		env.warnf("skip a line of %s: %v", subscriberBinary, err)
 		return nil
 	}
 	if asJSON {
-		b, err := json.Marshal(line)
+		out, err := json.Marshal(line)
 		if err != nil {
 			return err
 		}
-		_, err = env.Stdout.Write(append(b, '\n'))
+		_, err = env.Stdout.Write(append(out, '\n'))
 		return err
 	}
-	if line.Attention != nil {
-		a := line.Attention
+	if a := line.Attention; a != nil {
 		_, err := fmt.Fprintf(env.Stdout, "%s  %s  %s  ATTENTION %s  %s  %s  (evidence: %s)\n",
-			safeText(en.Namespace), safeText(a.OperationID), a.At.Local().Format(events.RowTime),
-			spec.AttentionControlDefeat, safeText(a.Signature), safeText(a.Detail), safeText(orText(a.Evidence, "none")))
+			safeText(line.Namespace), safeText(a.OperationID), a.At.Local().Format(events.RowTime),
+			spec.AttentionControlDefeat, safeText(a.Signature), safeText(events.Redact(a.Detail)), safeText(orText(events.Redact(a.Evidence), "none")))
 		return err
 	}
-	p := eventPrinter{w: env.Stdout, prefix: safeText(en.Namespace) + "  " + safeText(orText(line.Event.OperationID, "-")) + "  "}
+	p := eventPrinter{w: env.Stdout, prefix: safeText(line.Namespace) + "  " + safeText(orText(line.Event.OperationID, "-")) + "  "}
 	return p.print(*line.Event)
-}
-
-// liveAttention is a finding as published on events.TopicAttention (see
-// events.FindingToProto): the evidence travels as "kind target" pairs.
-type liveAttention struct {
-	OperationID string    `json:"operation_id"`
-	Signature   string    `json:"signature"`
-	Detail      string    `json:"detail"`
-	At          time.Time `json:"at"`
-	Evidence    string    `json:"evidence"`
-}
-
-func attentionFromAny(a typeurl.Any) (liveAttention, error) {
-	var out liveAttention
-	if a == nil {
-		return out, errors.New("decode attention: no event")
-	}
-	v, err := typeurl.UnmarshalAny(a)
-	if err != nil {
-		return out, fmt.Errorf("decode attention: %w", err)
-	}
-	ri, ok := v.(*types.RuntimeInfo)
-	if !ok || ri.GetName() != "gensee.attention/"+spec.AttentionControlDefeat {
-		return out, fmt.Errorf("decode attention: %T is not a gensee attention", v)
-	}
-	an := ri.GetAnnotations()
-	out = liveAttention{OperationID: an["operation_id"], Signature: an["signature"],
-		Detail: events.Redact(an["detail"]), Evidence: events.Redact(an["evidence"])}
-	if out.At, err = time.Parse(time.RFC3339Nano, an["at"]); err != nil {
-		return out, fmt.Errorf("decode attention: at: %w", err)
-	}
-	if out.Signature == "" {
-		return out, errors.New("decode attention: no signature")
-	}
-	return out, nil
 }

@@ -7,14 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	cdevents "github.com/containerd/containerd/v2/core/events"
-	"github.com/containerd/typeurl/v2"
 
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
@@ -210,38 +208,46 @@ func TestFollowEvents(t *testing.T) {
 	})
 }
 
-func envelope(t *testing.T, topic string, m any) *cdevents.Envelope {
+func liveJSON(t *testing.T, l events.LiveLine) []byte {
 	t.Helper()
-	a, err := typeurl.MarshalAny(m)
+	b, err := json.Marshal(l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cdevents.Envelope{Timestamp: evAt, Namespace: "k8s.io", Topic: topic, Event: a}
+	return b
 }
 
-// TestWatchEnvelopes: what a containerd subscription delivers is decoded
-// and printed; a foreign event is skipped with a warning; cancel is exit 0.
-// In a bubble, synctest.Wait says when every envelope was handled.
-func TestWatchEnvelopes(t *testing.T) {
+// TestWatchLines: what gensee-events hands over is printed; a line that is
+// not a gensee event is skipped with a warning; cancel stops the
+// subscriber and is exit 0. In a bubble, synctest.Wait says when every
+// line was handled.
+func TestWatchLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, asJSON := range []bool{false, true} {
 			var out, errb bytes.Buffer
 			env := &Env{Stdout: &out, Stderr: &errb}
-			ch := make(chan *cdevents.Envelope, 3)
-			ch <- envelope(t, events.TopicBoundary, events.ToProto(hintLoop(1)))
-			ch <- envelope(t, events.TopicAttention, events.FindingToProto(fxOperation, defeatFinding(evAt)))
-			ch <- envelope(t, events.TopicBoundary, events.FindingToProto(fxOperation, defeatFinding(evAt)))
+			ev := hintLoop(1)
+			f := defeatFinding(evAt)
+			att := events.LiveAttention{OperationID: fxOperation, Signature: f.Signature, Detail: f.Detail, At: evAt,
+				Evidence: "egress_denied 198.51.100.7:80/tcp; flow_reached 198.51.100.7:80/tcp"}
+			lines := make(chan []byte, 4)
+			lines <- liveJSON(t, events.LiveLine{Topic: events.TopicBoundary, Namespace: "k8s.io", Event: &ev})
+			lines <- liveJSON(t, events.LiveLine{Topic: events.TopicAttention, Namespace: "k8s.io", Attention: &att})
+			lines <- liveJSON(t, events.LiveLine{Topic: events.TopicBoundary, Namespace: "k8s.io"})
+			lines <- []byte("not json")
 			ctx, cancel := context.WithCancel(t.Context())
-			errs := make(chan error)
+			stopped := false
 			done := make(chan error, 1)
-			go func() { done <- watchEnvelopes(ctx, env, asJSON, ch, errs) }()
-			synctest.Wait() // every envelope taken and printed: watchEnvelopes waits on its channels
+			go func() {
+				done <- watchLines(ctx, env, asJSON, lines, func() { stopped = true; close(lines) }, func() error { return nil })
+			}()
+			synctest.Wait() // every line taken and printed: watchLines waits on its channels
 			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("watchEnvelopes = %v, want nil on cancel", err)
+			if err := <-done; err != nil || !stopped {
+				t.Fatalf("watchLines = %v (subscriber stopped: %v), want nil and stopped on cancel", err, stopped)
 			}
-			if !strings.Contains(errb.String(), "warning: skip an event on /gensee/boundary") {
-				t.Errorf("foreign event not warned about: %q", errb.String())
+			if n := strings.Count(errb.String(), "warning: skip a line of gensee-events"); n != 2 {
+				t.Errorf("%d warnings for the two foreign lines: %q", n, errb.String())
 			}
 			if !asJSON {
 				for _, s := range []string{"k8s.io  " + fxOperation + "  ", "hint_loop  watchdog/denial_loop", "guidance (changes no decision)",
@@ -252,26 +258,38 @@ func TestWatchEnvelopes(t *testing.T) {
 				}
 				continue
 			}
-			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-			if len(lines) != 2 {
-				t.Fatalf("%d JSON lines, want 2:\n%s", len(lines), out.String())
+			got := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(got) != 2 {
+				t.Fatalf("%d JSON lines, want 2:\n%s", len(got), out.String())
 			}
-			var ev, att liveLine
-			if json.Unmarshal([]byte(lines[0]), &ev) != nil || ev.Event == nil || ev.Event.Kind != spec.EventHintLoop || ev.Namespace != "k8s.io" {
-				t.Errorf("line 0 = %s", lines[0])
+			var e0, e1 events.LiveLine
+			if json.Unmarshal([]byte(got[0]), &e0) != nil || e0.Event == nil || e0.Event.Kind != spec.EventHintLoop || e0.Namespace != "k8s.io" {
+				t.Errorf("line 0 = %s", got[0])
 			}
-			if json.Unmarshal([]byte(lines[1]), &att) != nil || att.Attention == nil || att.Attention.Signature != "deny_then_reach" || att.Topic != events.TopicAttention {
-				t.Errorf("line 1 = %s", lines[1])
+			if json.Unmarshal([]byte(got[1]), &e1) != nil || e1.Attention == nil || e1.Attention.Signature != "deny_then_reach" || e1.Topic != events.TopicAttention {
+				t.Errorf("line 1 = %s", got[1])
 			}
 		}
 	})
 }
 
-func TestWatchEnvelopesSubscriptionError(t *testing.T) {
-	errs := make(chan error, 1)
-	errs <- errors.New("connection refused")
+// TestWatchLinesEnded: a subscription that ends says why.
+func TestWatchLinesEnded(t *testing.T) {
+	lines := make(chan []byte)
+	close(lines)
 	env := &Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
-	if err := watchEnvelopes(context.Background(), env, false, make(chan *cdevents.Envelope), errs); err == nil || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("watchEnvelopes = %v, want the subscription's error", err)
+	err := watchLines(context.Background(), env, false, lines, func() {}, func() error { return errors.New("connection refused") })
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("watchLines = %v, want why the subscription ended", err)
+	}
+}
+
+// TestRelayWarnings: the subscriber's warnings pass on (made printable);
+// its last other line is why it stopped.
+func TestRelayWarnings(t *testing.T) {
+	var w bytes.Buffer
+	why := relayWarnings(strings.NewReader("gensee: warning: skip an event\nconnect to containerd at /x: refused\x1b\n"), &w)
+	if w.String() != "gensee: warning: skip an event\n" || why != strconv.Quote("connect to containerd at /x: refused\x1b") {
+		t.Fatalf("relayed %q, why %q", w.String(), why)
 	}
 }

@@ -1,7 +1,14 @@
-package events
+// Package wire carries gensee's events over containerd's event service: the
+// mapping to and from the message published, and the shim's publisher as an
+// events.Publisher. Only the shim (which publishes) and gensee-events (which
+// subscribes, for `gensee events --follow`) link it: containerd's protobuf
+// types stay out of the CLI, host runs and the OCI hook, whose every start
+// would pay their initialisation.
+package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,19 +19,28 @@ import (
 	"github.com/containerd/typeurl/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/spec"
 )
 
-// Topics gensee publishes on. Outside /tasks/, so CRI ignores them.
-const (
-	TopicBoundary  = "/gensee/boundary"
-	TopicAttention = "/gensee/attention"
-)
-
-// Publisher is the one method of containerd's shim publisher gensee uses;
+// Forwarder is the one method of containerd's shim publisher gensee uses;
 // shim.Publisher satisfies it.
-type Publisher interface {
+type Forwarder interface {
 	Publish(ctx context.Context, topic string, event cdevents.Event) error
+}
+
+// Publisher publishes a door's events and findings through f, onto
+// containerd's event service.
+func Publisher(f Forwarder) events.Publisher { return forwarder{f} }
+
+type forwarder struct{ f Forwarder }
+
+func (p forwarder) PublishEvent(ctx context.Context, e spec.Event) error {
+	return p.f.Publish(ctx, events.TopicBoundary, ToProto(e))
+}
+
+func (p forwarder) PublishFinding(ctx context.Context, opID string, f spec.Finding) error {
+	return p.f.Publish(ctx, events.TopicAttention, FindingToProto(opID, f))
 }
 
 // The wire mapping. `ctr events` prints only event types it links, so an
@@ -46,7 +62,7 @@ const (
 )
 
 // ToProto maps a (sanitized) event to the message published on
-// TopicBoundary.
+// events.TopicBoundary.
 func ToProto(e spec.Event) proto.Message {
 	a := map[string]string{}
 	put := func(k, v string) {
@@ -113,7 +129,7 @@ func FromAny(a typeurl.Any) (spec.Event, error) {
 }
 
 // FindingToProto maps a finding of operation opID to the message published
-// on TopicAttention.
+// on events.TopicAttention.
 func FindingToProto(opID string, f spec.Finding) proto.Message {
 	ev := make([]string, 0, len(f.Evidence))
 	for _, e := range f.Evidence {
@@ -124,7 +140,7 @@ func FindingToProto(opID string, f spec.Finding) proto.Message {
 		Annotations: map[string]string{
 			"operation_id": opID,
 			"signature":    f.Signature,
-			"detail":       Redact(f.Detail),
+			"detail":       events.Redact(f.Detail),
 			"at":           f.At.UTC().Format(time.RFC3339Nano),
 			"evidence":     strings.Join(ev, "; "),
 			"evidence_n":   strconv.Itoa(len(f.Evidence)),
@@ -132,24 +148,51 @@ func FindingToProto(opID string, f spec.Finding) proto.Message {
 	}
 }
 
-// Publish sanitizes e and publishes it on TopicBoundary.
-func Publish(ctx context.Context, p Publisher, e spec.Event) error {
-	if p == nil {
-		return nil
+// Line decodes an envelope of a subscription to the /gensee/ topics into
+// the line `gensee events --follow` prints: a boundary event (sanitized)
+// or an attention. It rejects what is not gensee's.
+func Line(en *cdevents.Envelope) (events.LiveLine, error) {
+	line := events.LiveLine{Topic: en.Topic, Namespace: en.Namespace}
+	if en.Topic == events.TopicAttention {
+		a, err := AttentionFromAny(en.Event)
+		if err != nil {
+			return line, err
+		}
+		line.Attention = &a
+		return line, nil
 	}
-	if err := p.Publish(ctx, TopicBoundary, ToProto(Sanitize(e))); err != nil {
-		return fmt.Errorf("publish %s event: %w", e.Kind, err)
+	e, err := FromAny(en.Event)
+	if err != nil {
+		return line, err
 	}
-	return nil
+	e = events.Sanitize(e)
+	line.Event = &e
+	return line, nil
 }
 
-// PublishFinding publishes a finding of operation opID on TopicAttention.
-func PublishFinding(ctx context.Context, p Publisher, opID string, f spec.Finding) error {
-	if p == nil {
-		return nil
+// AttentionFromAny decodes a finding FindingToProto made, as an envelope
+// carries it.
+func AttentionFromAny(a typeurl.Any) (events.LiveAttention, error) {
+	var out events.LiveAttention
+	if a == nil {
+		return out, errors.New("decode attention: no event")
 	}
-	if err := p.Publish(ctx, TopicAttention, FindingToProto(opID, f)); err != nil {
-		return fmt.Errorf("publish %s finding: %w", f.Signature, err)
+	v, err := typeurl.UnmarshalAny(a)
+	if err != nil {
+		return out, fmt.Errorf("decode attention: %w", err)
 	}
-	return nil
+	ri, ok := v.(*types.RuntimeInfo)
+	if !ok || ri.GetName() != attentionPrefix+spec.AttentionControlDefeat {
+		return out, fmt.Errorf("decode attention: %T is not a gensee attention", v)
+	}
+	an := ri.GetAnnotations()
+	out = events.LiveAttention{OperationID: an["operation_id"], Signature: an["signature"],
+		Detail: events.Redact(an["detail"]), Evidence: events.Redact(an["evidence"])}
+	if out.At, err = time.Parse(time.RFC3339Nano, an["at"]); err != nil {
+		return out, fmt.Errorf("decode attention: at: %w", err)
+	}
+	if out.Signature == "" {
+		return out, errors.New("decode attention: no signature")
+	}
+	return out, nil
 }

@@ -1,4 +1,10 @@
-package config
+// Package runtimeopts translates the runtime options containerd sends with a
+// task (runc options, or runtimeoptions.v1.Options from CRI and `ctr
+// --runtime-config-path`) into the runc options the wrapped task service
+// understands, the operator config's pinned fields holding. It is the
+// shim's: the CLI, host runs and the OCI hook never link containerd's
+// protobuf types (their init would slow every start).
+package runtimeopts
 
 import (
 	"bytes"
@@ -9,24 +15,12 @@ import (
 	"github.com/containerd/typeurl/v2"
 	"github.com/pelletier/go-toml/v2"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/gensee/gensee/shim/config"
 )
 
-// RuncOptions are the runc options an operator may set in TOML, spelled as
-// containerd's CRI spells them for the stock runc runtime.
-type RuncOptions struct {
-	BinaryName    string `toml:"BinaryName"`
-	Root          string `toml:"Root"`
-	SystemdCgroup bool   `toml:"SystemdCgroup"`
-	NoPivotRoot   bool   `toml:"NoPivotRoot"`
-	NoNewKeyring  bool   `toml:"NoNewKeyring"`
-	ShimCgroup    string `toml:"ShimCgroup"`
-	IoUID         uint32 `toml:"IoUid"`
-	IoGID         uint32 `toml:"IoGid"`
-	CriuImagePath string `toml:"CriuImagePath"`
-	CriuWorkPath  string `toml:"CriuWorkPath"`
-}
-
-func (o RuncOptions) proto() *runcoptions.Options {
+// proto is o in runc form.
+func proto(o config.RuncOptions) *runcoptions.Options {
 	return &runcoptions.Options{
 		BinaryName:    o.BinaryName,
 		Root:          o.Root,
@@ -46,7 +40,7 @@ type Runtime struct {
 	// ConfigPath is the operator config named by the options ("" = default).
 	ConfigPath string
 	// Body holds runc options sent inline (CRI's options table as TOML).
-	Body *RuncOptions
+	Body *config.RuncOptions
 	// Runc are options already in runc form (a caller using the runc type).
 	Runc *runcoptions.Options
 }
@@ -67,7 +61,7 @@ func ParseOptions(a *anypb.Any) (Runtime, error) {
 	case *runtimeoptions.Options:
 		rt := Runtime{ConfigPath: o.GetConfigPath()}
 		if body := o.GetConfigBody(); len(body) > 0 {
-			var ro RuncOptions
+			var ro config.RuncOptions
 			// The CRI options table may also carry keys meant for containerd
 			// itself (e.g. TypeUrl); only runc keys are read from it.
 			if err := toml.NewDecoder(bytes.NewReader(body)).Decode(&ro); err != nil {
@@ -90,7 +84,7 @@ func ParseOptions(a *anypb.Any) (Runtime, error) {
 // runc, and running without pivot_root leaves the host's mounts reachable
 // from a chroot that CAP_SYS_CHROOT can leave. A caller may repeat the
 // operator's values; a different one is an *OptionRefusal.
-func (rt Runtime) RuncAny(cfg Config) (*anypb.Any, error) {
+func (rt Runtime) RuncAny(cfg config.Config) (*anypb.Any, error) {
 	o, err := rt.RuncOptions(cfg)
 	if err != nil {
 		return nil, err
@@ -103,14 +97,14 @@ func (rt Runtime) RuncAny(cfg Config) (*anypb.Any, error) {
 }
 
 // RuncOptions is RuncAny before encoding.
-func (rt Runtime) RuncOptions(cfg Config) (*runcoptions.Options, error) {
-	op := cfg.Runc.proto()
+func (rt Runtime) RuncOptions(cfg config.Config) (*runcoptions.Options, error) {
+	op := proto(cfg.Runc)
 	o := op
 	switch {
 	case rt.Runc != nil:
 		o = rt.Runc
 	case rt.Body != nil:
-		o = rt.Body.proto()
+		o = proto(*rt.Body)
 	}
 	if o != op {
 		if err := pinned(o, op); err != nil {
