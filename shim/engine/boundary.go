@@ -32,6 +32,7 @@ type Boundary struct {
 
 	mu      sync.Mutex
 	netns   *os.File           // guarded by mu; nil once removed
+	own     bool               // netns is this process's own (BindSpec.Own); guarded by mu
 	plan    *netpolicy.Plan    // guarded by mu
 	mon     *telemetry.Monitor // guarded by mu
 	removed string             // how the table went, once it did; guarded by mu
@@ -51,6 +52,11 @@ type BindSpec struct {
 	Network     spec.Network
 	Cgroup      netpolicy.CgroupRef
 	Netns       *os.File
+	// Own says Netns is the network namespace this process and all its
+	// threads are in (a host run's): its netlink sockets are then opened
+	// where the caller is, without the setns into Netns and back that each
+	// one costs otherwise.
+	Own bool
 	// LogGroup, when set, replaces the plan's NFLOG group (the operator's
 	// log_group).
 	LogGroup uint16
@@ -91,7 +97,8 @@ var (
 // enforced. On error the boundary holds what it took: Close releases it.
 func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error) {
 	b.mu.Lock()
-	b.netns = s.Netns
+	b.netns, b.own = s.Netns, s.Own
+	nsFD := b.netnsFD()
 	b.mu.Unlock()
 	scope := netpolicy.ScopeCgroup
 	if !b.kind.Shared() {
@@ -117,14 +124,14 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 			return nil, fmt.Errorf("write the marker naming table %s: %w", plan.Table, err)
 		}
 	}
-	openReader(mon, int(s.Netns.Fd()), plan, b.kind.Shared())
+	openReader(mon, nsFD, plan, b.kind.Shared())
 	b.mu.Lock()
 	b.plan = plan
 	b.mu.Unlock()
 	// The table watcher subscribes between the commit and the read-back,
 	// which is then its first check (telemetry.Monitor.WatchTable).
-	tw := mon.WatchTable(int(s.Netns.Fd()), plan)
-	m, err := applyTable(ctx, int(s.Netns.Fd()), plan, func() {
+	tw := mon.WatchTable(nsFD, plan)
+	m, err := applyTable(ctx, nsFD, plan, func() {
 		if err := tw.Subscribe(); err != nil {
 			b.log.WithError(err).Warn("the table watcher subscribes at its start instead; until then a commit is seen by the generation it moves")
 		}
@@ -134,6 +141,16 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	}
 	tw.Seed(m)
 	return plan, nil
+}
+
+// netnsFD is the fd the netlink calls name the netns by: -1 (the
+// caller's own namespace) when it is this process's (own). b.mu held,
+// b.netns set.
+func (b *Boundary) netnsFD() int {
+	if b.own {
+		return -1
+	}
+	return int(b.netns.Fd())
 }
 
 // Monitor is the boundary's monitor (nil before Bind opened it).
@@ -172,7 +189,7 @@ func (b *Boundary) SensorsDue() (started func()) {
 func (b *Boundary) StartSensors(sub *spec.Subject) {
 	b.mu.Lock()
 	if sub != nil && b.mon != nil && b.netns != nil {
-		b.mon.Start(int(b.netns.Fd()), b.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
+		b.mon.Start(b.netnsFD(), b.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 	b.mu.Unlock()
 }
@@ -203,7 +220,7 @@ func (b *Boundary) Counters(ctx context.Context) (c netpolicy.Counters, ok bool,
 	if b.netns == nil || b.plan == nil {
 		return c, false, nil
 	}
-	c, err = netpolicy.ReadCounters(ctx, int(b.netns.Fd()), b.plan)
+	c, err = netpolicy.ReadCounters(ctx, b.netnsFD(), b.plan)
 	return c, true, err
 }
 
@@ -233,7 +250,7 @@ func (b *Boundary) Remove(ctx context.Context) string {
 	}
 	how := spec.TableWithNetns
 	if b.plan != nil && b.kind.Shared() {
-		if err := netpolicy.Remove(ctx, int(b.netns.Fd()), b.plan.Table); err != nil {
+		if err := netpolicy.Remove(ctx, b.netnsFD(), b.plan.Table); err != nil {
 			b.log.WithError(err).Error("remove network table")
 			return ""
 		}

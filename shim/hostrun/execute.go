@@ -109,11 +109,12 @@ func (r *run) notifier() *notify.Notifier {
 // each other its index, its upper dir (the wrapper then gets its spec and
 // builds the command's view) and the records' reserve, and the table,
 // installed and read back with the NFLOG reader already bound
-// (engine.Boundary.Bind); then the sensors' start and the admission's one
-// durable write (with its table and subject); the deadline; then the go,
-// once the wrapper is ready and the record complete, and only then the
-// exec. The wrapper is gensee's own code: nothing of the command runs
-// before the go, so the table is in place first.
+// (engine.Boundary.Bind), beside the admission's one durable write (with
+// its subject, the wrapper, and its table); then the sensors' start; the
+// deadline; then the go, once the wrapper is ready and the record
+// complete, and only then the exec. The wrapper is gensee's own code:
+// nothing of the command runs before the go, so the table is in place
+// first.
 func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ *Result, retErr error) {
 	// The parent ends with the run: its notify commands end first (each
 	// bounded by its deadline), after the exit path.
@@ -150,14 +151,24 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ 
 		st := <-staged
 		return st.err == nil && st.rf == nil
 	})
-	brf, berr := r.bindNetwork(ctx, h, created)
+	// The admission, with its subject (the wrapper) and its table (named
+	// by the operation: netpolicy.TableName), is made durable beside the
+	// table's install and read-back; the go waits for both.
+	cerr := <-created
+	srf := r.subject(w, h)
+	admitted := r.recordAdmission(cerr == nil && srf == nil)
+	brf, berr := r.bindNetwork(ctx, h, cerr, srf == nil)
 	rec := <-recorded
+	aerr := <-admitted // before an undo: the write is done, the record can go
 	r.phases.mark("record_bind")
-	if rec.err != nil || rec.rf != nil || brf != nil || berr != nil {
+	if aerr != nil {
+		aerr = fmt.Errorf("record the admission: %w", aerr)
+	}
+	if err := cmp.Or(cerr, rec.err, berr, aerr); err != nil || srf != nil || rec.rf != nil || brf != nil {
 		w.kill()
 		<-ready
 		w.close()
-		return nil, r.notStarted(ctx, h, cmp.Or(rec.err, berr), cmp.Or(rec.rf, brf))
+		return nil, r.notStarted(ctx, h, err, cmp.Or(srf, rec.rf, brf))
 	}
 	return r.runWrapper(ctx, h, w, ready)
 }
@@ -271,17 +282,19 @@ func (sp *spawning) cancel(ctx context.Context, r *run) {
 }
 
 // bindNetwork installs the run's table in the host's netns, bound to its
-// cgroup, and reads it back, once the operation's directory is created.
-func (r *run) bindNetwork(ctx context.Context, h *held, created <-chan error) (*Refusal, error) {
-	if err := <-created; err != nil {
-		return nil, err
+// cgroup, and reads it back: when the operation's directory was created
+// (created: why not) and the run binds at all (bind). Its netlink sockets
+// open in this process's own netns, the host's (engine.BindSpec.Own).
+func (r *run) bindNetwork(ctx context.Context, h *held, created error, bind bool) (*Refusal, error) {
+	if created != nil || !bind {
+		return nil, created
 	}
 	f, err := os.Open("/proc/self/ns/net")
 	if err != nil {
 		return nil, err
 	}
 	h.net = engine.NewBoundary(spec.NetnsHost, r.log)
-	plan, err := h.net.Bind(ctx, engine.BindSpec{OperationID: r.id, Network: r.contract.Network, Netns: f, LogGroup: r.req.Config.LogGroup,
+	plan, err := h.net.Bind(ctx, engine.BindSpec{OperationID: r.id, Network: r.contract.Network, Netns: f, Own: true, LogGroup: r.req.Config.LogGroup,
 		Cgroup:  netpolicy.CgroupRef{ID: h.cg.ID, Level: cgroup.Level(h.cg.Path), Path: h.cg.Path},
 		Monitor: telemetry.Config{OperationID: r.id, Store: r.store, Ctx: ctx, Logger: r.log, Notify: r.notifier().Finding}})
 	switch {
@@ -292,7 +305,9 @@ func (r *run) bindNetwork(ctx context.Context, h *held, created <-chan error) (*
 	case err != nil:
 		return nil, err
 	}
-	r.adm.Table = plan.Table
+	if plan.Table != r.adm.Table {
+		return nil, fmt.Errorf("the table installed (%s) is not the one the admission names (%s)", plan.Table, r.adm.Table)
+	}
 	return nil, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
 	"github.com/gensee/gensee/shim/hostrun/inner"
+	"github.com/gensee/gensee/shim/netpolicy"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
@@ -51,24 +52,14 @@ func (r *run) runWrapper(ctx context.Context, h *held, w *wrapper, readied <-cha
 	// The wrapper is the run's first process: the sensors follow it from
 	// now on, their first checks beside its building of the view rather
 	// than beside the go. The admission, with its table and subject, is
-	// made durable meanwhile (one write, two fsyncs), and before the go.
-	if rf := r.subject(w, h); rf != nil {
-		w.kill()
-		<-readied
-		return nil, r.abandon(ctx, h, rf)
-	}
-	recorded := r.recordAdmission()
+	// already durable (execute: beside the table's install).
 	h.net.StartSensors(r.adm.Subject)
 	rd := <-readied
 	ready, rf := rd.status, rd.rf
-	err := <-recorded
-	if rf != nil || err != nil {
+	if rf != nil {
 		w.kill()
 		h.net.StopSensors()
-		if err != nil {
-			err = fmt.Errorf("record the admission: %w", err)
-		}
-		return nil, r.notStarted(ctx, h, err, rf)
+		return nil, r.abandon(ctx, h, rf)
 	}
 	r.phases.mark("wrapper_ready")
 	started := time.Now()
@@ -215,11 +206,18 @@ func (r *run) readyWrapper(w *wrapper, exe *sealedCommand, upper, work string) (
 	return ready, nil
 }
 
-// recordAdmission writes the admission, with its table and subject, into
-// the record, in the background; the returned channel says how it went.
-func (r *run) recordAdmission() <-chan error {
-	adm := *r.adm
+// recordAdmission writes the admission, with its subject and the table
+// the operation's id names, into the record, in the background (unless
+// write is false: nothing to record); the returned channel says how it
+// went.
+func (r *run) recordAdmission(write bool) <-chan error {
 	done := make(chan error, 1)
+	if !write {
+		done <- nil
+		return done
+	}
+	r.adm.Table = netpolicy.TableName(r.id)
+	adm := *r.adm
 	go func() { done <- r.store.WriteJSON(r.id, record.AdmissionFile, &adm) }()
 	return done
 }
