@@ -8,7 +8,10 @@
 //
 // Usage: gensee-events --address SOCK. stdout gets one JSON line per event
 // (events.LiveLine: topic, namespace, and event or attention), until the
-// subscription ends or SIGINT/SIGTERM (exit 0). A message that is not
+// subscription ends or SIGINT/SIGTERM (exit 0). gensee starts it with an
+// empty environment, / as its working directory, only its three pipes, in
+// a process group of its own, and SIGKILL should gensee die; it names
+// itself gensee-events. A message that is not
 // gensee's is skipped with a warning on stderr. A subscription that fails
 // or ends is a message on stderr (its last line) and exit status 1; a usage
 // error, exit status 2.
@@ -24,10 +27,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"unsafe"
 
 	eventsapi "github.com/containerd/containerd/api/services/events/v1"
 	cdevents "github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/containerd/v2/pkg/dialer"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -45,6 +50,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gensee-events --address SOCK (started by gensee events --follow)")
 		os.Exit(2)
 	}
+	// Run from /proc/self/fd/N, it names itself for ps and pgrep.
+	name := []byte("gensee-events\x00")
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *address, os.Stdout, os.Stderr); err != nil {

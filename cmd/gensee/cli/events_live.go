@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/spec"
@@ -27,8 +29,8 @@ import (
 // gensee command.
 const subscriberBinary = "gensee-events"
 
-// maxLiveLine bounds one line the subscriber hands over (an event's fields
-// are bounded far below it).
+// maxLiveLine bounds one line the subscriber hands over: a longer one (a
+// publisher's oversized field) is skipped with a warning.
 const maxLiveLine = 1 << 20
 
 // warningPrefix starts a subscriber's line on stderr that is a warning
@@ -48,7 +50,9 @@ func watchContainerd(ctx context.Context, env *Env, address string, asJSON bool)
 	c.Args[0] = subscriberBinary
 	c.Env = []string{}
 	c.Dir = "/"
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group: a terminal's ^C (or a group's SIGTERM)
+	// reaches gensee alone, which then stops it (ctx).
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	out, err := c.StdoutPipe()
 	if err != nil {
 		return err
@@ -57,33 +61,63 @@ func watchContainerd(ctx context.Context, env *Env, address string, asJSON bool)
 	if err != nil {
 		return err
 	}
+	// Only its three pipes reach it: every fd gensee inherited closes at
+	// its exec (the binary's fd is the exec's path, resolved before).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("mark inherited fds close-on-exec: %w", err)
+	}
 	if err := c.Start(); err != nil {
 		return fail(ExitUsage, "subscribe to containerd events at "+address, fmt.Errorf("start %s: %w", subscriberBinary, err), "")
 	}
 	lines := make(chan []byte)
-	go handedLines(out, lines)
+	go handedLines(out, lines, env)
 	why := make(chan string, 1)
 	go func() { why <- relayWarnings(errOut, env.Stderr) }()
+	stop := func() { c.Process.Kill() }
 	ended := func() error {
+		// Its stdout ended: it exited, or stopped reading (stop makes
+		// sure, so its stderr ends too).
+		stop()
 		msg := <-why
 		err := c.Wait()
 		if ctx.Err() != nil {
 			return nil
 		}
-		if msg == "" {
-			msg = "the daemon ended the subscription"
-			if err != nil {
-				msg = fmt.Sprintf("%s: %v", subscriberBinary, err)
-			}
-		}
-		return errors.New(msg)
+		return subscriberEnded(msg, err)
 	}
-	stop := func() { c.Process.Kill() }
 	if err := watchLines(ctx, env, asJSON, lines, stop, ended); err != nil {
+		var se *subscriberError
+		if errors.As(err, &se) {
+			return fail(ExitUsage, "follow containerd events at "+address, err,
+				"run it again; if it stops again, install "+subscriberBinary+" again beside gensee (make build puts both in bin/)")
+		}
 		return fail(ExitUsage, "subscribe to containerd events at "+address, err,
 			"check --address names containerd's socket and that you may use it (root)")
 	}
 	return nil
+}
+
+// subscriberError: gensee-events stopped without saying why (a signal, a
+// crash), not because of the subscription.
+type subscriberError struct{ err error }
+
+func (e *subscriberError) Error() string {
+	return fmt.Sprintf("%s stopped unexpectedly: %v", subscriberBinary, e.err)
+}
+
+// subscriberEnded says why the subscription ended: gensee-events' message
+// (msg), else how it exited (err).
+func subscriberEnded(msg string, err error) error {
+	var ee *exec.ExitError
+	switch {
+	case msg != "" && (err == nil || errors.As(err, &ee) && ee.Exited() && ee.ExitCode() == 1):
+		return errors.New(msg)
+	case err == nil:
+		return errors.New("the daemon ended the subscription")
+	case msg != "":
+		return &subscriberError{fmt.Errorf("%w (%s)", err, msg)}
+	}
+	return &subscriberError{err}
 }
 
 // openSubscriber takes gensee-events as fsafe.OpenTrustedSibling opened it
@@ -105,30 +139,56 @@ func openSubscriber(f *os.File, err error) (*os.File, error) {
 	return f, nil
 }
 
-// handedLines sends each line of r (up to maxLiveLine) on lines, closing it
-// at the end.
-func handedLines(r io.Reader, lines chan<- []byte) {
+// handedLines sends each line of r on lines, closing it at the end; a line
+// over maxLiveLine is skipped with a warning.
+func handedLines(r io.Reader, lines chan<- []byte, env *Env) {
 	defer close(lines)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLiveLine)
-	for sc.Scan() {
-		lines <- bytes.Clone(sc.Bytes())
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	over := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case over:
+		case len(line)+len(chunk) > maxLiveLine:
+			over, line = true, nil
+		default:
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if over {
+			env.warnf("skip a line of %s: longer than %d bytes", subscriberBinary, maxLiveLine)
+		} else if len(line) > 0 {
+			lines <- bytes.TrimSuffix(line, []byte("\n"))
+		}
+		line, over = nil, false
+		if err != nil {
+			return
+		}
 	}
 }
 
-// relayWarnings passes the subscriber's warnings on to w and returns its
-// last other line: why it stopped ("" when it said nothing).
+// relayWarnings passes the subscriber's warnings on to w and returns why
+// it stopped: its last other line, or a panic's first ("" when it said
+// nothing).
 func relayWarnings(r io.Reader, w io.Writer) string {
-	why := ""
+	why, panicked := "", false
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4<<10), 64<<10)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, warningPrefix) {
+		switch {
+		case strings.HasPrefix(line, warningPrefix):
 			fmt.Fprintln(w, safeText(line))
-			continue
+		case panicked:
+		default:
+			why = safeText(line)
+			panicked = strings.HasPrefix(line, "panic: ")
 		}
-		why = safeText(line)
 	}
+	io.Copy(io.Discard, r) // a line past the bound: read to the end, so the subscriber never blocks on it
 	return why
 }
 
@@ -169,6 +229,8 @@ func printLine(env *Env, asJSON bool, b []byte) error {
 		err = line.Event.Validate()
 	case line.Attention.Signature == "":
 		err = errors.New("an attention without a signature")
+	default:
+		line.Attention.Detail, line.Attention.Evidence = events.Redact(line.Attention.Detail), events.Redact(line.Attention.Evidence)
 	}
 	if err != nil {
 		env.warnf("skip a line of %s: %v", subscriberBinary, err)
@@ -185,7 +247,7 @@ func printLine(env *Env, asJSON bool, b []byte) error {
 	if a := line.Attention; a != nil {
 		_, err := fmt.Fprintf(env.Stdout, "%s  %s  %s  ATTENTION %s  %s  %s  (evidence: %s)\n",
 			safeText(line.Namespace), safeText(a.OperationID), a.At.Local().Format(events.RowTime),
-			spec.AttentionControlDefeat, safeText(a.Signature), safeText(events.Redact(a.Detail)), safeText(orText(events.Redact(a.Evidence), "none")))
+			spec.AttentionControlDefeat, safeText(a.Signature), safeText(a.Detail), safeText(orText(a.Evidence, "none")))
 		return err
 	}
 	p := eventPrinter{w: env.Stdout, prefix: safeText(line.Namespace) + "  " + safeText(orText(line.Event.OperationID, "-")) + "  "}

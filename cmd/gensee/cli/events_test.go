@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -291,5 +292,52 @@ func TestRelayWarnings(t *testing.T) {
 	why := relayWarnings(strings.NewReader("gensee: warning: skip an event\nconnect to containerd at /x: refused\x1b\n"), &w)
 	if w.String() != "gensee: warning: skip an event\n" || why != strconv.Quote("connect to containerd at /x: refused\x1b") {
 		t.Fatalf("relayed %q, why %q", w.String(), why)
+	}
+}
+
+// TestHandedLines: a line over maxLiveLine (a publisher's oversized field)
+// is skipped with a warning and the lines after it still arrive; the last
+// line needs no newline.
+func TestHandedLines(t *testing.T) {
+	var errb bytes.Buffer
+	env := &Env{Stdout: &bytes.Buffer{}, Stderr: &errb}
+	in := "first\n" + strings.Repeat("<", maxLiveLine+10) + "\nafter\nlast"
+	lines := make(chan []byte, 8)
+	handedLines(strings.NewReader(in), lines, env)
+	var got []string
+	for l := range lines {
+		got = append(got, string(l))
+	}
+	if strings.Join(got, ",") != "first,after,last" {
+		t.Fatalf("lines %q", got)
+	}
+	if !strings.Contains(errb.String(), "skip a line of gensee-events: longer than") {
+		t.Errorf("no warning for the long line: %q", errb.String())
+	}
+}
+
+// TestSubscriberEnded: the subscriber's own message, an end without one,
+// and a subscriber that stopped unexpectedly (a signal, a panic) are told
+// apart.
+func TestSubscriberEnded(t *testing.T) {
+	exitOf := func(script string) error {
+		return exec.Command("/bin/sh", "-c", script).Run()
+	}
+	var se *subscriberError
+	if err := subscriberEnded("subscribe to containerd's events: refused", exitOf("exit 1")); err == nil || errors.As(err, &se) || err.Error() != "subscribe to containerd's events: refused" {
+		t.Errorf("its message: %v", err)
+	}
+	if err := subscriberEnded("", nil); err == nil || err.Error() != "the daemon ended the subscription" {
+		t.Errorf("an end: %v", err)
+	}
+	if err := subscriberEnded("", exitOf("kill -9 $$")); !errors.As(err, &se) {
+		t.Errorf("a signal: %v", err)
+	}
+	if err := subscriberEnded("panic: boom", exitOf("exit 2")); !errors.As(err, &se) || !strings.Contains(err.Error(), "panic: boom") {
+		t.Errorf("a panic: %v", err)
+	}
+	var w bytes.Buffer
+	if why := relayWarnings(strings.NewReader("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n"), &w); why != "panic: boom" {
+		t.Errorf("a panic's why %q", why)
 	}
 }

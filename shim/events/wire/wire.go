@@ -30,8 +30,13 @@ type Forwarder interface {
 }
 
 // Publisher publishes a door's events and findings through f, onto
-// containerd's event service.
-func Publisher(f Forwarder) events.Publisher { return forwarder{f} }
+// containerd's event service; a nil f publishes nowhere (nil).
+func Publisher(f Forwarder) events.Publisher {
+	if f == nil {
+		return nil
+	}
+	return forwarder{f}
+}
 
 type forwarder struct{ f Forwarder }
 

@@ -101,9 +101,13 @@ func TestPublisher(t *testing.T) {
 	}
 }
 
-// TestShimPublisherFits: containerd's shim publisher is a Forwarder.
+// TestShimPublisherFits: containerd's shim publisher is a Forwarder; none
+// is no Publisher (events.Publish then publishes nowhere).
 func TestShimPublisherFits(t *testing.T) {
 	var _ Forwarder = cdevents.Publisher(nil)
+	if p := Publisher(nil); p != nil {
+		t.Errorf("Publisher(nil) = %v, want nil", p)
+	}
 }
 
 func envelope(t *testing.T, topic string, m any) *cdevents.Envelope {
