@@ -8,10 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +38,7 @@ const warningPrefix = "gensee: warning: "
 // daemon at address, and prints gensee's events it hands over until ctx is
 // done.
 func watchContainerd(ctx context.Context, env *Env, address string, asJSON bool) error {
-	bin, err := openSubscriber(fsafe.OpenTrustedSibling(subscriberBinary))
+	bin, err := openBeside(subscriberBinary)(fsafe.OpenTrustedSibling(subscriberBinary))
 	if err != nil {
 		return fail(ExitUsage, "subscribe to containerd events at "+address, err, "")
 	}
@@ -118,25 +115,6 @@ func subscriberEnded(msg string, err error) error {
 		return &subscriberError{fmt.Errorf("%w (%s)", err, msg)}
 	}
 	return &subscriberError{err}
-}
-
-// openSubscriber takes gensee-events as fsafe.OpenTrustedSibling opened it
-// (a regular executable beside gensee, as trusted as gensee's binary), to
-// run from that fd. A missing or untrusted one is an error that says how
-// to install it.
-func openSubscriber(f *os.File, err error) (*os.File, error) {
-	var ue *fsafe.UntrustedError
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w: install %s beside gensee; make build puts both in bin/", err, subscriberBinary)
-	case errors.As(err, &ue) && filepath.Base(ue.Path) == subscriberBinary:
-		return nil, fmt.Errorf("%w: install %s again beside gensee (make build puts both in bin/)", err, subscriberBinary)
-	case errors.As(err, &ue):
-		return nil, fmt.Errorf("%w, above %s: install gensee in a directory only root may write", err, subscriberBinary)
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", subscriberBinary, err)
-	}
-	return f, nil
 }
 
 // handedLines sends each line of r on lines, closing it at the end; a line

@@ -56,7 +56,7 @@ func execJudge(ctx context.Context, schema, doc []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := openJudge(fsafe.OpenTrustedSibling(judgeBinary))
+	bin, err := openBeside(judgeBinary)(fsafe.OpenTrustedSibling(judgeBinary))
 	if err != nil {
 		return nil, err
 	}
@@ -64,25 +64,28 @@ func execJudge(ctx context.Context, schema, doc []byte) ([]string, error) {
 	return runJudge(ctx, bin, req)
 }
 
-// openJudge takes the judge as fsafe.OpenTrustedSibling opened it: a
-// regular executable beside gensee, of the owner of gensee's binary,
-// that only that owner may write, in directories nobody else may write.
-// It is opened once and run from that fd, so that what was checked is
-// what runs. A missing or untrusted judge is an error that says how to
-// install it; gensee has no judge of its own.
-func openJudge(f *os.File, err error) (*os.File, error) {
-	var ue *fsafe.UntrustedError
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w: install %s beside gensee; make build puts both in bin/", err, judgeBinary)
-	case errors.As(err, &ue) && filepath.Base(ue.Path) == judgeBinary:
-		return nil, fmt.Errorf("%w: install %s again beside gensee (make build puts both in bin/)", err, judgeBinary)
-	case errors.As(err, &ue):
-		return nil, fmt.Errorf("%w, above %s: install gensee in a directory only root may write", err, judgeBinary)
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", judgeBinary, err)
+// openBeside takes a program of gensee's (name: the judge, the events
+// subscriber) as fsafe.OpenTrustedSibling opened it: a regular
+// executable beside gensee, of the owner of gensee's binary, that only
+// that owner may write, in directories nobody else may write. It is
+// opened once and run from that fd, so that what was checked is what
+// runs. A missing or untrusted one is an error that says how to install
+// it; gensee has none of its own.
+func openBeside(name string) func(f *os.File, err error) (*os.File, error) {
+	return func(f *os.File, err error) (*os.File, error) {
+		var ue *fsafe.UntrustedError
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("%w: install %s beside gensee; make build puts both in bin/", err, name)
+		case errors.As(err, &ue) && filepath.Base(ue.Path) == name:
+			return nil, fmt.Errorf("%w: install %s again beside gensee (make build puts both in bin/)", err, name)
+		case errors.As(err, &ue):
+			return nil, fmt.Errorf("%w, above %s: install gensee in a directory only root may write", err, name)
+		case err != nil:
+			return nil, fmt.Errorf("open %s: %w", name, err)
+		}
+		return f, nil
 	}
-	return f, nil
 }
 
 // judgeID draws the uid (and gid) a judge runs as: random in the judges'

@@ -151,11 +151,11 @@ func TestOpenJudge(t *testing.T) {
 	}
 	os.Chmod(p, 0o777)
 	var ue *fsafe.UntrustedError
-	if _, err := openJudge(fsafe.OpenTrusted(p, uint32(os.Getuid()))); !errors.As(err, &ue) || !strings.Contains(err.Error(), "install gensee-verifier again beside gensee") {
+	if _, err := openBeside(judgeBinary)(fsafe.OpenTrusted(p, uint32(os.Getuid()))); !errors.As(err, &ue) || !strings.Contains(err.Error(), "install gensee-verifier again beside gensee") {
 		t.Errorf("writable by others: %v", err)
 	}
 	os.Chmod(p, 0o755)
-	f, err := openJudge(fsafe.OpenTrusted(p, uint32(os.Getuid())))
+	f, err := openBeside(judgeBinary)(fsafe.OpenTrusted(p, uint32(os.Getuid())))
 	if err != nil {
 		t.Fatalf("trusted: %v", err)
 	}
