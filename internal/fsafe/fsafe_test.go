@@ -431,3 +431,35 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepare: a prepared file is not at its path until Commit; Abort
+// leaves the path as it was; neither leaves a temp file.
+func TestPrepare(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "admission.json")
+	p, err := Prepare(path, strings.NewReader("new"), 0o600, Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("prepared file already at its path: %v", err)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "new" {
+		t.Fatalf("after Commit: %q %v", b, err)
+	}
+	p, err = Prepare(path, strings.NewReader("newer"), 0o600, Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Abort()
+	if b, err := os.ReadFile(path); err != nil || string(b) != "new" {
+		t.Fatalf("after Abort: %q %v", b, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("dir holds %v (%v), want the file alone", ents, err)
+	}
+}

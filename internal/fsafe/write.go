@@ -45,10 +45,68 @@ func WriteFileAt(dirfd int, name string, r io.Reader, perm os.FileMode, d Durabi
 	return replaceAt(dirfd, name, name, r, perm, d)
 }
 
-func replaceAt(dfd int, name, shown string, r io.Reader, perm os.FileMode, d Durability) (retErr error) {
+func replaceAt(dfd int, name, shown string, r io.Reader, perm os.FileMode, d Durability) error {
+	p, err := stageAt(dfd, name, shown, r, perm, d)
+	if err != nil {
+		return err
+	}
+	return p.commit()
+}
+
+// Pending is a file written under a temporary name beside its path, not
+// yet in place (Prepare): Commit renames it over the path, Abort removes
+// it. Readers see the old file or the new one, never a torn one, and a
+// crash before Commit leaves only the temporary name (dot-prefixed).
+type Pending struct {
+	dfd              int
+	own              bool // dfd is the Pending's, closed at the end
+	tmp, name, shown string
+	d                Durability
+}
+
+// Prepare writes what r yields to a temp file beside path, as WriteFile
+// does, and leaves it there: the write and, when d is Durable, its fsync
+// are done before Commit, which then costs a rename and the directory's
+// fsync. Exactly one of Commit and Abort must follow.
+func Prepare(path string, r io.Reader, perm os.FileMode, d Durability) (*Pending, error) {
+	dir := filepath.Dir(path)
+	dfd, err := openTrustedDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, &os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	p, err := stageAt(dfd, filepath.Base(path), path, r, perm, d)
+	if err != nil {
+		unix.Close(dfd)
+		return nil, err
+	}
+	p.own = true
+	return p, nil
+}
+
+// Commit puts the prepared file in place (and, Durable, fsyncs the
+// directory); on failure the temp file is removed.
+func (p *Pending) Commit() error {
+	defer p.release()
+	return p.commit()
+}
+
+// Abort removes the prepared file; its path is untouched.
+func (p *Pending) Abort() {
+	defer p.release()
+	unix.Unlinkat(p.dfd, p.tmp, 0)
+}
+
+func (p *Pending) release() {
+	if p.own {
+		unix.Close(p.dfd)
+	}
+}
+
+// stageAt writes and (Durable) fsyncs a temp file beside name in dfd.
+func stageAt(dfd int, name, shown string, r io.Reader, perm os.FileMode, d Durability) (_ *Pending, retErr error) {
 	f, tmp, err := createTemp(dfd, name, perm)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", shown, err)
+		return nil, fmt.Errorf("write %s: %w", shown, err)
 	}
 	defer func() {
 		if retErr != nil {
@@ -57,28 +115,34 @@ func replaceAt(dfd int, name, shown string, r io.Reader, perm os.FileMode, d Dur
 		}
 	}()
 	if _, err := io.Copy(f, r); err != nil {
-		return fmt.Errorf("write %s: %w", shown, err)
+		return nil, fmt.Errorf("write %s: %w", shown, err)
 	}
 	if d == Durable {
 		if err := f.Sync(); err != nil {
-			return fmt.Errorf("sync %s: %w", shown, err)
+			return nil, fmt.Errorf("sync %s: %w", shown, err)
 		}
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", shown, err)
+		return nil, fmt.Errorf("close %s: %w", shown, err)
 	}
-	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
-		return fmt.Errorf("rename into %s: %w", shown, err)
+	return &Pending{dfd: dfd, tmp: tmp, name: name, shown: shown, d: d}, nil
+}
+
+// commit renames the staged file into place and (Durable) fsyncs the
+// directory; a failed rename removes the staged file.
+func (p *Pending) commit() error {
+	if err := unix.Renameat(p.dfd, p.tmp, p.dfd, p.name); err != nil {
+		unix.Unlinkat(p.dfd, p.tmp, 0)
+		return fmt.Errorf("rename into %s: %w", p.shown, err)
 	}
-	if d == Durable {
-		if err := fsync(dfd); err != nil {
-			return fmt.Errorf("sync dir of %s: %w", shown, err)
+	if p.d == Durable {
+		if err := fsync(p.dfd); err != nil {
+			return fmt.Errorf("sync dir of %s: %w", p.shown, err)
 		}
 	}
 	return nil
 }
 
-// createTemp creates ".<name>.tmp-<random>" below dfd with exactly perm.
 func createTemp(dfd int, name string, perm os.FileMode) (*os.File, string, error) {
 	for range 100 {
 		tmp := "." + name + ".tmp-" + strconv.FormatUint(uint64(rand.Uint32()), 10)

@@ -100,6 +100,14 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	b.netns, b.own = s.Netns, s.Own
 	nsFD := b.netnsFD()
 	b.mu.Unlock()
+	if s.Own {
+		// A private netns is removed by closing its handle (Remove), and
+		// one that is not this thread's would get the table elsewhere.
+		own, err := netpolicy.SameNetns(int(s.Netns.Fd()))
+		if err != nil || !own || !b.kind.Shared() {
+			return nil, fmt.Errorf("bind spec: Own, but the netns is not this thread's shared one (%v)", err)
+		}
+	}
 	scope := netpolicy.ScopeCgroup
 	if !b.kind.Shared() {
 		scope = netpolicy.ScopeNetns

@@ -118,6 +118,42 @@ func TestBindFailures(t *testing.T) {
 	}
 }
 
+// TestBindOwn: Own binds the caller's own shared netns without a setns
+// per socket (the fd the kernel steps get is -1); Own for a private kind,
+// or for a netns that is not this thread's, is refused before any step.
+func TestBindOwn(t *testing.T) {
+	c := &steps{}
+	fakeBind(t, c, nil)
+	var gotFD atomic.Int64
+	applyTable = func(_ context.Context, fd int, p *netpolicy.Plan, _ func()) (netpolicy.Matched, error) {
+		gotFD.Store(int64(fd))
+		return netpolicy.Matched{}, nil
+	}
+	own := func() *os.File {
+		f, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			t.Skip(err)
+		}
+		return f
+	}
+	bs := bindSpec(t, c, nil)
+	bs.Netns, bs.Own = own(), true
+	if _, err := NewBoundary(spec.NetnsHost, log.L).Bind(context.Background(), bs); err != nil || gotFD.Load() != -1 {
+		t.Fatalf("own host netns: %v, fd %d", err, gotFD.Load())
+	}
+	c.list = nil
+	bs = bindSpec(t, c, nil)
+	bs.Netns, bs.Own = own(), true
+	if _, err := NewBoundary(spec.NetnsPrivate, log.L).Bind(context.Background(), bs); err == nil || len(c.list) != 0 {
+		t.Fatalf("Own with a private netns: %v, steps %v", err, c.list)
+	}
+	bs = bindSpec(t, c, nil) // /dev/null: no netns at all
+	bs.Own = true
+	if _, err := NewBoundary(spec.NetnsHost, log.L).Bind(context.Background(), bs); err == nil || len(c.list) != 0 {
+		t.Fatalf("Own with another file: %v, steps %v", err, c.list)
+	}
+}
+
 // The exit path is armed before the sensors start (a door's start): its
 // drain, its stop of the sensors and a monitor close (a shutdown racing
 // the start) wait until they have, and a boundary whose sensors were never

@@ -152,14 +152,16 @@ func (r *run) execute(ctx context.Context, exe *sealedCommand, sp *spawning) (_ 
 		return st.err == nil && st.rf == nil
 	})
 	// The admission, with its subject (the wrapper) and its table (named
-	// by the operation: netpolicy.TableName), is made durable beside the
-	// table's install and read-back; the go waits for both.
+	// by the operation: netpolicy.TableName), is written and fsynced
+	// beside the table's install and read-back, and put in place after
+	// them; the go waits for both.
 	cerr := <-created
 	srf := r.subject(w, h)
-	admitted := r.recordAdmission(cerr == nil && srf == nil)
+	prepared := r.prepareAdmission(cerr == nil && srf == nil)
 	brf, berr := r.bindNetwork(ctx, h, cerr, srf == nil)
 	rec := <-recorded
-	aerr := <-admitted // before an undo: the write is done, the record can go
+	// Before an undo: the write is done, the record can go.
+	aerr := (<-prepared).admitted(berr == nil && brf == nil)
 	r.phases.mark("record_bind")
 	if aerr != nil {
 		aerr = fmt.Errorf("record the admission: %w", aerr)

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
@@ -206,20 +207,48 @@ func (r *run) readyWrapper(w *wrapper, exe *sealedCommand, upper, work string) (
 	return ready, nil
 }
 
-// recordAdmission writes the admission, with its subject and the table
-// the operation's id names, into the record, in the background (unless
-// write is false: nothing to record); the returned channel says how it
-// went.
-func (r *run) recordAdmission(write bool) <-chan error {
-	done := make(chan error, 1)
+// prepareAdmission writes the admission, with its subject and the table
+// the operation's id names, into the record under a temporary name, in the
+// background (unless write is false: nothing to record): the write and its
+// fsync run beside the table's install, and only the rename is left
+// (admitted). admission.json names a table only once it was installed
+// and read back: a gensee killed before that leaves no admission.json.
+func (r *run) prepareAdmission(write bool) <-chan pendingAdmission {
+	done := make(chan pendingAdmission, 1)
 	if !write {
-		done <- nil
+		done <- pendingAdmission{}
 		return done
 	}
 	r.adm.Table = netpolicy.TableName(r.id)
 	adm := *r.adm
-	go func() { done <- r.store.WriteJSON(r.id, record.AdmissionFile, &adm) }()
+	go func() {
+		p, err := r.store.PrepareJSON(r.id, record.AdmissionFile, &adm)
+		done <- pendingAdmission{p, err}
+	}()
 	return done
+}
+
+// pendingAdmission is the admission prepared (prepareAdmission), not yet
+// in place.
+type pendingAdmission struct {
+	p   *fsafe.Pending
+	err error
+}
+
+// admitted puts the prepared admission in place once the table is
+// installed and read back (bound), else drops it; the error is the
+// write's.
+func (pa pendingAdmission) admitted(bound bool) error {
+	switch {
+	case pa.err != nil:
+		return pa.err
+	case pa.p == nil:
+		return nil
+	case !bound:
+		pa.p.Abort()
+		return nil
+	}
+	return pa.p.Commit()
 }
 
 // readExec reads the status fd after the go until the wrapper exits: the

@@ -136,8 +136,8 @@ func TestSameNetns(t *testing.T) {
 		t.Skipf("no /proc/self/ns/net: %v", err)
 	}
 	defer unix.Close(fd)
-	if same, err := sameNetns(fd); err != nil || !same {
-		t.Fatalf("sameNetns(own) = %v, %v", same, err)
+	if same, err := SameNetns(fd); err != nil || !same {
+		t.Fatalf("SameNetns(own) = %v, %v", same, err)
 	}
 	// The caller's own namespace is never conntrack-flushed.
 	e, err := newEngine(fd)

@@ -369,8 +369,9 @@ func (k *netlinkKernel) rawConn() (*dumpConn, error) {
 	return &dumpConn{c: c}, nil
 }
 
-// sameNetns reports whether fd refers to the caller's own network namespace.
-func sameNetns(fd int) (bool, error) {
+// SameNetns reports whether fd refers to the calling thread's own network
+// namespace.
+func SameNetns(fd int) (bool, error) {
 	var a, b unix.Stat_t
 	if err := unix.Fstat(fd, &a); err != nil {
 		return false, fmt.Errorf("stat netns fd %d: %w", fd, err)

@@ -177,7 +177,7 @@ func newEngine(netnsFD int) (engine, error) {
 	}
 	e := engine{k: k}
 	if netnsFD > 0 {
-		own, err := sameNetns(netnsFD)
+		own, err := SameNetns(netnsFD)
 		if err != nil {
 			return engine{}, err
 		}

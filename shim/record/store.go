@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/gensee/gensee/internal/fsafe"
 )
 
 // File names inside an operation directory.
@@ -143,6 +146,22 @@ func (s Store) WriteJSON(id, name string, v any) error {
 		return err
 	}
 	return s.WriteBytes(id, name, b)
+}
+
+// PrepareJSON is WriteJSON up to the rename: v written and fsynced under a
+// temporary name in the operation dir, for the caller to put in place
+// (Commit: the rename and the directory's fsync) or to drop (Abort). A
+// crash before Commit leaves no file of that name.
+func (s Store) PrepareJSON(id, name string, v any) (*fsafe.Pending, error) {
+	b, err := EncodeJSON(name, v)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := s.OperationDir(id)
+	if err != nil {
+		return nil, err
+	}
+	return fsafe.Prepare(filepath.Join(dir, name), bytes.NewReader(b), 0o600, fsafe.Durable)
 }
 
 // EncodeJSON is v as a record file holds it (WriteJSON): indented, one
