@@ -2,7 +2,10 @@ package hostrun
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/containerd/log"
 
@@ -49,7 +52,9 @@ func CleanOrphans(ctx context.Context, stateDir string) ([]string, error) {
 }
 
 // removeLeftovers removes m's cgroup and table, then its marker, and marks
-// the operation cleaned.
+// the operation cleaned; an operation without admission.json (put in place
+// only after the table's read-back, before the go) never ran its command,
+// and its record goes too, as a run that does not start is discarded.
 func removeLeftovers(ctx context.Context, stateDir string, m marker) error {
 	if m.Cgroup != "" {
 		h, err := cgroup.Find()
@@ -65,8 +70,29 @@ func removeLeftovers(ctx context.Context, stateDir string, m marker) error {
 			return err
 		}
 	}
-	_ = record.Store{Dir: stateDir}.MarkCleaned(m.OperationID, "by a later gensee boundary run") // losing it only keeps the record longer
-	return record.Store{Dir: stateDir}.RemoveMarker(runsDir, m.OperationID)
+	st := record.Store{Dir: stateDir}
+	if neverWent(st, m.OperationID) {
+		st.Unindex(Namespace, m.OperationID, m.OperationID)
+		if st.RemoveOperation(m.OperationID) == nil {
+			return st.RemoveMarker(runsDir, m.OperationID)
+		}
+	}
+	_ = st.MarkCleaned(m.OperationID, "by a later gensee boundary run") // losing it only keeps the record longer
+	return st.RemoveMarker(runsDir, m.OperationID)
+}
+
+// neverWent: the operation's record exists without its admission.json,
+// so its command never got the go.
+func neverWent(st record.Store, id string) bool {
+	dir, err := st.OperationDir(id)
+	if err != nil {
+		return false
+	}
+	if _, err := os.Lstat(dir); err != nil {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(dir, record.AdmissionFile))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // removeTable deletes table name from the host netns if it is there.
