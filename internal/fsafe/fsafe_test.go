@@ -463,3 +463,28 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("dir holds %v (%v), want the file alone", ents, err)
 	}
 }
+
+// TestReadSized: the buffer sized from fstat reads a file whole, one that
+// grew past its fstat size, and a procfs file whose size reads as 0.
+func TestReadSized(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 5000)
+	for _, size := range []int64{int64(len(data)), 10, 0, int64(len(data)) + 100} {
+		got, err := readSized(bytes.NewReader(data), size)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: %d bytes, %v", size, len(got), err)
+		}
+	}
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAll(f, &st, 1<<20)
+	if err != nil || !bytes.Contains(got, []byte("VmRSS")) {
+		t.Fatalf("procfs: %q %v", got, err)
+	}
+}
