@@ -36,12 +36,11 @@ deps-demo: ## only what the demo runs: containerd, ctr and runc into bin/ (root)
 	./hack/deps.sh demo
 
 build: ## build bin/gensee, bin/containerd-shim-gensee-v2 and bin/gensee-shim, bin/gensee-gate-helper, bin/gensee-runc, bin/gensee-oci-hook, bin/gensee-sandbox, bin/gensee-verifier, bin/gensee-events and bin/gensee-node
-	# Every binary is static, without cgo, as containerd builds its own
-	# shims (SHIM_CGO_ENABLED=0): no exec of one pays the dynamic loader
-	# and libc's start-up (a host run's start: ~1.8 ms). The CLI's user
-	# lookups answer as NSS does all the same (internal/userdb: /etc/passwd
-	# when nsswitch.conf consults files first, else getent).
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee ./cmd/gensee
+	# The shim, the helper and the hook are exec'd on every container's
+	# path: static, without cgo, as containerd builds its own shims
+	# (SHIM_CGO_ENABLED=0), so no exec of them pays the dynamic loader and
+	# libc's start-up. The CLI keeps cgo: its user lookups go through NSS.
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/containerd-shim-gensee-v2 ./cmd/containerd-shim-gensee-v2
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-shim ./cmd/gensee-shim
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/gensee-gate-helper ./cmd/gensee-gate-helper

@@ -27,15 +27,16 @@ trap 'rm -rf "$work"' EXIT
 stage=$work/$name
 mkdir -p "$stage/bin" "$stage/share/man/man1"
 
-# Every binary is static (CGO_ENABLED=0, as make build); the CLI's user lookups (boundary run
-# --user, observe --user) answer as NSS does all the same (internal/userdb: /etc/passwd when
-# nsswitch.conf consults files first, else getent(1)). CLI_CGO=1 links the CLI with glibc.
+# The shim front, the full shim, the gate helper, the OCI hook, the sandbox helper and the
+# JSON Schema judge are static (CGO_ENABLED=0, as make build). The CLI keeps cgo, as make build, so its user
+# lookups (boundary run --user, observe --user) go through NSS: it links glibc dynamically.
+# CLI_CGO=0 makes it static too (users then come from /etc/passwd and /etc/group only).
 build() {
 	local cgo=$1 out=$2 pkg=$3
 	echo "release: $out (CGO_ENABLED=$cgo)"
 	CGO_ENABLED=$cgo GOOS=linux GOARCH=$GOARCH $GO build -trimpath -buildvcs=false -tags "$TAGS" -ldflags "$LDFLAGS" -o "$stage/bin/$out" "$pkg"
 }
-build "${CLI_CGO:-0}" gensee ./cmd/gensee
+build "${CLI_CGO:-1}" gensee ./cmd/gensee
 for b in containerd-shim-gensee-v2 gensee-shim gensee-gate-helper gensee-runc gensee-oci-hook gensee-sandbox gensee-verifier gensee-events gensee-node; do
 	build 0 "$b" "./cmd/$b"
 done

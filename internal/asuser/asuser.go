@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"runtime"
 	"strconv"
 
 	"github.com/gensee/gensee/internal/fsafe"
-	"github.com/gensee/gensee/internal/userdb"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,16 +23,14 @@ type Creds struct {
 // database, else gid alone.
 func Lookup(uid, gid uint32, name string) Creds {
 	c := Creds{UID: uid, GID: gid, Groups: []uint32{gid}}
-	if name == "" || uid == 0 {
-		// root's access (its capabilities at fsuid 0) overrides
-		// permission bits whatever its groups: no group database to ask.
+	if name == "" {
 		return c
 	}
-	u, err := userdb.Lookup(name)
+	u, err := user.Lookup(name)
 	if err != nil {
 		return c
 	}
-	ids, err := userdb.GroupIds(u)
+	ids, err := u.GroupIds()
 	if err != nil {
 		return c
 	}

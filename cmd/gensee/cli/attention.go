@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strconv"
 	"time"
 
-	"github.com/gensee/gensee/internal/userdb"
 	"github.com/gensee/gensee/shim/events"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -233,7 +233,7 @@ func (o *attentionClearOptions) run(_ context.Context, env *Env) error {
 func clearer() string {
 	uid := os.Getuid()
 	who := fmt.Sprintf("uid %d", uid)
-	if u, err := userdb.LookupId(strconv.Itoa(uid)); err == nil {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		who += " (" + u.Username + ")"
 	}
 	if su := os.Getenv("SUDO_USER"); su != "" && uid == 0 {

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"strings"
 
-	"github.com/gensee/gensee/internal/userdb"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/hostrun"
 	"github.com/gensee/gensee/spec"
@@ -107,12 +107,12 @@ func (o *runOptions) run(ctx context.Context, env *Env) error {
 	if len(args) == 0 {
 		return errUsage("no command: put it after --, e.g. gensee boundary run --workspace DIR -- make test")
 	}
-	invoking, err := hostrun.InvokingUser(userdb.LookupId)
+	invoking, err := hostrun.InvokingUser(user.LookupId)
 	if err != nil {
 		return fail(ExitRunRefused, "find the invoking user", err,
 			"run it through sudo from the account the command should run as, or as root (in a session of your own) with --user NAME")
 	}
-	id, rf := hostrun.RunAs(invoking, o.user, userdb.Lookup, userdb.LookupId)
+	id, rf := hostrun.RunAs(invoking, o.user, user.Lookup, user.LookupId)
 	if rf != nil {
 		return fail(ExitRunRefused, "", rf, "")
 	}

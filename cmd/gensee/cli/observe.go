@@ -7,8 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"os/user"
 
-	"github.com/gensee/gensee/internal/userdb"
 	"github.com/gensee/gensee/shim/hostrun"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/spec"
@@ -158,10 +158,10 @@ func (o *observeOptions) host(env *Env) (spec.Observation, error) {
 	var id hostrun.Identity
 	var err error
 	if o.user != "" {
-		if id, err = hostrun.NamedUser(o.user, userdb.Lookup, userdb.LookupId); err != nil {
+		if id, err = hostrun.NamedUser(o.user, user.Lookup, user.LookupId); err != nil {
 			return spec.Observation{}, fail(ExitUsage, "--user "+o.user, err, "name a user of this host by login name or uid")
 		}
-	} else if id, err = hostrun.InvokingUser(userdb.LookupId); err != nil {
+	} else if id, err = hostrun.InvokingUser(user.LookupId); err != nil {
 		return spec.Observation{}, fail(ExitUsage, "find the invoking user", err, "name the account the command will run as with --user")
 	}
 	cmd, rf := hostrun.NewCommand(o.fs.Args(), o.env, o.workspace, id)

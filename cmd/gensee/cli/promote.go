@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/gensee/gensee/internal/userdb"
 	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/hostrun"
@@ -174,9 +174,9 @@ func trustOf(cfg config.Config) func(time.Time) (*spec.Catalog, error) {
 func promoter(env *Env) spec.Promoter {
 	uid := os.Getuid()
 	p := spec.Promoter{UID: uint32(uid), InvokingUID: uint32(uid), SudoUser: env.Getenv("SUDO_USER")}
-	if id, err := hostrun.InvokingUser(userdb.LookupId); err == nil {
+	if id, err := hostrun.InvokingUser(user.LookupId); err == nil {
 		p.InvokingUID, p.InvokingUser = id.UID, id.Name
-	} else if u, err := userdb.LookupId(strconv.Itoa(uid)); err == nil {
+	} else if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		p.InvokingUser = u.Username
 	}
 	return p
