@@ -109,8 +109,9 @@ func (r *run) notifier() *notify.Notifier {
 // each other its index, its upper dir (the wrapper then gets its spec and
 // builds the command's view) and the records' reserve, and the table,
 // installed and read back with the NFLOG reader already bound
-// (engine.Boundary.Bind), beside the admission's one durable write (with
-// its subject, the wrapper, and its table); then the sensors' start; the
+// (engine.Boundary.Bind), beside the admission's write and fsync under a
+// temporary name (with its subject, the wrapper, and its table), renamed
+// into place once the table is read back; then the sensors' start; the
 // deadline; then the go, once the wrapper is ready and the record
 // complete, and only then the exec. The wrapper is gensee's own code:
 // nothing of the command runs before the go, so the table is in place
