@@ -31,13 +31,11 @@ const (
 // removed and path is untouched. path's directory is the caller's (it is
 // resolved as given); the temp file and the rename are relative to its fd.
 func WriteFile(path string, r io.Reader, perm os.FileMode, d Durability) error {
-	dir := filepath.Dir(path)
-	dfd, err := openTrustedDir(dir)
+	p, err := Prepare(path, r, perm, d)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, &os.PathError{Op: "open", Path: dir, Err: err})
+		return err
 	}
-	defer unix.Close(dfd)
-	return replaceAt(dfd, filepath.Base(path), path, r, perm, d)
+	return p.Commit()
 }
 
 // WriteFileAt is WriteFile for name in the directory open as dirfd.
