@@ -15,11 +15,11 @@ import (
 // a few MB of short-lived allocations (spec and catalog decoding, netlink
 // dumps, records): at GOGC=40 that is about ten collections and their
 // sweeps, the largest single CPU cost of the shim on the start path, and on
-// a loaded node CPU is latency. holdGC turns the percentage collector off
-// for the burst, bounded by a memory limit (the collector still runs if the
-// burst is larger than that), and the release restores both and returns
-// the burst's garbage to the kernel, so the sleeping container's shim is as
-// small as before.
+// a loaded node CPU is latency. holdGC raises the percentage out of reach
+// for the burst (gcHeldPercent), bounded by a memory limit (the collector
+// still runs if the burst is larger than that), and the release restores
+// both and returns the burst's garbage to the kernel, so the sleeping
+// container's shim is as small as before.
 //
 // A hold owns the process's collector settings while it is in flight; it
 // must never be the only bound on memory (the limit stays) nor hold past
@@ -34,6 +34,16 @@ const gcBurstLimit = 64 << 20
 // included).
 const gcBurstSettle = time.Second
 
+// gcHeldPercent is the collector's percentage during a hold: a goal some
+// 650 times the live heap, so the memory limit alone bounds it. Not -1
+// (off): SetGCPercent(-1) waits for a collection in progress to end, and
+// a hold can begin during one (the shim's first, in its task plugin, came
+// while the start-up's allocations had just passed pkg/shim's GOGC=40
+// goal of 1.6 MB: the plugin's start, and the shim's answer to Create,
+// waited 1-2 ms for it). Raised instead, a collection in progress ends on
+// its own, beside the caller, and none starts after it.
+const gcHeldPercent = 1 << 16
+
 // gcBurst is package state because the collector settings it saves are
 // the process's, not one service's.
 var gcBurst struct {
@@ -43,15 +53,16 @@ var gcBurst struct {
 	prevLimit int64
 }
 
-// holdGC turns the percentage collector off until d has passed, bounded by
+// holdGC holds the percentage collector off until d has passed, bounded by
 // a memory limit gcBurstLimit above what the runtime holds now (a shim with
 // a large heap does not collect continuously); holds nest, the last release
 // restores the settings.
 func holdGC(d time.Duration) {
 	gcBurst.mu.Lock()
 	if gcBurst.held == 0 {
-		gcBurst.prevGC = debug.SetGCPercent(-1)
+		// The limit first: the percentage then never sets a goal below it.
 		gcBurst.prevLimit = debug.SetMemoryLimit(goMemoryInUse() + gcBurstLimit)
+		gcBurst.prevGC = debug.SetGCPercent(gcHeldPercent)
 	}
 	gcBurst.held++
 	gcBurst.mu.Unlock()

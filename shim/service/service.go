@@ -102,6 +102,7 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 		stdio:            map[stdioKey]*heldStdio{},
 	}
 	s.preload, pending = pending, nil
+	s.preload.begin()
 	return s
 }
 
