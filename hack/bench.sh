@@ -39,6 +39,7 @@
 # shim process write DIR/<time>-<pid>.usage.json (utime, stime, GC cycles,
 # bytes allocated) and an allocation profile when it ends;
 # GENSEE_PROFILE_CPU_HZ=N adds a CPU profile (go tool pprof);
+# GENSEE_PROFILE_TRACE=1 an execution trace (go tool trace);
 # GENSEE_PROFILE_HEAP_AFTER=3s a heap and a goroutine profile, the
 # runtime's memory statistics and classes and /proc/self/smaps of the
 # settled shim (P5). The shim's log carries per-phase

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,8 @@ import (
 // daemon's), every shim process writes a line of its resource usage (CPU
 // time, GC cycles, bytes allocated) and an allocation profile there when it
 // ends; with profileCPUEnv set too, a CPU profile (at that many Hz in the
-// long-lived shim); with profileHeapEnv (a duration), a heap and a
+// long-lived shim); with profileTraceEnv, an execution trace (go tool
+// trace) of the whole process; with profileHeapEnv (a duration), a heap and a
 // goroutine profile, the runtime's memory statistics and classes and the
 // process's /proc/self/smaps that long after the process started. A
 // measuring aid for the bench (issues 13 and 31), compiled in only with
@@ -35,6 +37,9 @@ const (
 	profileEnv     = "GENSEE_PROFILE"
 	profileCPUEnv  = "GENSEE_PROFILE_CPU_HZ"
 	profileHeapEnv = "GENSEE_PROFILE_HEAP_AFTER"
+	// profileTraceEnv: when set, each shim process writes an execution
+	// trace (go tool trace) of its whole life.
+	profileTraceEnv = "GENSEE_PROFILE_TRACE"
 )
 
 // startProfile starts the CPU profile if asked for and returns what to run
@@ -56,6 +61,16 @@ func startProfile() func() {
 		if f, err := os.Create(base + ".cpu.pprof"); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
 				cpu = f
+			} else {
+				f.Close()
+			}
+		}
+	}
+	var tr *os.File
+	if os.Getenv(profileTraceEnv) != "" {
+		if f, err := os.Create(base + ".trace"); err == nil {
+			if trace.Start(f) == nil {
+				tr = f
 			} else {
 				f.Close()
 			}
@@ -97,6 +112,10 @@ func startProfile() func() {
 		})
 	}
 	return func() {
+		if tr != nil {
+			trace.Stop()
+			tr.Close()
+		}
 		if cpu != nil {
 			pprof.StopCPUProfile()
 			cpu.Close()
