@@ -1,13 +1,9 @@
 package cgroup
 
 import (
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -202,52 +198,5 @@ func TestFindKeeps(t *testing.T) {
 	Find()
 	if reads != 4 {
 		t.Fatalf("with a mount id the mountpoint does not resolve to, %d reads, want 4", reads)
-	}
-}
-
-// TestWaitModified: a watched file's change ends the wait at once, not at
-// the end of the backing-off delay; without a change the delay ends it,
-// and a context's deadline ends it sooner with the context's error.
-func TestWaitModified(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cgroup.events")
-	if err := os.WriteFile(path, []byte("populated 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	w := watchModified(path)
-	if w == nil {
-		t.Fatal("no inotify watch on a regular file")
-	}
-	defer w.Close()
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		os.WriteFile(path, []byte("populated 0\n"), 0o644)
-	}()
-	start := time.Now()
-	if err := waitModified(context.Background(), w, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("a modification ended the wait after %v, want at once", took)
-	}
-
-	start = time.Now()
-	if err := waitModified(context.Background(), w, 30*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took < 25*time.Millisecond {
-		t.Fatalf("no modification: the wait ended after %v, want the delay (30ms)", took)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	start = time.Now()
-	if err := waitModified(ctx, w, 10*time.Second); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("past the context's deadline: %v, want %v", err, context.DeadlineExceeded)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("the context's deadline ended the wait after %v", took)
-	}
-	if err := waitModified(ctx, nil, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("without a watch, past the deadline: %v", err)
 	}
 }
