@@ -144,15 +144,15 @@ func waitEmpty(ctx context.Context, dir string) error {
 	return nil
 }
 
-// waitEvent reads cgroup.events until it holds the line want, first
+// waitEvent reads cgroup.events until it holds the line want: again
 // 100 µs after the first read, then at intervals doubling while under
-// 20 ms: a
-// killed cgroup's last process is gone 0.25-1.4 ms after cgroup.kill on
-// the 2-vCPU VMs (median 0.3), which a first interval of 1 ms overshot by
-// up to twice that, on the exit path of every task whose init was still
-// exiting. (An inotify watch on cgroup.events wakes at once but costs
-// more: closing an inotify instance waits for an SRCU grace period, about
-// 10 ms, and each one held counts against the host's inotify instances.)
+// 20 ms. A killed cgroup's last process is gone 0.25-1.4 ms after
+// cgroup.kill on the 2-vCPU VMs (median 0.3), which a first interval of
+// 1 ms overshot by up to twice that, on the exit path of every task whose
+// init was still exiting. (An inotify watch on cgroup.events wakes at
+// once but costs more: closing an inotify instance waits for an SRCU
+// grace period, about 10 ms, and each one held counts against the host's
+// inotify instances.)
 func waitEvent(ctx context.Context, dir, want string) error {
 	delay := 100 * time.Microsecond
 	for {
