@@ -19,14 +19,14 @@ import (
 const EnvPreload = "GENSEE_PRELOAD_CONFIG"
 
 // preload is the first Create's operator config and catalog, loaded as
-// soon as the long-lived shim's task plugin starts, for the config the front read from
-// containerd's start call (EnvPreload): a shim process is started for its
-// task's Create, and the catalog's load and verification is what that
-// Create waits for first. Create takes it once (take) and
+// soon as the long-lived shim's task plugin starts, for the config the
+// front read from containerd's start call (EnvPreload): a shim process is
+// started for its task's Create, and the catalog's load and verification
+// is what that Create waits for first. Create takes it once (take) and
 // uses its catalog only when the config Create loads itself is the same,
-// within preloadFresh of the shim's start, and the load is still current
-// at Create's own time (the same catalog file and anchor, within its
-// validity window, still admitted by the high-water mark: what a load
+// within preloadFresh of the preload's start, and the load is still
+// current at Create's own time (the same catalog file and anchor, within
+// its validity window, still admitted by the high-water mark: what a load
 // then would check but the decode and the signature); else Create loads
 // the catalog as it is then. A Create with another config, and every
 // later Create of the process (a shim that serves a group), loads its own.
@@ -49,10 +49,11 @@ var pending *preload
 // Preload takes the preload the front asked for, if it did, first thing in
 // main: the variable is not handed on to what the shim runs. The load
 // itself starts with the task plugin (begin), under the start-up's hold on
-// the collector: begun earlier, its allocations met pkg/shim's GOGC=40 on
-// the way and started a collection on the start-up's heap, which held up
-// the plugin's start by 1-3 ms on the 2-vCPU VMs, more than the load
-// gained by starting first.
+// the collector: begun in main, its allocations passed pkg/shim's GOGC=40
+// goal (1.6 MB) on the way and started a collection of the start-up's
+// heap, CPU the start-up then shared; begun here, none runs, and the
+// Create that takes it started no later for it (30 alternating pairs on
+// the 2-vCPU VMs).
 func Preload() {
 	path, ok := os.LookupEnv(EnvPreload)
 	if !ok {
@@ -77,7 +78,7 @@ func (p *preload) begin() {
 	}()
 }
 
-// preloadFresh bounds how long after the shim's start its preload may
+// preloadFresh bounds how long after its start (the task plugin's) a preload may
 // serve a Create: a Create comes milliseconds after its shim starts; a
 // shim that waited longer (one left running after a failed sandbox, say)
 // loads the catalog as it is then.
