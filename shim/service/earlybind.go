@@ -129,7 +129,11 @@ func (e *earlyBind) stop() (pid int, err error) {
 	e.stopped = true
 	e.mu.Unlock()
 	if !started {
-		e.watch.Close() // ends run's read
+		// Ends run's read (at once: the runtime wakes it before the
+		// close). Not on the caller's path: closing an inotify
+		// instance waits for an SRCU grace period, about 10 ms, before
+		// a bind after the inner Create or a failed Create's answer.
+		go e.watch.Close()
 		return 0, errNotEarly
 	}
 	<-e.done
