@@ -24,6 +24,7 @@ func Register() {
 			// task's start (gcburst.go), after pkg/shim has set the
 			// shim's GC percent; Create's own hold nests in this one.
 			holdGC(gcBurstSettle)
+			go warmCodecs()
 			pp, err := ic.GetByID(plugins.EventPlugin, "publisher")
 			if err != nil {
 				return nil, fmt.Errorf("get publisher: %w", err)
