@@ -1,9 +1,13 @@
 package cgroup
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -198,5 +202,36 @@ func TestFindKeeps(t *testing.T) {
 	Find()
 	if reads != 4 {
 		t.Fatalf("with a mount id the mountpoint does not resolve to, %d reads, want 4", reads)
+	}
+}
+
+// TestWaitEvent: the wait ends once cgroup.events holds the line, and past
+// its context's deadline with the context's error.
+func TestWaitEvent(t *testing.T) {
+	dir := t.TempDir()
+	events := filepath.Join(dir, "cgroup.events")
+	if err := os.WriteFile(events, []byte("populated 1\nfrozen 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		os.WriteFile(events+".new", []byte("populated 0\nfrozen 0\n"), 0o644)
+		os.Rename(events+".new", events)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := waitEvent(ctx, dir, "populated 0"); err != nil {
+		t.Fatalf("the line came: %v", err)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := waitEvent(ctx, dir, "frozen 1")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the line never came: %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the wait outlasted its deadline by %v", took)
 	}
 }
