@@ -37,11 +37,11 @@ const gcBurstSettle = time.Second
 // gcHeldPercent is the collector's percentage during a hold: a goal some
 // 650 times the live heap, so the memory limit alone bounds it. Not -1
 // (off): SetGCPercent(-1) waits for a collection in progress to end, and
-// a hold can begin during one (the shim's first, in its task plugin, came
-// while the start-up's allocations had just passed pkg/shim's GOGC=40
-// goal of 1.6 MB: the plugin's start, and the shim's answer to Create,
-// waited 1-2 ms for it). Raised instead, a collection in progress ends on
-// its own, beside the caller, and none starts after it.
+// a hold can begin during one (the shim's first did, in its task plugin,
+// while the preload begun in main had just passed pkg/shim's GOGC=40 goal
+// of 1.6 MB: the plugin's start waited 1-2 ms for it; a later Create of a
+// shim that serves several tasks can). Raised instead, a collection in
+// progress ends on its own, beside the caller, and none starts after it.
 const gcHeldPercent = 1 << 16
 
 // gcBurst is package state because the collector settings it saves are
@@ -60,7 +60,8 @@ var gcBurst struct {
 func holdGC(d time.Duration) {
 	gcBurst.mu.Lock()
 	if gcBurst.held == 0 {
-		// The limit first: the percentage then never sets a goal below it.
+		// The limit first: at no moment is the raised percentage
+		// without its bound.
 		gcBurst.prevLimit = debug.SetMemoryLimit(goMemoryInUse() + gcBurstLimit)
 		gcBurst.prevGC = debug.SetGCPercent(gcHeldPercent)
 	}

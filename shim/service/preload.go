@@ -78,10 +78,10 @@ func (p *preload) begin() {
 	}()
 }
 
-// preloadFresh bounds how long after its start (the task plugin's) a preload may
-// serve a Create: a Create comes milliseconds after its shim starts; a
-// shim that waited longer (one left running after a failed sandbox, say)
-// loads the catalog as it is then.
+// preloadFresh bounds how long after its start (the task plugin's) a
+// preload may serve a Create: a Create comes milliseconds after its shim
+// starts; a shim that waited longer (one left running after a failed
+// sandbox, say) loads the catalog as it is then.
 const preloadFresh = 5 * time.Second
 
 // take returns the catalog's load for a Create whose config is cfg: the
