@@ -352,6 +352,41 @@ func TestBindingNSDuty(t *testing.T) {
 	}
 }
 
+// TestBindingRunScansFromItsSecondPoll: Run's first poll, as the task
+// starts, checks the cgroup's members and reads no host-wide /proc; the
+// namespace scan comes a poll later and finds a process moved out of the
+// cgroup in between.
+func TestBindingRunScansFromItsSecondPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 900: {start: 1, ns: hostNS, cg: "/"}}}
+		p := fakePoller(f, ourNS, true)
+		p.now = time.Now // the bubble's clock
+		const interval = 5 * time.Millisecond
+		p.Interval = interval
+		ctx, cancel := context.WithCancel(t.Context())
+		out := make(chan Unbound, 8)
+		done := make(chan error)
+		go func() { done <- p.Run(ctx, func(u Unbound) { out <- u }) }()
+		synctest.Wait()
+		p.mu.Lock()
+		polls, lists := p.polls, f.lists
+		f.procs[5] = fakeP{start: 12, ppid: 1, ns: ourNS, cg: "/out"}
+		p.mu.Unlock()
+		if polls != 1 || lists != 0 {
+			t.Fatalf("after the first poll: %d polls, host /proc listed %d times; want 1 poll and no listing", polls, lists)
+		}
+		time.Sleep(interval)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if f.lists != 1 || len(out) != 1 || (<-out).Target != "pid 5 in /out" {
+			t.Fatalf("second poll: host /proc listed %d times, %d reports; want one listing finding pid 5", f.lists, len(out))
+		}
+	})
+}
+
 // TestBindingCheckAfterExit: after the init of the container's own pid
 // namespace exited, the exit path's look reads no host-wide /proc (the
 // kernel left nothing of the namespace) but still judges the processes it
