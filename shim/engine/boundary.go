@@ -139,6 +139,7 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	// The table watcher subscribes between the commit and the read-back,
 	// which is then its first check (telemetry.Monitor.WatchTable).
 	tw := mon.WatchTable(nsFD, plan)
+	tw.DialAhead()
 	m, err := applyTable(ctx, nsFD, plan, func() {
 		if err := tw.Subscribe(); err != nil {
 			b.log.WithError(err).Warn("the table watcher subscribes at its start instead; until then a commit is seen by the generation it moves")

@@ -103,6 +103,46 @@ func TestRootTableTampered(t *testing.T) {
 	}
 }
 
+// TestRootTableDialAhead: a watcher whose connection was opened before
+// the table's own commits (DialAhead) and subscribed after them hears
+// none of them, and hears the next one. Two commits before the
+// subscription add and remove a chain of the table: heard, they would
+// be reported as a change that left the table matching its plan.
+func TestRootTableDialAhead(t *testing.T) {
+	roottest.Require(t)
+	e := tabletest.New(t, spec.Network{Mode: spec.NetworkDenyAll})
+	w := NewTableWatcher(e.NS.FD, e.Plan)
+	w.Interval = time.Hour // the monitor alone
+	w.OnError = func(err error) { t.Logf("watcher: %v", err) }
+	w.DialAhead()
+	e.NS.Nft(t, "add", "chain", "inet", e.Plan.Table, "extra")
+	e.NS.Nft(t, "delete", "chain", "inet", e.Plan.Table, "extra")
+	if err := w.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := netpolicy.ReadBackAt(context.Background(), e.NS.FD, e.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Seed(m)
+	out := make(chan Drift, 16)
+	goRun(t, func(ctx context.Context) error { return w.Run(ctx, func(d Drift) { out <- d }) })
+	select {
+	case d := <-out:
+		t.Fatalf("heard a commit made before the subscription: %s", d.Detail)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.NS.Nft(t, "flush", "table", "inet", e.Plan.Table)
+	select {
+	case d := <-out:
+		if !strings.Contains(d.Detail, "missing") {
+			t.Errorf("drift %q does not say what is missing", d.Detail)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the commit after the subscription was not heard within 2 s")
+	}
+}
+
 // TestRootDenyThenReach wires the sensors to a watchdog as the shim does:
 // a denied connect (NFLOG) puts the target on the watch; the host removes
 // the deny rule; the container reaches the target (conntrack) and

@@ -60,6 +60,15 @@ func (w *TableWatcher) Subscribe() error {
 	return nil
 }
 
+// DialAhead starts opening Subscribe's connection in the namespace now,
+// beside the caller's commit: Subscribe, due between the commit and the
+// read-back, then only joins the change group on it.
+func (w *TableWatcher) DialAhead() {
+	if k, ok := w.src.(*kernelTable); ok && k.ahead == nil {
+		k.dialAhead()
+	}
+}
+
 // Seed hands Run the read-back made under Subscribe's subscription (an
 // unknown generation, or none, and Run reads back first itself).
 func (w *TableWatcher) Seed(m netpolicy.Matched) { w.seed = m }

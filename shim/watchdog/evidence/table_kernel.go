@@ -14,6 +14,35 @@ type kernelTable struct {
 	netnsFD int
 	plan    *netpolicy.Plan
 	gen     *netpolicy.GenConn // opened on first use, closed by Close
+	// ahead is the next Monitor's connection, being opened (dialAhead);
+	// nil: Monitor opens its own.
+	ahead chan dialed
+}
+
+type dialed struct {
+	c   *nftables.Conn
+	err error
+}
+
+// dialAhead starts opening the next Monitor's connection in the
+// namespace (a socket made there: a thread's setns in and back) beside
+// the caller's own work; Monitor joins the group on it then.
+func (k *kernelTable) dialAhead() {
+	ch := make(chan dialed, 1)
+	k.ahead = ch
+	go func() {
+		c, err := k.dialMonitor()
+		ch <- dialed{c, err}
+	}()
+}
+
+// dialMonitor opens a lasting connection in the namespace, for a monitor.
+func (k *kernelTable) dialMonitor() (*nftables.Conn, error) {
+	opts := []nftables.ConnOption{nftables.AsLasting()}
+	if k.netnsFD > 0 {
+		opts = append(opts, nftables.WithNetNSFd(k.netnsFD))
+	}
+	return nftables.New(opts...)
 }
 
 func (k *kernelTable) ReadBack(ctx context.Context) (netpolicy.Matched, error) {
@@ -43,22 +72,32 @@ func (k *kernelTable) Close() {
 		k.gen.Close()
 		k.gen = nil
 	}
+	if k.ahead != nil {
+		if d := <-k.ahead; d.c != nil {
+			d.c.CloseLasting()
+		}
+		k.ahead = nil
+	}
 }
 
 // Monitor subscribes on a connection of its own in the namespace, so the
 // subscription never shares a socket with requests.
 func (k *kernelTable) Monitor() (<-chan generation, func(), error) {
-	var opts []nftables.ConnOption
-	if k.netnsFD > 0 {
-		opts = append(opts, nftables.WithNetNSFd(k.netnsFD))
+	var d dialed
+	if k.ahead != nil {
+		d = <-k.ahead
+		k.ahead = nil
+	} else {
+		d.c, d.err = k.dialMonitor()
 	}
-	c, err := nftables.New(opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open nftables monitor connection: %w", err)
+	if d.err != nil {
+		return nil, nil, fmt.Errorf("open nftables monitor connection: %w", d.err)
 	}
+	c := d.c
 	mon := nftables.NewMonitor(nftables.WithMonitorEventBuffer(64))
 	evs, err := c.AddGenerationalMonitor(mon)
 	if err != nil {
+		c.CloseLasting()
 		return nil, nil, fmt.Errorf("subscribe to nftables changes: %w", err)
 	}
 	out := make(chan generation)
@@ -79,6 +118,9 @@ func (k *kernelTable) Monitor() (<-chan generation, func(), error) {
 	stop := func() {
 		close(done)
 		mon.Close()
+		// The connection is lasting: closing it ends the library's
+		// reader, which then closes its channel.
+		c.CloseLasting()
 		// The library's reader blocks on sending until its channel is
 		// drained; the forwarder above drains it through done.
 		for range out {
