@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/containerd/log"
 
@@ -30,12 +31,15 @@ type Boundary struct {
 	// only once they have started.
 	starting sync.WaitGroup
 
+	// mon is set once, by Bind; read without mu, so that the exit path
+	// stops the sensors while Counters holds mu for its read.
+	mon atomic.Pointer[telemetry.Monitor]
+
 	mu      sync.Mutex
-	netns   *os.File           // guarded by mu; nil once removed
-	own     bool               // netns is this process's own (BindSpec.Own); guarded by mu
-	plan    *netpolicy.Plan    // guarded by mu
-	mon     *telemetry.Monitor // guarded by mu
-	removed string             // how the table went, once it did; guarded by mu
+	netns   *os.File        // guarded by mu; nil once removed
+	own     bool            // netns is this process's own (BindSpec.Own); guarded by mu
+	plan    *netpolicy.Plan // guarded by mu
+	removed string          // how the table went, once it did; guarded by mu
 }
 
 // NewBoundary is an empty boundary for a workload whose sockets live in a
@@ -124,9 +128,7 @@ func (b *Boundary) Bind(ctx context.Context, s BindSpec) (*netpolicy.Plan, error
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	b.mon = mon
-	b.mu.Unlock()
+	b.mon.Store(mon)
 	if s.Mark != nil {
 		if err := s.Mark(plan.Table); err != nil {
 			return nil, fmt.Errorf("write the marker naming table %s: %w", plan.Table, err)
@@ -163,11 +165,7 @@ func (b *Boundary) netnsFD() int {
 }
 
 // Monitor is the boundary's monitor (nil before Bind opened it).
-func (b *Boundary) Monitor() *telemetry.Monitor {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.mon
-}
+func (b *Boundary) Monitor() *telemetry.Monitor { return b.mon.Load() }
 
 // Note records a boundary event (events.jsonl and the publisher); before
 // Bind there is nowhere to record it.
@@ -197,8 +195,8 @@ func (b *Boundary) SensorsDue() (started func()) {
 // first process (none without a subject).
 func (b *Boundary) StartSensors(sub *spec.Subject) {
 	b.mu.Lock()
-	if sub != nil && b.mon != nil && b.netns != nil {
-		b.mon.Start(b.netnsFD(), b.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
+	if m := b.mon.Load(); sub != nil && m != nil && b.netns != nil {
+		m.Start(b.netnsFD(), b.plan, cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
 	b.mu.Unlock()
 }

@@ -213,27 +213,40 @@ func (p *Finish) runGate(ctx context.Context, started time.Time) GateOutcome {
 	}
 }
 
-// finishNetwork stops the sensors (the table may now be read and removed
-// without it looking like tampering) and keeps the drift they saw, reads
-// the counters, collects the denied attempts against them and removes
-// the table, recording all of it in x. The monitor stays open for
-// writeManifest to close.
+// finishNetwork stops the sensors (the table may now be removed without
+// it looking like tampering) and keeps the drift they saw, reads the
+// counters beside that (a read changes nothing a sensor watches: no
+// commit, no counter reset), collects the denied attempts against them
+// and removes the table, recording all of it in x. The monitor stays
+// open for writeManifest to close.
 func (p *Finish) finishNetwork(ctx context.Context, x *Facts) {
 	t0 := time.Now()
+	type read struct {
+		c   netpolicy.Counters
+		ok  bool
+		err error
+		at  time.Time
+	}
+	counters := make(chan read, 1)
+	go func() {
+		c, ok, err := p.Network.Counters(ctx)
+		counters <- read{c, ok, err, time.Now()}
+	}()
 	x.Drift = p.Network.StopSensors()
 	t1 := time.Now()
+	r := <-counters
 	var denied uint64
 	var counted bool
-	if c, ok, err := p.Network.Counters(ctx); ok {
-		if denied, counted = x.Counted(c, err); !counted {
-			p.Log.WithError(err).Error("read network counters")
+	if r.ok {
+		if denied, counted = x.Counted(r.c, r.err); !counted {
+			p.Log.WithError(r.err).Error("read network counters")
 		}
 	}
 	t2 := time.Now()
 	x.Attempts = p.Network.Finish(denied, counted)
 	t3 := time.Now()
 	x.Removed = p.Network.Remove(ctx)
-	p.Log.WithField("sensors_ms", ms(t1.Sub(t0))).WithField("counters_ms", ms(t2.Sub(t1))).
+	p.Log.WithField("sensors_ms", ms(t1.Sub(t0))).WithField("counters_ms", ms(r.at.Sub(t0))).
 		WithField("attempts_ms", ms(t3.Sub(t2))).WithField("remove_ms", ms(time.Since(t3))).Debug("network finalized")
 }
 
