@@ -262,17 +262,28 @@ func (s *service) persistTask(c *creation) error {
 	op.ownRootfs, op.ownPidns = c.ownRootfs, privatePidns(oci)
 	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: c.host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
 	c.op, c.recorded, c.persisting = op, op.persist(c.adm), true
-	if err := writeSpec(r.Bundle, oci); err != nil {
-		c.recorded()
-		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
+	// The spec and the runc front's files are other files of the bundle:
+	// written side by side.
+	type hand struct {
+		o   *runcoptions.Options
+		err error
 	}
-	handed, err := s.handRunc(r.Bundle, c.runc, c.runcPath)
-	if err != nil {
-		c.recorded()
-		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", err)
+	handing := make(chan hand, 1)
+	go func() {
+		o, err := s.handRunc(r.Bundle, c.runc, c.runcPath)
+		handing <- hand{o, err}
+	}()
+	werr := writeSpec(r.Bundle, oci)
+	h := <-handing
+	if werr == nil {
+		werr = h.err
 	}
-	c.handed = handed
-	if r.Options, err = typeurl.MarshalAnyToProto(handed); err != nil {
+	if werr != nil {
+		c.recorded()
+		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", werr)
+	}
+	c.handed = h.o
+	if r.Options, err = typeurl.MarshalAnyToProto(h.o); err != nil {
 		c.recorded()
 		return err
 	}
