@@ -40,8 +40,8 @@ func newFixture(t *testing.T, gateFailedStatus uint32) *fixture {
 }
 
 // Finish runs its steps in their order, and releases last: the gate
-// beside the network's end, the manifest beside the monitor's close;
-// everything else in sequence.
+// beside the network's end, the counters' read beside the sensors' stop,
+// the manifest beside the monitor's close; everything else in sequence.
 func TestFinishOrder(t *testing.T) {
 	f := newFixture(t, 0)
 	f.gate.Out = engine.GateOutcome{Ran: true, Err: errors.New("boom")}
@@ -74,7 +74,9 @@ func TestFinishOrder(t *testing.T) {
 		}
 		at += len(g)
 	}
-	f.c.Before(t, "net.stopSensors", "net.counters")
+	// The counters are read beside the sensors' stop; the attempts are
+	// collected against them once both are done.
+	f.c.Before(t, "net.stopSensors", "net.finish 2 true")
 	f.c.Before(t, "net.counters", "net.finish 2 true")
 	f.c.Before(t, "net.finish 2 true", "net.remove")
 	f.c.Before(t, "noteDeferred "+spec.EventGateRejected, "net.closeMonitor")
