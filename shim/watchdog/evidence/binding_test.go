@@ -352,39 +352,76 @@ func TestBindingNSDuty(t *testing.T) {
 	}
 }
 
-// TestBindingRunScansFromItsSecondPoll: Run's first poll, as the task
-// starts, checks the cgroup's members and reads no host-wide /proc; the
-// namespace scan comes a poll later and finds a process moved out of the
-// cgroup in between.
-func TestBindingRunScansFromItsSecondPoll(t *testing.T) {
+// TestBindingRunFirstPollScans: Run's first poll, as the task starts,
+// scans the pid namespace: a process moved out of the cgroup before it is
+// found then, even when the task ends before the next poll (its own
+// namespace is not scanned after the init's exit).
+func TestBindingRunFirstPollScans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 900: {start: 1, ns: hostNS, cg: "/"}}}
+		f := &fakeProc{procs: map[int]fakeP{
+			1:   {start: 10, ns: ourNS, cg: "/k/c1"},
+			5:   {start: 12, ppid: 1, ns: ourNS, cg: "/out"},
+			900: {start: 1, ns: hostNS, cg: "/"},
+		}}
 		p := fakePoller(f, ourNS, true)
 		p.now = time.Now // the bubble's clock
-		const interval = 5 * time.Millisecond
-		p.Interval = interval
+		p.Interval = time.Hour
 		ctx, cancel := context.WithCancel(t.Context())
 		out := make(chan Unbound, 8)
 		done := make(chan error)
 		go func() { done <- p.Run(ctx, func(u Unbound) { out <- u }) }()
 		synctest.Wait()
-		p.mu.Lock()
-		polls, lists := p.polls, f.lists
-		f.procs[5] = fakeP{start: 12, ppid: 1, ns: ourNS, cg: "/out"}
-		p.mu.Unlock()
-		if polls != 1 || lists != 0 {
-			t.Fatalf("after the first poll: %d polls, host /proc listed %d times; want 1 poll and no listing", polls, lists)
-		}
-		time.Sleep(interval)
-		synctest.Wait()
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if f.lists != 1 || len(out) != 1 || (<-out).Target != "pid 5 in /out" {
-			t.Fatalf("second poll: host /proc listed %d times, %d reports; want one listing finding pid 5", f.lists, len(out))
+		if len(out) != 1 || (<-out).Target != "pid 5 in /out" {
+			t.Fatalf("first poll: %d reports; want the escape of pid 5", len(out))
+		}
+		if e := p.Escaped(); len(e) != 1 || e[0].PID != 5 {
+			t.Fatalf("escaped %v, want pid 5", e)
 		}
 	})
+}
+
+// blockingProc is a fakeProc whose List blocks until release is closed,
+// having closed listing.
+type blockingProc struct {
+	*fakeProc
+	listing, release chan struct{}
+}
+
+func (b *blockingProc) List() ([]int, error) {
+	close(b.listing)
+	<-b.release
+	return b.fakeProc.List()
+}
+
+// TestBindingScanReadsWithoutLock: a scan reads /proc before it takes the
+// poller's lock, so the exit path's look (CheckAfterExit) does not wait
+// for a scan in progress.
+func TestBindingScanReadsWithoutLock(t *testing.T) {
+	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 900: {start: 1, ns: hostNS, cg: "/"}}}
+	b := &blockingProc{fakeProc: f, listing: make(chan struct{}), release: make(chan struct{})}
+	p := fakePoller(f, ourNS, true)
+	p.src = b
+	scanned := make(chan []Unbound)
+	go func() { scanned <- p.check(nsScanNow) }()
+	<-b.listing
+	looked := make(chan []Unbound)
+	go func() { looked <- p.CheckAfterExit() }()
+	select {
+	case got := <-looked:
+		if len(got) != 0 {
+			t.Errorf("look during the scan = %+v", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the exit path's look waited for a scan's reads of /proc")
+	}
+	close(b.release)
+	if got := <-scanned; len(got) != 0 {
+		t.Fatalf("scan = %+v", got)
+	}
 }
 
 // TestBindingCheckAfterExit: after the init of the container's own pid
