@@ -188,13 +188,8 @@ const (
 	nsScanNever               // not at all
 )
 
-// check polls once, scanning the namespace as scan says. The scan's reads
-// of the host's /proc (readNS) are made before it takes p.mu: the first
-// poll's, which reads every pid's namespace, takes about 1 ms on the
-// 2-vCPU VMs, and a short task's exit path (CheckAfterExit) would wait
-// that long for the lock.
+// check polls once, scanning the namespace as scan says.
 func (p *BindingPoller) check(scan nsScan) []Unbound {
-	r := p.readNS(scan)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.polls++
@@ -232,72 +227,11 @@ func (p *BindingPoller) check(scan nsScan) []Unbound {
 			out = p.judge(out, cgroup.Proc{PID: pid, Start: t.start}, t.first, now)
 		}
 	}
-	if r != nil {
-		t := p.now()
-		out = p.scanNS(out, inside, now, r)
-		p.nsNext = now.Add(nsDuty * (r.took + p.now().Sub(t)))
+	if p.ns != 0 && (scan == nsScanNow || scan == nsScanDue && !now.Before(p.nsNext)) {
+		out = p.scanNS(out, inside, now)
+		p.nsNext = now.Add(nsDuty * p.now().Sub(now))
 	}
 	return out
-}
-
-// nsRead is what a namespace scan read of /proc without p.mu: the pid
-// listing, and the namespace of each pid it read (at most nsReadsPerPoll,
-// of those whose verdict was not cached when it began).
-type nsRead struct {
-	pids []int
-	err  error
-	ns   map[int]uint64 // the pid's pid namespace
-	gone map[int]bool   // the pid had exited when read
-	took time.Duration
-}
-
-// readNS makes the reads of the scan that scan says is due now; nil when
-// none is. p.mu is held only to see what the cache already knows: a pid
-// whose verdict a check makes fresh meanwhile is read once too many, one
-// whose verdict goes stale meanwhile is read at the next poll.
-func (p *BindingPoller) readNS(scan nsScan) *nsRead {
-	if p.ns == 0 || scan == nsScanNever {
-		return nil
-	}
-	p.mu.Lock()
-	began := p.now()
-	due := scan == nsScanNow || !began.Before(p.nsNext)
-	var known map[int]bool
-	if due {
-		polls := p.polls + 1 // the poll the reads are for
-		known = make(map[int]bool, len(p.nsSeen)+len(p.tracked))
-		for pid, v := range p.nsSeen {
-			if polls-v.at < nsRefreshPolls {
-				known[pid] = true
-			}
-		}
-		for pid := range p.tracked {
-			known[pid] = true // judged by the check itself
-		}
-	}
-	p.mu.Unlock()
-	if !due {
-		return nil
-	}
-	r := &nsRead{ns: map[int]uint64{}, gone: map[int]bool{}}
-	r.pids, r.err = p.src.List()
-	budget := nsReadsPerPoll
-	for _, pid := range r.pids {
-		if known[pid] {
-			continue
-		}
-		if budget == 0 {
-			break // next poll
-		}
-		budget--
-		if ns, err := p.src.PidNS(pid); err != nil {
-			r.gone[pid] = true
-		} else {
-			r.ns[pid] = ns
-		}
-	}
-	r.took = p.now().Sub(began)
-	return r
 }
 
 // cgroupProblems says what is wrong with the bound cgroup itself; "" when
@@ -316,15 +250,16 @@ func (p *BindingPoller) cgroupProblems() string {
 }
 
 // scanNS follows the processes of the container's pid namespace that were
-// not in the bound cgroup when it was listed, from what readNS read: only
-// their namespace link, and only for pids not classified recently (see
-// nsReadsPerPoll).
-func (p *BindingPoller) scanNS(out []Unbound, inside map[int]bool, now time.Time, r *nsRead) []Unbound {
-	if r.err != nil {
+// not in the bound cgroup when it was listed. Only their namespace link is
+// read, and only for pids not classified recently (see nsReadsPerPoll).
+func (p *BindingPoller) scanNS(out []Unbound, inside map[int]bool, now time.Time) []Unbound {
+	pids, err := p.src.List()
+	if err != nil {
 		return out
 	}
-	listed := make(map[int]bool, len(r.pids))
-	for _, pid := range r.pids {
+	listed := make(map[int]bool, len(pids))
+	budget := nsReadsPerPoll
+	for _, pid := range pids {
 		listed[pid] = true
 		if inside[pid] {
 			continue
@@ -334,13 +269,14 @@ func (p *BindingPoller) scanNS(out []Unbound, inside map[int]bool, now time.Time
 		}
 		v, ok := p.nsSeen[pid]
 		if !ok || p.polls-v.at >= nsRefreshPolls {
-			if r.gone[pid] {
+			if budget == 0 {
+				continue // next poll
+			}
+			budget--
+			ns, err := p.src.PidNS(pid)
+			if err != nil {
 				delete(p.nsSeen, pid) // exited
 				continue
-			}
-			ns, read := r.ns[pid]
-			if !read {
-				continue // not read in this poll's budget: next poll
 			}
 			v = nsVerdict{ours: ns == p.ns, at: p.polls}
 			p.nsSeen[pid] = v

@@ -384,46 +384,6 @@ func TestBindingRunFirstPollScans(t *testing.T) {
 	})
 }
 
-// blockingProc is a fakeProc whose List blocks until release is closed,
-// having closed listing.
-type blockingProc struct {
-	*fakeProc
-	listing, release chan struct{}
-}
-
-func (b *blockingProc) List() ([]int, error) {
-	close(b.listing)
-	<-b.release
-	return b.fakeProc.List()
-}
-
-// TestBindingScanReadsWithoutLock: a scan reads /proc before it takes the
-// poller's lock, so the exit path's look (CheckAfterExit) does not wait
-// for a scan in progress.
-func TestBindingScanReadsWithoutLock(t *testing.T) {
-	f := &fakeProc{procs: map[int]fakeP{1: {start: 10, ns: ourNS, cg: "/k/c1"}, 900: {start: 1, ns: hostNS, cg: "/"}}}
-	b := &blockingProc{fakeProc: f, listing: make(chan struct{}), release: make(chan struct{})}
-	p := fakePoller(f, ourNS, true)
-	p.src = b
-	scanned := make(chan []Unbound)
-	go func() { scanned <- p.check(nsScanNow) }()
-	<-b.listing
-	looked := make(chan []Unbound)
-	go func() { looked <- p.CheckAfterExit() }()
-	select {
-	case got := <-looked:
-		if len(got) != 0 {
-			t.Errorf("look during the scan = %+v", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the exit path's look waited for a scan's reads of /proc")
-	}
-	close(b.release)
-	if got := <-scanned; len(got) != 0 {
-		t.Fatalf("scan = %+v", got)
-	}
-}
-
 // TestBindingCheckAfterExit: after the init of the container's own pid
 // namespace exited, the exit path's look reads no host-wide /proc (the
 // kernel left nothing of the namespace) but still judges the processes it
