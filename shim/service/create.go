@@ -259,7 +259,7 @@ func (s *service) persistTask(c *creation) error {
 	op.netnsAlone = c.netnsAlone
 	op.admission.UserNamespace = c.uns.has
 	op.admission.Kubernetes = kubernetesRef(c.ns, oci)
-	op.ownRootfs, op.ownPidns = c.ownRootfs, privatePidns(oci)
+	op.ownRootfs, op.ownPidns, op.specHooks = c.ownRootfs, privatePidns(oci), specpolicy.HasHooks(oci)
 	op.execPolicy = specpolicy.Operator{OOMScoreAdjFloor: c.host.OOMScoreAdjFloor, Init: specpolicy.InitRulesOf(oci.Process)}
 	c.op, c.recorded, c.persisting = op, op.persist(c.adm), true
 	// The spec and the runc front's files are other files of the bundle:

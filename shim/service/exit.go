@@ -208,12 +208,14 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	}
 	// The inner Delete unmounts no rootfs: the shim mounted it. Once the
 	// exit path has drained the task and gated its product, nothing reads
-	// the rootfs any more, and runc's delete does not touch it: it is
-	// unmounted beside the inner Delete (an overlay unmount syncs the
-	// upper filesystem: about 1 ms on the 2-vCPU VMs). A task that never
-	// started still has its init blocked in runc init: after.
+	// the rootfs any more, and runc's delete of a spec without hooks does
+	// not touch it: it is unmounted beside the inner Delete (an overlay
+	// unmount syncs the upper filesystem: about 1 ms on the 2-vCPU VMs),
+	// and a retried Delete needs none of it either. A spec's poststop
+	// hooks run in runc's delete, on the rootfs, and a task that never
+	// started still has its init blocked in runc init: after, for both.
 	var unmounted chan struct{}
-	if op.ownRootfs && was == opExited {
+	if op.ownRootfs && was == opExited && !op.specHooks {
 		unmounted = make(chan struct{})
 		go func() {
 			defer close(unmounted)

@@ -176,6 +176,7 @@ type operation struct {
 	mounts      []string       // mount destinations of config.json (runc stubs them in the upperdir)
 	ownRootfs   bool           // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
 	ownPidns    bool           // runc makes the container its own pid namespace (privatePidns)
+	specHooks   bool           // the spec has OCI hooks: runc's delete runs the poststop ones, on the rootfs
 	// execPolicy is what Create admitted that an exec is held to (the
 	// oom_score_adj floor, the init's LSM labels and rlimits).
 	execPolicy specpolicy.Operator
