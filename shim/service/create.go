@@ -264,26 +264,21 @@ func (s *service) persistTask(c *creation) error {
 	c.op, c.recorded, c.persisting = op, op.persist(c.adm), true
 	// The spec and the runc front's files are other files of the bundle:
 	// written side by side.
-	type hand struct {
-		o   *runcoptions.Options
-		err error
-	}
-	handing := make(chan hand, 1)
-	go func() {
-		o, err := s.handRunc(r.Bundle, c.runc, c.runcPath)
-		handing <- hand{o, err}
-	}()
+	var handed *runcoptions.Options
+	hand := inBackground(func() (err error) {
+		handed, err = s.handRunc(r.Bundle, c.runc, c.runcPath)
+		return err
+	})
 	werr := writeSpec(r.Bundle, oci)
-	h := <-handing
-	if werr == nil {
-		werr = h.err
+	if herr := hand(); werr == nil {
+		werr = herr
 	}
 	if werr != nil {
 		c.recorded()
 		return errgrpc.ToGRPCf(errdefs.ErrUnavailable, "gensee: %v", werr)
 	}
-	c.handed = h.o
-	if r.Options, err = typeurl.MarshalAnyToProto(h.o); err != nil {
+	c.handed = handed
+	if r.Options, err = typeurl.MarshalAnyToProto(handed); err != nil {
 		c.recorded()
 		return err
 	}
