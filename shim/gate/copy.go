@@ -10,8 +10,8 @@ import (
 )
 
 const (
-	chunkSize     = 4 << 20 // read, hash and write in chunks of this size
-	pipelineDepth = 4       // chunks in flight between hashing and O_DIRECT writes
+	chunkSize     = 2 << 20 // read, hash and write in chunks of this size
+	pipelineDepth = 3       // chunks in flight: one read, one hashed, one written
 	pipelineAbove = 8 << 20 // files at least this big hash and write concurrently
 )
 
@@ -81,7 +81,13 @@ func copySerial(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash, 
 // (P3, 1 GiB): with the hash alone the three stages run ~10% faster than
 // reading and hashing on one goroutine, and 4 MiB chunks beat 1 MiB ones
 // once the O_DIRECT writes join in; two writers at once (pwrite at each
-// chunk's offset) gained nothing on these disks.
+// chunk's offset) gained nothing on these disks. The ring is kept small
+// so that the hasher reads what the reader copied while it is still in
+// the caches: SHA-256 here runs at ~1,150 MiB/s over memory it streams
+// from DRAM against ~1,600 over cached bytes. Three 2 MiB chunks (the
+// reader at most one chunk ahead while one is written) ran at 1.01-1.07
+// of raw sha256 in eight alternating runs where four 4 MiB chunks (16 MiB
+// in flight) ran at 0.79-1.03; three 4 MiB chunks at 0.96-1.07.
 func copyPipelined(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash) (n int64, err error) {
 	const depth = pipelineDepth
 	mem := make([]byte, depth*chunkSize)

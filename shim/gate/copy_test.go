@@ -14,7 +14,7 @@ import (
 // around chunk boundaries, and reads at most limit+1 bytes.
 func TestCopyPipelinedBytes(t *testing.T) {
 	rng := rand.NewChaCha8([32]byte{9})
-	for _, size := range []int{pipelineAbove, pipelineAbove + 1, pipelineAbove + chunkSize - 1, 3*chunkSize + 4095, pipelineDepth*chunkSize*2 + 17} {
+	for _, size := range []int{pipelineAbove, pipelineAbove + 1, pipelineAbove + chunkSize - 1, pipelineAbove + 3*chunkSize + 4095, pipelineDepth*chunkSize*2 + 17} {
 		src := make([]byte, size)
 		rng.Read(src)
 		var dst bytes.Buffer
