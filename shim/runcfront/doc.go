@@ -22,7 +22,10 @@
 // Each of those runc calls is a whole runc process: a 13 MB Go binary
 // linked against libseccomp, about 8 ms of start-up on the VMs this
 // runs on, twice per container. The front links the standard library
-// and x/sys only.
+// and x/sys only. The shim does not even run the front for those two:
+// its go-runc monitor answers them with Serve, this package's code, in
+// the shim's process (service.frontMonitor), and runs the front only for
+// the calls Serve hands on.
 //
 // Anything else, and every case above the front cannot judge (no state,
 // a fifo that is not a fifo, an init still alive at delete, any flag it

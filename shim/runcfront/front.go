@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,9 +34,8 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "gensee-runc: %v\n", err)
 		os.Exit(1)
 	}
-	if handled, err := answer(c); handled {
+	if handled, err := serve(c, os.Environ(), os.Stderr); handled {
 		if err != nil {
-			report(c.log, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -45,19 +45,49 @@ func Main() {
 	os.Exit(1)
 }
 
+// Serve answers the runc call args (a command line as go-runc writes it,
+// without the program) with environment env where the front answers it
+// itself, in the calling process: the shim calls it for a task whose runc
+// is the front instead of running the front. handled is false, with
+// nothing done, when the real runc must answer. A handled call that
+// failed is reported as runc reports it, on stderr and in its --log, and
+// its error returned.
+func Serve(args, env []string, stderr io.Writer) (handled bool, err error) {
+	return serve(parseCall(args), env, stderr)
+}
+
+func serve(c call, env []string, stderr io.Writer) (handled bool, err error) {
+	handled, err = answer(c, env)
+	if handled && err != nil {
+		report(stderr, c.log, err)
+	}
+	return handled, err
+}
+
 // answer answers c itself where it can; handled is false when the real
 // runc must (nothing was changed then).
-func answer(c call) (handled bool, err error) {
+func answer(c call, env []string) (handled bool, err error) {
 	// runc start waits for the container's readiness message when
 	// NOTIFY_SOCKET is set (go-runc removes it; a caller that passes it
 	// on gets runc's own start).
-	if id := c.container("start"); id != "" && os.Getenv("NOTIFY_SOCKET") == "" {
+	if id := c.container("start"); id != "" && !hasEnv(env, "NOTIFY_SOCKET") {
 		return Start(filepath.Join(c.root, id))
 	}
 	if id := c.container("delete"); id != "" {
 		return Delete(filepath.Join(c.root, id))
 	}
 	return false, nil
+}
+
+// hasEnv reports whether env sets name (to anything, as os.Getenv would
+// find it non-empty).
+func hasEnv(env []string, name string) bool {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name && v != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // realRunc reads the real runc's path from the bundle's RuncFile: a
@@ -93,8 +123,8 @@ func realRunc(bundle string) (string, error) {
 
 // report writes err as runc reports a failed command: on stderr, and as a
 // JSON error line in its --log, where containerd reads runc's last error.
-func report(logPath string, err error) {
-	fmt.Fprintln(os.Stderr, err)
+func report(stderr io.Writer, logPath string, err error) {
+	fmt.Fprintln(stderr, err)
 	if logPath == "" {
 		return
 	}

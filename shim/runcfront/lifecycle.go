@@ -3,7 +3,6 @@ package runcfront
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -15,13 +14,17 @@ import (
 const execFifo = "exec.fifo"
 
 // Start starts the created container whose runc state directory is dir,
-// as `runc start` does: it opens the exec fifo (waiting for the blocked
-// `runc init` to open its end), reads it to EOF (the init's byte, then
-// its exec closes the fifo) and removes it. handled is false, with
-// nothing done, when runc must answer: no fifo (not a created
-// container), no state, a frozen cgroup (runc: paused), an init already
-// gone, or an init that dies
-// before it opens the fifo (runc then says the container stopped).
+// as `runc start` does: it opens the exec fifo, reads it to EOF (the byte
+// the blocked `runc init` writes once the fifo has a reader, then its exec
+// closes the fifo) and removes it. handled is false, with nothing done,
+// when runc must answer: no fifo (not a created container), no state, a
+// frozen cgroup (runc: paused), an init already gone, or an init that
+// dies before it writes (runc then says the container stopped).
+//
+// It blocks on nothing but the fifo and the init's pidfd, both polled, and
+// starts no goroutine: the shim runs it in its own process (the front's
+// monitor there), where a goroutine stuck in a fifo's open would outlive
+// the call with its thread.
 func Start(dir string) (handled bool, err error) {
 	fifo := filepath.Join(dir, execFifo)
 	var fst unix.Stat_t
@@ -43,70 +46,69 @@ func Start(dir string) (handled bool, err error) {
 	if !running(init) {
 		return false, nil
 	}
-	opened := make(chan openResult, 1)
-	go func() {
-		// Blocks until the init opens the fifo for writing.
-		f, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_CLOEXEC, 0)
-		opened <- openResult{f, err}
-	}()
-	exited := make(chan struct{})
-	go func() {
-		waitExit(pidfd)
-		close(exited)
-	}()
-	select {
-	case r := <-opened:
-		return r.consume(fifo)
-	case <-exited:
-		select {
-		case r := <-opened:
-			return r.consume(fifo)
-		default:
-			// The init ended without opening the fifo: nothing was
-			// read, and runc names the state.
-			return false, nil
-		}
-	}
-}
-
-// openResult is the exec fifo's open: the file, or why not.
-type openResult struct {
-	f   *os.File
-	err error
-}
-
-// consume reads the opened fifo to EOF and removes it (libcontainer's
-// handleFifoResult); a fifo that did not open was not read, and runc
-// answers.
-func (r openResult) consume(fifo string) (handled bool, err error) {
-	if r.err != nil {
+	// O_NONBLOCK: the open returns at once, and the fifo has its reader
+	// from then on (the init's open for writing, blocked until then,
+	// returns). Until a writer has come, poll reports nothing on it.
+	fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return false, nil
 	}
-	return true, consumeFile(r.f, fifo)
-}
-
-func consumeFile(f *os.File, fifo string) error {
-	data, err := io.ReadAll(f)
-	f.Close()
+	defer unix.Close(fd)
+	if unix.Fstat(fd, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return false, nil
+	}
+	data, ended, err := readFifo(fd, pidfd)
 	if err != nil {
-		return fmt.Errorf("read exec fifo: %w", err)
+		return true, err
+	}
+	if !ended {
+		// The init ended without writing: nothing was read, and runc
+		// names the state.
+		return false, nil
 	}
 	if len(data) == 0 {
-		return errors.New("cannot start an already running container")
+		return true, errors.New("cannot start an already running container")
 	}
 	if err := os.Remove(fifo); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove exec fifo: %w", err)
+		return true, fmt.Errorf("remove exec fifo: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
-// waitExit returns once the process of pidfd has exited.
-func waitExit(pidfd int) {
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+// readFifo reads the exec fifo fd (non-blocking) until its writer closed
+// it (ended), waiting on it and on the init's pidfd. An init that is gone
+// with nothing written and no writer seen ends the wait with ended false.
+func readFifo(fd, pidfd int) (data []byte, ended bool, err error) {
+	buf := make([]byte, 64)
+	initGone := false
 	for {
-		if _, err := unix.Poll(fds, -1); err != unix.EINTR {
-			return
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pidfd), Events: unix.POLLIN}}
+		timeout := -1
+		if initGone {
+			timeout = 0 // one more look at the fifo, then give up
 		}
+		if _, err := unix.Poll(fds, timeout); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return data, false, fmt.Errorf("wait on exec fifo: %w", err)
+		}
+		if fds[0].Revents != 0 {
+			n, err := unix.Read(fd, buf)
+			switch {
+			case n > 0:
+				data = append(data, buf[:n]...)
+			case err == nil: // EOF: the writer closed it
+				return data, true, nil
+			case err != unix.EAGAIN && err != unix.EINTR:
+				return data, false, fmt.Errorf("read exec fifo: %w", err)
+			}
+			continue
+		}
+		if initGone {
+			return data, false, nil
+		}
+		initGone = fds[1].Revents != 0
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/shim"
 	"github.com/containerd/containerd/v2/pkg/shutdown"
 	"github.com/containerd/containerd/v2/plugins"
+	runc "github.com/containerd/go-runc"
 	"github.com/containerd/plugin"
 	"github.com/containerd/plugin/registry"
 )
@@ -40,6 +41,8 @@ func Register() {
 				return nil, err
 			}
 			s := newService(ic.Context, inner, pub)
+			// After the inner service installed the reaper's monitor.
+			runc.Monitor = &frontMonitor{next: runc.Monitor, front: s.front.binary}
 			sd.RegisterCallback(s.shutdown)
 			return s, nil
 		},

@@ -1,11 +1,16 @@
 package service
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	runc "github.com/containerd/go-runc"
 
 	"github.com/gensee/gensee/shim/runcfront"
 )
@@ -78,5 +83,91 @@ func TestHandRunc(t *testing.T) {
 	none.front.once.Do(func() {})
 	if h, err := none.handRunc(t.TempDir(), admitted, "/bin/true"); err != nil || h != admitted {
 		t.Errorf("no front: handed %+v, %v", h, err)
+	}
+}
+
+// recordingMonitor is a go-runc monitor that only records what it was
+// asked to run.
+type recordingMonitor struct{ started []string }
+
+func (m *recordingMonitor) Start(c *exec.Cmd) (chan runc.Exit, error) {
+	m.started = append(m.started, strings.Join(c.Args[1:], " "))
+	ec := make(chan runc.Exit, 1)
+	ec <- runc.Exit{Status: 7}
+	return ec, nil
+}
+
+func (m *recordingMonitor) StartLocked(c *exec.Cmd) (chan runc.Exit, error) { return m.Start(c) }
+
+func (m *recordingMonitor) Wait(_ *exec.Cmd, ec chan runc.Exit) (int, error) {
+	return (<-ec).Status, nil
+}
+
+// TestFrontMonitor: a call to a bundle's runc link that points to the
+// front, which the front answers itself (the delete of a stopped
+// container), is answered in the shim, by go-runc's own calling code,
+// with nothing run; a call the front leaves to runc, and any call while
+// the link still points to the real runc, run the link as before.
+func TestFrontMonitor(t *testing.T) {
+	const front = "/opt/gensee/bin/gensee-runc"
+	bundle, root := t.TempDir(), t.TempDir()
+	link := filepath.Join(bundle, runcLink)
+	if err := os.Symlink(front, link); err != nil {
+		t.Fatal(err)
+	}
+	// A stopped container's runc state: its init long gone, its cgroup
+	// paths already removed.
+	state := filepath.Join(root, "t1")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st := `{"init_process_pid":4194000,"init_process_start":17,"cgroup_paths":{"":"/sys/fs/cgroup/gensee-no-such-test/t1"},
+ "config":{"namespaces":[{"type":"NEWPID"},{"type":"NEWNS"}],"cgroups":{"path":"/t1"}}}`
+	if err := os.WriteFile(filepath.Join(state, "state.json"), []byte(st), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next := &recordingMonitor{}
+	m := &frontMonitor{next: next, front: func() string { return front }}
+	r := &runc.Runc{Command: link, Root: root, Log: filepath.Join(bundle, "log.json"), LogFormat: runc.JSON}
+	prev := runc.Monitor
+	runc.Monitor = m
+	t.Cleanup(func() { runc.Monitor = prev })
+
+	if err := r.Delete(context.Background(), "t1", nil); err != nil {
+		t.Fatalf("delete of a stopped container: %v", err)
+	}
+	if _, err := os.Lstat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the state dir is left: %v", err)
+	}
+	if len(next.started) != 0 {
+		t.Errorf("ran %q, want the delete answered in the shim", next.started)
+	}
+	// runc state: the front's to hand on, so the link runs.
+	if _, err := r.State(context.Background(), "t1"); err == nil {
+		t.Error("state: no error from a run that exited 7")
+	}
+	if len(next.started) != 1 || !strings.HasSuffix(next.started[0], "state t1") {
+		t.Errorf("ran %q, want the link run for state", next.started)
+	}
+	// The link back on the real runc (a create): every call runs it,
+	// even one the front would answer.
+	if err := relink(link, "/usr/sbin/runc"); err != nil {
+		t.Fatal(err)
+	}
+	state2 := filepath.Join(root, "t2")
+	if err := os.Mkdir(state2, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state2, "state.json"), []byte(st), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Delete(context.Background(), "t2", nil); err == nil {
+		t.Error("delete through the real runc: no error from a run that exited 7")
+	}
+	if len(next.started) != 2 || !strings.HasSuffix(next.started[1], "delete t2") {
+		t.Errorf("ran %q, want the real runc run for the delete", next.started)
+	}
+	if _, err := os.Lstat(state2); err != nil {
+		t.Errorf("the real runc's delete was answered in the shim: %v", err)
 	}
 }

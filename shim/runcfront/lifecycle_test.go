@@ -1,0 +1,100 @@
+package runcfront
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readFifo against a real fifo and a real process's pidfd: it returns
+// what the writer wrote once the writer closed the fifo (or left with the
+// process), and gives up, with nothing, only when the process is gone and
+// no writer came; it never waits on a writer that may never come.
+func TestReadFifo(t *testing.T) {
+	cases := []struct {
+		name      string
+		writer    string // sh script run with the fifo as $1; "" for none
+		killFirst bool   // the process ends before any writer
+		want      string
+		ended     bool
+	}{
+		{name: "written then closed", writer: `printf 0 > "$1"`, want: "0", ended: true},
+		{name: "opened and closed unwritten", writer: `: > "$1"`, want: "", ended: true},
+		{name: "written and held until the process ends", writer: `exec 3>"$1"; printf 0 >&3; sleep 0.2`, want: "0", ended: true},
+		{name: "no writer, the process ends", killFirst: true, ended: false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "exec.fifo")
+			if err := unix.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			script := "sleep 30"
+			if c.writer != "" {
+				script = c.writer
+			}
+			proc := exec.Command("sh", "-c", script, "sh", fifo)
+			if err := proc.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go proc.Wait()
+			t.Cleanup(func() { proc.Process.Kill() })
+			pidfd, err := unix.PidfdOpen(proc.Process.Pid, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(pidfd)
+			fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			if c.killFirst {
+				time.AfterFunc(50*time.Millisecond, func() { proc.Process.Kill() })
+			}
+			type result struct {
+				data  []byte
+				ended bool
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				data, ended, err := readFifo(fd, pidfd)
+				done <- result{data, ended, err}
+			}()
+			select {
+			case r := <-done:
+				if r.err != nil || string(r.data) != c.want || r.ended != c.ended {
+					t.Errorf("readFifo = %q, ended %v, %v; want %q, ended %v", r.data, r.ended, r.err, c.want, c.ended)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("readFifo did not return")
+			}
+		})
+	}
+}
+
+// Start leaves to runc a container whose fifo is there but whose init is
+// gone, and reads nothing; one without a fifo is not a created container.
+func TestStartNotCreated(t *testing.T) {
+	dir := t.TempDir()
+	if handled, err := Start(dir); handled || err != nil {
+		t.Errorf("no fifo: Start = %v, %v", handled, err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, execFifo), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(plainState), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if handled, err := Start(dir); handled || err != nil {
+		t.Errorf("init gone: Start = %v, %v", handled, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, execFifo)); err != nil {
+		t.Errorf("the fifo was touched: %v", err)
+	}
+}
