@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gensee/gensee/internal/fsafe"
 	"github.com/moby/sys/mountinfo"
@@ -120,8 +121,7 @@ func (v *view) finish(s Spec) error {
 	if err != nil {
 		return err
 	}
-	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro); err != nil {
+	if err := readOnlyTree(); err != nil {
 		return fmt.Errorf("make every mount read-only: %w", err)
 	}
 	if err := v.privateMounts(); err != nil {
@@ -143,6 +143,30 @@ func (v *view) finish(s Spec) error {
 	v.writable = append([]string{"/proc/self/fd/" + strconv.Itoa(fdTree)}, v.tmpfs...)
 	return nil
 }
+
+// readOnlyTree makes every mount of the view read-only, at once
+// (mount_setattr AT_RECURSIVE: all or none). The kernel refuses it with
+// EBUSY while a mount of the tree has a writer, a file open for writing
+// on it. The view's own writes are closed by then, but a file's last
+// release can lag its close (the kernel hands it to a worker when the
+// closing task is exiting); one CI run under load met EBUSY here once,
+// with the writer not pinned down. The call is retried for a bounded time
+// (a refused one changes nothing) and then fails: the run is refused,
+// never started writable.
+func readOnlyTree() error {
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	deadline := time.Now().Add(readOnlyRetry)
+	for {
+		err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, ro)
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// readOnlyRetry bounds readOnlyTree's retries of a busy tree.
+const readOnlyRetry = 200 * time.Millisecond
 
 // maskHost masks what of the host the view must not show (step 4):
 // /dev down to its harmless nodes, /run and /var/run emptied (the allowed
