@@ -2,6 +2,7 @@ package runcfront
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "gensee-runc: %v\n", err)
 		os.Exit(1)
 	}
-	if handled, err := serve(c, os.Environ(), os.Stderr); handled {
+	if handled, err := serve(context.Background(), c, os.Environ(), os.Stderr); handled {
 		if err != nil {
 			os.Exit(1)
 		}
@@ -51,13 +52,29 @@ func Main() {
 // is the front instead of running the front. handled is false, with
 // nothing done, when the real runc must answer. A handled call that
 // failed is reported as runc reports it, on stderr and in its --log, and
-// its error returned.
-func Serve(args, env []string, stderr io.Writer) (handled bool, err error) {
-	return serve(parseCall(args), env, stderr)
+// its error returned. ctx bounds a start's wait for the init, as the
+// call's context bounds a run of the front (go-runc kills it): a start
+// whose ctx ends first is handled, with ctx's error, and the container
+// stays created.
+func Serve(ctx context.Context, args, env []string, stderr io.Writer) (handled bool, err error) {
+	return serve(ctx, parseCall(args), env, stderr)
 }
 
-func serve(c call, env []string, stderr io.Writer) (handled bool, err error) {
-	handled, err = answer(c, env)
+// Target is the command and container of the runc call args when it is
+// one the front may answer itself (`start ID` or `delete ID`, with the
+// global flags go-runc writes for a task); "", "" otherwise.
+func Target(args []string) (cmd, id string) {
+	c := parseCall(args)
+	for _, cmd := range []string{"start", "delete"} {
+		if id := c.container(cmd); id != "" {
+			return cmd, id
+		}
+	}
+	return "", ""
+}
+
+func serve(ctx context.Context, c call, env []string, stderr io.Writer) (handled bool, err error) {
+	handled, err = answer(ctx, c, env)
 	if handled && err != nil {
 		report(stderr, c.log, err)
 	}
@@ -66,12 +83,12 @@ func serve(c call, env []string, stderr io.Writer) (handled bool, err error) {
 
 // answer answers c itself where it can; handled is false when the real
 // runc must (nothing was changed then).
-func answer(c call, env []string) (handled bool, err error) {
+func answer(ctx context.Context, c call, env []string) (handled bool, err error) {
 	// runc start waits for the container's readiness message when
 	// NOTIFY_SOCKET is set (go-runc removes it; a caller that passes it
 	// on gets runc's own start).
 	if id := c.container("start"); id != "" && !hasEnv(env, "NOTIFY_SOCKET") {
-		return Start(filepath.Join(c.root, id))
+		return Start(ctx, filepath.Join(c.root, id))
 	}
 	if id := c.container("delete"); id != "" {
 		return Delete(filepath.Join(c.root, id))

@@ -1,6 +1,7 @@
 package runcfront
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -19,13 +20,16 @@ const execFifo = "exec.fifo"
 // closes the fifo) and removes it. handled is false, with nothing done,
 // when runc must answer: no fifo (not a created container), no state, a
 // frozen cgroup (runc: paused), an init already gone, or an init that
-// dies before it writes (runc then says the container stopped).
+// dies before it writes (runc then says the container stopped). When ctx
+// ends before the init has written and closed the fifo, Start gives up
+// with ctx's error, as a run of the front killed for its call's context
+// does: the fifo stays, the container created.
 //
-// It blocks on nothing but the fifo and the init's pidfd, both polled, and
-// starts no goroutine: the shim runs it in its own process (the front's
-// monitor there), where a goroutine stuck in a fifo's open would outlive
-// the call with its thread.
-func Start(dir string) (handled bool, err error) {
+// It blocks on nothing but the fifo, the init's pidfd and ctx, all
+// polled, and leaves no goroutine behind: the shim runs it in its own
+// process (the front's monitor there), where a goroutine stuck in a
+// fifo's open would outlive the call with its thread.
+func Start(ctx context.Context, dir string) (handled bool, err error) {
 	fifo := filepath.Join(dir, execFifo)
 	var fst unix.Stat_t
 	if unix.Lstat(fifo, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFIFO {
@@ -57,7 +61,15 @@ func Start(dir string) (handled bool, err error) {
 	if unix.Fstat(fd, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFIFO {
 		return false, nil
 	}
-	data, ended, err := readFifo(fd, pidfd)
+	cancel, release, err := cancelFD(ctx)
+	if err != nil {
+		return false, nil
+	}
+	defer release()
+	data, ended, err := readFifo(fd, pidfd, cancel)
+	if err == errCanceled {
+		return true, fmt.Errorf("runc start: %w", context.Cause(ctx))
+	}
 	if err != nil {
 		return true, err
 	}
@@ -76,13 +88,16 @@ func Start(dir string) (handled bool, err error) {
 }
 
 // readFifo reads the exec fifo fd (non-blocking) until its writer closed
-// it (ended), waiting on it and on the init's pidfd. An init that is gone
-// with nothing written and no writer seen ends the wait with ended false.
-func readFifo(fd, pidfd int) (data []byte, ended bool, err error) {
+// it (ended), waiting on it, on the init's pidfd and on cancel (cancelFD;
+// -1: none). An init that is gone with nothing written and no writer seen
+// ends the wait with ended false; cancel readable before anything was
+// read ends it with errCanceled (after, the container is started, and the
+// wait goes on to the fifo's close).
+func readFifo(fd, pidfd, cancel int) (data []byte, ended bool, err error) {
 	buf := make([]byte, 64)
 	initGone := false
 	for {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pidfd), Events: unix.POLLIN}}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pidfd), Events: unix.POLLIN}, {Fd: int32(cancel), Events: unix.POLLIN}}
 		timeout := -1
 		if initGone {
 			timeout = 0 // one more look at the fifo, then give up
@@ -105,11 +120,49 @@ func readFifo(fd, pidfd int) (data []byte, ended bool, err error) {
 			}
 			continue
 		}
+		if fds[2].Revents != 0 {
+			if len(data) == 0 {
+				return data, false, errCanceled
+			}
+			// The init has its byte read and is on its way to its
+			// exec, which ends the wait: the start happened, and is
+			// not undone by giving up on it.
+			cancel = -1
+		}
 		if initGone {
 			return data, false, nil
 		}
 		initGone = fds[1].Revents != 0
 	}
+}
+
+// errCanceled is readFifo's error when its cancel fd fired; Start gives
+// ctx's own error.
+var errCanceled = errors.New("canceled")
+
+// cancelFD is an eventfd that becomes readable when ctx ends, for poll,
+// and its release (which waits for a signal in flight before it closes
+// the fd); -1 and a no-op for a ctx that never ends.
+func cancelFD(ctx context.Context) (int, func(), error) {
+	if ctx.Done() == nil {
+		return -1, func() {}, nil
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return -1, nil, err
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		one := [8]byte{1} // the counter's increment, host order (little-endian here)
+		unix.Write(efd, one[:])
+	})
+	return efd, func() {
+		if !stop() {
+			<-fired
+		}
+		unix.Close(efd)
+	}, nil
 }
 
 // Delete removes the stopped container whose runc state directory is

@@ -1,6 +1,7 @@
 package runcfront
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +64,7 @@ func TestReadFifo(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				data, ended, err := readFifo(fd, pidfd)
+				data, ended, err := readFifo(fd, pidfd, -1)
 				done <- result{data, ended, err}
 			}()
 			select {
@@ -82,7 +83,7 @@ func TestReadFifo(t *testing.T) {
 // gone, and reads nothing; one without a fifo is not a created container.
 func TestStartNotCreated(t *testing.T) {
 	dir := t.TempDir()
-	if handled, err := Start(dir); handled || err != nil {
+	if handled, err := Start(context.Background(), dir); handled || err != nil {
 		t.Errorf("no fifo: Start = %v, %v", handled, err)
 	}
 	if err := unix.Mkfifo(filepath.Join(dir, execFifo), 0o600); err != nil {
@@ -91,10 +92,57 @@ func TestStartNotCreated(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(plainState), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if handled, err := Start(dir); handled || err != nil {
+	if handled, err := Start(context.Background(), dir); handled || err != nil {
 		t.Errorf("init gone: Start = %v, %v", handled, err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, execFifo)); err != nil {
 		t.Errorf("the fifo was touched: %v", err)
+	}
+}
+
+// readFifo gives up, with errCanceled, when its context ends before the
+// init wrote anything; once the byte is read, the start has happened and
+// the wait goes on to the fifo's close whatever the context does.
+func TestReadFifoCanceled(t *testing.T) {
+	for _, written := range []bool{false, true} {
+		fifo := filepath.Join(t.TempDir(), "exec.fifo")
+		if err := unix.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		script := "sleep 30" // alive, never a writer
+		if written {
+			script = `exec 3>"$1"; printf 0 >&3; sleep 0.5`
+		}
+		proc := exec.Command("sh", "-c", script, "sh", fifo)
+		if err := proc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go proc.Wait()
+		t.Cleanup(func() { proc.Process.Kill() })
+		pidfd, err := unix.PidfdOpen(proc.Process.Pid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		cfd, release, err := cancelFD(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, ended, err := readFifo(fd, pidfd, cfd)
+		release()
+		cancel()
+		unix.Close(fd)
+		unix.Close(pidfd)
+		if written {
+			if err != nil || !ended || string(data) != "0" {
+				t.Errorf("written, then canceled: %q, ended %v, %v; want the byte and the close", data, ended, err)
+			}
+		} else if err != errCanceled || ended || len(data) != 0 {
+			t.Errorf("never written, canceled: %q, ended %v, %v; want errCanceled", data, ended, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package runcfront
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -63,7 +64,7 @@ func TestRootStartDeleteUnderRunc(t *testing.T) {
 	if handled, _ := Delete(dir); handled {
 		t.Fatal("Delete of a created container: handled, want runc's")
 	}
-	handled, err := Start(dir)
+	handled, err := Start(context.Background(), dir)
 	if !handled || err != nil {
 		t.Fatalf("Start = %v, %v", handled, err)
 	}
@@ -71,7 +72,7 @@ func TestRootStartDeleteUnderRunc(t *testing.T) {
 		_, err := os.Stat(filepath.Join(bundle, "rootfs", "started"))
 		return err == nil
 	})
-	if handled, _ := Start(dir); handled {
+	if handled, _ := Start(context.Background(), dir); handled {
 		t.Error("a second Start: handled, want runc's")
 	}
 	if handled, _ := Delete(dir); handled {

@@ -42,7 +42,9 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 	if sub := op.admission.Subject; sub != nil && op.ownPidns {
 		watch = cgroup.WatchExit(cgroup.Proc{PID: sub.InitPID, Start: sub.StartTime})
 	}
+	done := s.monitor.starting(r.ID, ctx) // the init's start, in the shim, bounded by ctx
 	resp, err := s.TTRPCTaskService.Start(ctx, r)
+	done()
 	if err != nil {
 		if watch != nil {
 			watch.Close()

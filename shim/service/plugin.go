@@ -42,7 +42,8 @@ func Register() {
 			}
 			s := newService(ic.Context, inner, pub)
 			// After the inner service installed the reaper's monitor.
-			runc.Monitor = &frontMonitor{next: runc.Monitor, front: s.front.binary}
+			s.monitor = &frontMonitor{next: runc.Monitor, front: s.front.binary}
+			runc.Monitor = s.monitor
 			sd.RegisterCallback(s.shutdown)
 			return s, nil
 		},

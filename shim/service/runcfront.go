@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -117,11 +118,30 @@ func relink(link, target string) error {
 // path on the 2-vCPU VMs, twice per task; the start is the one that lets
 // the container's process run. Every other call, and one the front leaves
 // to the real runc, runs the link as before, unchanged.
+//
+// go-runc bounds a run by its call's context (exec.CommandContext kills
+// it), which an exec.Cmd does not give back: a start is answered here
+// only inside the shim's Start, which names its context first (starting),
+// so that a Start its caller gives up on gives up its wait for the init
+// too, as a killed front would; any other start runs the link.
 type frontMonitor struct {
 	next  runc.ProcessMonitor
 	front func() string // the front's path; "" when there is none
 	// served holds the exit channels of the calls answered here, for Wait.
 	served sync.Map
+	// starts maps a container id to the context of the Start under way
+	// for it (starting).
+	starts sync.Map
+}
+
+// starting names ctx as the context of the start of container id until
+// the returned func is called.
+func (m *frontMonitor) starting(id string, ctx context.Context) (done func()) {
+	if m == nil {
+		return func() {}
+	}
+	m.starts.Store(id, ctx)
+	return func() { m.starts.CompareAndDelete(id, ctx) }
 }
 
 func (m *frontMonitor) Start(c *exec.Cmd) (chan runc.Exit, error) {
@@ -157,6 +177,20 @@ func (m *frontMonitor) serve(c *exec.Cmd) (ec chan runc.Exit, ok bool) {
 	if target, err := os.Readlink(c.Path); err != nil || target != front {
 		return nil, false // still the real runc (the create), or not ours
 	}
+	ctx := context.Background()
+	switch cmd, id := runcfront.Target(c.Args[1:]); cmd {
+	case "":
+		return nil, false
+	case "start":
+		v, named := m.starts.Load(id)
+		if !named {
+			return nil, false
+		}
+		ctx = v.(context.Context)
+	}
+	if ctx.Err() != nil {
+		return nil, false // exec.Cmd's Start refuses it, as for a run
+	}
 	env := c.Env
 	if env == nil {
 		env = os.Environ()
@@ -165,7 +199,7 @@ func (m *frontMonitor) serve(c *exec.Cmd) (ec chan runc.Exit, ok bool) {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	handled, err := runcfront.Serve(c.Args[1:], env, stderr)
+	handled, err := runcfront.Serve(ctx, c.Args[1:], env, stderr)
 	if !handled {
 		return nil, false
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	runc "github.com/containerd/go-runc"
+	"golang.org/x/sys/unix"
 
+	"github.com/gensee/gensee/shim/cgroup"
 	"github.com/gensee/gensee/shim/runcfront"
 )
 
@@ -149,6 +152,66 @@ func TestFrontMonitor(t *testing.T) {
 	if len(next.started) != 1 || !strings.HasSuffix(next.started[0], "state t1") {
 		t.Errorf("ran %q, want the link run for state", next.started)
 	}
+	// A created container: its exec fifo, and an init (a shell here)
+	// that writes the fifo's byte once it has a reader.
+	state3 := filepath.Join(root, "t3")
+	if err := os.Mkdir(state3, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(state3, "exec.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	init := exec.Command("sh", "-c", `exec 3>"$1"; printf 0 >&3; exec 3>&-; sleep 30`, "sh", fifo)
+	if err := init.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go init.Wait()
+	t.Cleanup(func() { init.Process.Kill() })
+	stat, err := cgroup.ReadStat(init.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st3 := fmt.Sprintf(`{"init_process_pid":%d,"init_process_start":%d,"config":{"namespaces":[{"type":"NEWPID"}],"cgroups":{"path":"/t3"}}}`, init.Process.Pid, stat.Start)
+	if err := os.WriteFile(filepath.Join(state3, "state.json"), []byte(st3), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A start outside the shim's Start (no context named for it), and one
+	// whose context has ended, run the link: only a start bounded by its
+	// caller's context is answered here.
+	if err := r.Start(context.Background(), "t3"); err == nil {
+		t.Error("start: no error from a run that exited 7")
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := m.starting("t3", ended)
+	if err := r.Start(context.Background(), "t3"); err == nil {
+		t.Error("start with its context ended: no error from a run that exited 7")
+	}
+	done()
+	if len(next.started) != 3 || !strings.HasSuffix(next.started[1], "start t3") || !strings.HasSuffix(next.started[2], "start t3") {
+		t.Errorf("ran %q, want the link run for both starts", next.started)
+	}
+	if _, err := os.Lstat(fifo); err != nil {
+		t.Fatalf("the fifo was read by a start that was not answered here: %v", err)
+	}
+	// Inside the shim's Start: answered here, the fifo read and removed.
+	done = m.starting("t3", context.Background())
+	err = r.Start(context.Background(), "t3")
+	done()
+	if err != nil {
+		t.Fatalf("start of a created container: %v", err)
+	}
+	if _, err := os.Lstat(fifo); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the fifo is left after the start: %v", err)
+	}
+	if _, ok := m.starts.Load("t3"); ok {
+		t.Error("the start's context is still named after it")
+	}
+	if len(next.started) != 3 {
+		t.Errorf("ran %q, want the start answered in the shim", next.started)
+	}
+	next.started = next.started[:1]
 	// The link back on the real runc (a create): every call runs it,
 	// even one the front would answer.
 	if err := relink(link, "/usr/sbin/runc"); err != nil {

@@ -33,6 +33,7 @@ type service struct {
 
 	seccomp seccompProbe
 	front   runcFront
+	monitor *frontMonitor // go-runc's monitor, answering the front's calls (nil: go-runc's own)
 
 	mu    sync.Mutex
 	ops   map[string]*operation   // by container id; guarded by mu
