@@ -21,9 +21,12 @@ const execFifo = "exec.fifo"
 // when runc must answer: no fifo (not a created container), no state, a
 // frozen cgroup (runc: paused), an init already gone, or an init that
 // dies before it writes (runc then says the container stopped). When ctx
-// ends before the init has written and closed the fifo, Start gives up
-// with ctx's error, as a run of the front killed for its call's context
-// does: the fifo stays, the container created.
+// ends before the init has written its byte, Start gives up with ctx's
+// error, as a run of the front killed for its call's context does: the
+// container is not started (an init that resumes after the reader is gone
+// dies on its write). When ctx ends after the byte was read, the start
+// has happened and is answered as done, without waiting for the fifo's
+// close.
 //
 // It blocks on nothing but the fifo, the init's pidfd and ctx, all
 // polled, and leaves no goroutine behind: the shim runs it in its own
@@ -91,8 +94,8 @@ func Start(ctx context.Context, dir string) (handled bool, err error) {
 // it (ended), waiting on it, on the init's pidfd and on cancel (cancelFD;
 // -1: none). An init that is gone with nothing written and no writer seen
 // ends the wait with ended false; cancel readable before anything was
-// read ends it with errCanceled (after, the container is started, and the
-// wait goes on to the fifo's close).
+// read ends it with errCanceled, and after the byte was read, as if the
+// writer had closed (the container is started).
 func readFifo(fd, pidfd, cancel int) (data []byte, ended bool, err error) {
 	buf := make([]byte, 64)
 	initGone := false
@@ -124,10 +127,14 @@ func readFifo(fd, pidfd, cancel int) (data []byte, ended bool, err error) {
 			if len(data) == 0 {
 				return data, false, errCanceled
 			}
-			// The init has its byte read and is on its way to its
-			// exec, which ends the wait: the start happened, and is
-			// not undone by giving up on it.
-			cancel = -1
+			// The init's byte is read: it is released, and the start
+			// has happened. The fifo's close, which runc's start waits
+			// for, can come much later (runc 1.2 and 1.3 hold it
+			// through startContainer hooks, a stopped init holds it
+			// for as long as it is stopped): the start is answered as
+			// done, the task recorded running, rather than hold the
+			// call past its caller's end.
+			return data, true, nil
 		}
 		if initGone {
 			return data, false, nil
