@@ -54,8 +54,9 @@ func Main() {
 // failed is reported as runc reports it, on stderr and in its --log, and
 // its error returned. ctx bounds a start's wait for the init, as the
 // call's context bounds a run of the front (go-runc kills it): a start
-// whose ctx ends first is handled, with ctx's error, and the container
-// stays created.
+// whose ctx ends before the init wrote its byte is handled, with ctx's
+// error, and the container not started; one whose ctx ends after is
+// answered as done (Start).
 func Serve(ctx context.Context, args, env []string, stderr io.Writer) (handled bool, err error) {
 	return serve(ctx, parseCall(args), env, stderr)
 }
