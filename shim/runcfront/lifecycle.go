@@ -23,10 +23,12 @@ const execFifo = "exec.fifo"
 // dies before it writes (runc then says the container stopped). When ctx
 // ends before the init has written its byte, Start gives up with ctx's
 // error, as a run of the front killed for its call's context does: the
-// container is not started (an init that resumes after the reader is gone
-// dies on its write). When ctx ends after the byte was read, the start
-// has happened and is answered as done, without waiting for the fifo's
-// close.
+// container is not started by it (an init stopped in its open waits there
+// again; one that had opened dies on its write to a fifo with no reader;
+// an init that writes in the instant between the last look and the
+// close is released, as with runc). When ctx ends after the byte was
+// read, the start has happened and is answered as done, without waiting
+// for the fifo's close.
 //
 // It blocks on nothing but the fifo, the init's pidfd and ctx, all
 // polled, and leaves no goroutine behind: the shim runs it in its own
@@ -125,6 +127,11 @@ func readFifo(fd, pidfd, cancel int) (data []byte, ended bool, err error) {
 		}
 		if fds[2].Revents != 0 {
 			if len(data) == 0 {
+				// One last look: a byte written since the poll means
+				// the init is released.
+				if n, _ := unix.Read(fd, buf); n > 0 {
+					return append(data, buf[:n]...), true, nil
+				}
 				return data, false, errCanceled
 			}
 			// The init's byte is read: it is released, and the start

@@ -34,7 +34,7 @@ func TestReadFifo(t *testing.T) {
 			if err := unix.Mkfifo(fifo, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			script := "sleep 30"
+			script := "exec sleep 30"
 			if c.writer != "" {
 				script = c.writer
 			}
@@ -110,9 +110,9 @@ func TestReadFifoCanceled(t *testing.T) {
 		if err := unix.Mkfifo(fifo, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		script := "sleep 30" // alive, never a writer
+		script := "exec sleep 30" // alive, never a writer
 		if written {
-			script = `exec 3>"$1"; printf 0 >&3; sleep 30`
+			script = `exec 3>"$1"; printf 0 >&3; exec sleep 30`
 		}
 		proc := exec.Command("sh", "-c", script, "sh", fifo)
 		if err := proc.Start(); err != nil {

@@ -162,7 +162,7 @@ func TestFrontMonitor(t *testing.T) {
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	init := exec.Command("sh", "-c", `exec 3>"$1"; printf 0 >&3; exec 3>&-; sleep 30`, "sh", fifo)
+	init := exec.Command("sh", "-c", `exec 3>"$1"; printf 0 >&3; exec 3>&-; exec sleep 30`, "sh", fifo)
 	if err := init.Start(); err != nil {
 		t.Fatal(err)
 	}
