@@ -126,12 +126,12 @@ func readFifo(fd, pidfd, cancel int) (data []byte, ended bool, err error) {
 			continue
 		}
 		if fds[2].Revents != 0 {
+			// One last look: a byte written since the poll means the
+			// init is released too.
+			if n, _ := unix.Read(fd, buf); n > 0 {
+				data = append(data, buf[:n]...)
+			}
 			if len(data) == 0 {
-				// One last look: a byte written since the poll means
-				// the init is released.
-				if n, _ := unix.Read(fd, buf); n > 0 {
-					return append(data, buf[:n]...), true, nil
-				}
 				return data, false, errCanceled
 			}
 			// The init's byte is read: it is released, and the start

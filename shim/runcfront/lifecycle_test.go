@@ -30,30 +30,11 @@ func TestReadFifo(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fifo := filepath.Join(t.TempDir(), "exec.fifo")
-			if err := unix.Mkfifo(fifo, 0o600); err != nil {
-				t.Fatal(err)
-			}
 			script := "exec sleep 30"
 			if c.writer != "" {
 				script = c.writer
 			}
-			proc := exec.Command("sh", "-c", script, "sh", fifo)
-			if err := proc.Start(); err != nil {
-				t.Fatal(err)
-			}
-			go proc.Wait()
-			t.Cleanup(func() { proc.Process.Kill() })
-			pidfd, err := unix.PidfdOpen(proc.Process.Pid, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(pidfd)
-			fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(fd)
+			proc, pidfd, fd := fifoInit(t, script)
 			if c.killFirst {
 				time.AfterFunc(50*time.Millisecond, func() { proc.Process.Kill() })
 			}
@@ -106,28 +87,11 @@ func TestStartNotCreated(t *testing.T) {
 // close (here held for seconds).
 func TestReadFifoCanceled(t *testing.T) {
 	for _, written := range []bool{false, true} {
-		fifo := filepath.Join(t.TempDir(), "exec.fifo")
-		if err := unix.Mkfifo(fifo, 0o600); err != nil {
-			t.Fatal(err)
-		}
 		script := "exec sleep 30" // alive, never a writer
 		if written {
 			script = `exec 3>"$1"; printf 0 >&3; exec sleep 30`
 		}
-		proc := exec.Command("sh", "-c", script, "sh", fifo)
-		if err := proc.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go proc.Wait()
-		t.Cleanup(func() { proc.Process.Kill() })
-		pidfd, err := unix.PidfdOpen(proc.Process.Pid, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, pidfd, fd := fifoInit(t, script)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		if written {
 			// The byte is there before the wait begins, and the
@@ -147,8 +111,6 @@ func TestReadFifoCanceled(t *testing.T) {
 		took := time.Since(t0)
 		release()
 		cancel()
-		unix.Close(fd)
-		unix.Close(pidfd)
 		if took > 5*time.Second {
 			t.Errorf("written %v: readFifo returned after %v", written, took)
 		}
@@ -160,4 +122,33 @@ func TestReadFifoCanceled(t *testing.T) {
 			t.Errorf("never written, canceled: %q, ended %v, %v; want errCanceled", data, ended, err)
 		}
 	}
+}
+
+// fifoInit stands in for a blocked runc init: a fresh exec fifo, a shell
+// running script with the fifo as $1, the shell's pidfd and the fifo's
+// read end opened as Start opens it (non-blocking). The fds are closed
+// and the shell killed when the test ends.
+func fifoInit(t *testing.T, script string) (proc *exec.Cmd, pidfd, fd int) {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "exec.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proc = exec.Command("sh", "-c", script, "sh", fifo)
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go proc.Wait()
+	t.Cleanup(func() { proc.Process.Kill() })
+	pidfd, err := unix.PidfdOpen(proc.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(pidfd) })
+	fd, err = unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return proc, pidfd, fd
 }
