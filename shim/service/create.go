@@ -343,7 +343,7 @@ func (s *service) bindTask(ctx context.Context, c *creation, early *earlyBind, i
 		return err
 	}
 	if c.op.diff.Problem == "" {
-		c.op.warm = startWarmGate(c.op.logger(ctx))
+		c.op.warm = newWarmGate(c.op.logger(ctx))
 	}
 	s.put(c.op)
 	engine.WarmManifest()

@@ -57,7 +57,7 @@ func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.
 		return nil, err
 	}
 	op.life.move("start", opRunning)
-	op.warm.releaseAfter(warmKeep)
+	op.warm.arm(warmAfter, warmKeep)
 	s.startDeadline(op)
 	// The exit path is armed before the sensors start, which takes a few
 	// milliseconds: a trivial init is gone by then, and the gate helper's
@@ -124,6 +124,7 @@ func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 	case a := <-answered:
 		got = &a
 	}
+	op.warm.exited()
 	x := engine.Facts{Started: op.startedAt}
 	x.Deadline = op.deadline.Stop()
 	x.WaitStatus = func() *uint32 {

@@ -33,8 +33,8 @@ const GateHelperBinary = "gensee-gate-helper"
 
 const maxGateResultBytes = 64 << 20
 
-// gateHelper is a gate helper process: the warm one started when Create
-// succeeded (warmGate), or one started when the init exits, whose exec and
+// gateHelper is a gate helper process: the warm one started while the
+// task runs (warmGate), or one started when the init exits, whose exec and
 // start-up overlap the drain. None stays resident while a task runs past
 // warmKeep (a sleeping container costs the shim alone). It waits on stdin
 // for its input; closing stdin without input makes it exit.

@@ -188,7 +188,7 @@ type operation struct {
 	life lifecycle
 	net  *engine.Boundary // never nil; empty until bind
 	exit *engine.Finish
-	// warm is the gate helper started when Create succeeded (nil: none,
+	// warm is the gate helper started while the task runs (nil: none,
 	// the task has no diff to gate); set before the operation is put.
 	warm *warmGate
 	// startedAt is written by Start before the exit path can run and read

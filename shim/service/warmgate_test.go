@@ -32,13 +32,41 @@ func policyOf(t *testing.T, pid int) uint32 {
 	return a.Policy
 }
 
+// startedWarmGate is a warm gate armed to start its helper at once (and
+// keep it an hour), once its spawn is done.
+func startedWarmGate(t *testing.T) *warmGate {
+	t.Helper()
+	w := newWarmGate(log.L)
+	w.arm(0, time.Hour)
+	if ready := spawning(t, w); ready != nil {
+		<-ready
+	}
+	return w
+}
+
+// spawning waits (up to 5 s) for w's spawn to begin and returns its ready
+// channel; nil if w was dropped first.
+func spawning(t *testing.T, w *warmGate) chan struct{} {
+	t.Helper()
+	for range 500 {
+		w.mu.Lock()
+		ready, dropped := w.ready, w.dropped
+		w.mu.Unlock()
+		if ready != nil || dropped {
+			return ready
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the warm helper's spawn never began")
+	return nil
+}
+
 // A warm helper waits at the idle class and leaves it when taken: the gate
 // never runs at the idle class. It is then the exit path's, once.
 func TestWarmGateTake(t *testing.T) {
 	reapChildren(t)
 	useHelper(t, warmHelperScript)
-	w := startWarmGate(log.L)
-	<-w.ready
+	w := startedWarmGate(t)
 	w.mu.Lock()
 	h := w.h
 	w.mu.Unlock()
@@ -84,31 +112,38 @@ func TestWarmGateRelease(t *testing.T) {
 		t.Fatalf("released helper %d still runs", h.cmd.Process.Pid)
 	}
 
-	w := startWarmGate(log.L)
-	w.release() // likely before its spawn is done
-	<-w.ready
+	w := newWarmGate(log.L)
+	w.arm(0, time.Hour)
+	w.release() // likely before its spawn is done, or begun
+	if ready := spawning(t, w); ready != nil {
+		<-ready
+	}
 	if w.take() != nil {
 		t.Fatal("a released warm helper was taken")
 	}
 
-	w = startWarmGate(log.L)
-	<-w.ready
+	w = startedWarmGate(t)
 	h := w.h
 	w.release()
 	w.release()
 	gone(h)
 
-	w = startWarmGate(log.L)
-	<-w.ready
+	w = newWarmGate(log.L)
+	w.arm(0, 200*time.Millisecond)
+	<-spawning(t, w)
+	w.mu.Lock()
 	h = w.h
-	w.releaseAfter(20 * time.Millisecond)
+	w.mu.Unlock()
+	if h == nil {
+		t.Fatal("no warm helper")
+	}
 	gone(h)
 	if w.take() != nil {
 		t.Fatal("a warm helper past its keep was taken")
 	}
 
 	var none *warmGate
-	none.releaseAfter(time.Millisecond)
+	none.arm(0, time.Millisecond)
 	none.release()
 	if none.take() != nil {
 		t.Fatal("a nil warm gate gave a helper")
@@ -122,9 +157,8 @@ func TestWarmGateRelease(t *testing.T) {
 func TestWarmGateDoesNotHoldReaper(t *testing.T) {
 	reapChildren(t)
 	useHelper(t, warmHelperScript)
-	w := startWarmGate(log.L)
+	w := startedWarmGate(t)
 	defer w.release()
-	<-w.ready
 	start := time.Now()
 	for i := range 40 {
 		cmd := exec.Command("/bin/true")
@@ -138,5 +172,54 @@ func TestWarmGateDoesNotHoldReaper(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("40 children took %s beside a waiting warm helper", took)
+	}
+}
+
+// A task that ends (exited, whether the gate then takes or not) or is
+// deleted (release) before warmAfter never starts a helper: take gives
+// nil at once, and no spawn follows. Armed, a still-running task's helper
+// starts after the delay, and an exit after that leaves it for take.
+func TestWarmGateStartsOnlyAfterDelay(t *testing.T) {
+	reapChildren(t)
+	useHelper(t, warmHelperScript)
+	const after = 100 * time.Millisecond
+
+	w := newWarmGate(log.L)
+	w.arm(after, time.Hour)
+	if w.take() != nil {
+		t.Fatal("a warm gate taken before its start gave a helper")
+	}
+	w2 := newWarmGate(log.L)
+	w2.arm(after, time.Hour)
+	w2.release()
+	w3 := newWarmGate(log.L) // the init exits, and the gate needs no helper
+	w3.arm(after, time.Hour)
+	w3.exited()
+	time.Sleep(3 * after)
+	for _, g := range []*warmGate{w, w2, w3} {
+		g.mu.Lock()
+		ready, h := g.ready, g.h
+		g.mu.Unlock()
+		if ready != nil || h != nil {
+			t.Fatal("a warm gate let go before its start spawned a helper")
+		}
+	}
+
+	w = newWarmGate(log.L)
+	begun := time.Now()
+	w.arm(after, time.Hour)
+	defer w.release()
+	<-spawning(t, w)
+	if took := time.Since(begun); took < after {
+		t.Fatalf("the helper started %s after arm, before its delay %s", took, after)
+	}
+	w.exited()
+	h := w.take()
+	if h == nil {
+		t.Fatal("no warm helper after the delay")
+	}
+	res, err := h.run([]byte("{}"), 10*time.Second)
+	if err != nil || res.Verdict != gate.Pass {
+		t.Fatalf("warm helper's result %+v, %v", res, err)
 	}
 }
