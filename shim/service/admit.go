@@ -447,12 +447,14 @@ func mountRootfs(r *taskAPI.CreateTaskRequest) error {
 }
 
 // unmountRootfs unmounts what mountRootfs mounted (nothing when the task
-// has no snapshot of its own there); failures are logged, as the runc
-// shim does.
-func unmountRootfs(ctx context.Context, bundle, id string) {
+// has no snapshot of its own there) and reports whether it did; failures
+// are logged, as the runc shim does.
+func unmountRootfs(ctx context.Context, bundle, id string) bool {
 	if err := mount.UnmountRecursive(filepath.Join(bundle, "rootfs"), 0); err != nil {
 		loggerFor(ctx, id).WithError(err).Warn("unmount rootfs")
+		return false
 	}
+	return true
 }
 
 // observeTree prepares the observation of oci's process in tree and

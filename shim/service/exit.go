@@ -92,9 +92,10 @@ func (s *service) startDeadline(op *operation) {
 // answers, whichever comes first: the drain and the gate overlap the inner
 // service's own exit handling (its stdio drained, its exit processed). The
 // manifest's status is the one the pidfd gives (waitid without reaping,
-// read at once), else the inner Wait's. The rootfs stays mounted and the
-// cgroup present until the inner Delete, which waits for the release and
-// for the inner Wait's answer.
+// read at once), else the inner Wait's. The rootfs stays mounted until
+// the release, which starts its unmount (unmountReleased), and the cgroup
+// present until the inner Delete, which waits for the release and for the
+// inner Wait's answer.
 func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 	ctx := s.ctx
 	// Whatever happens in the pipeline, Wait and Delete are released.
@@ -125,6 +126,7 @@ func (s *service) watchExit(op *operation, watch *cgroup.ExitWatch) {
 		got = &a
 	}
 	op.warm.exited()
+	op.exitPath = true
 	x := engine.Facts{Started: op.startedAt}
 	x.Deadline = op.deadline.Stop()
 	x.WaitStatus = func() *uint32 {
@@ -212,19 +214,13 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	// The inner Delete unmounts no rootfs: the shim mounted it. Once the
 	// exit path has drained the task and gated its product, nothing reads
 	// the rootfs any more, and runc's delete of a spec without hooks does
-	// not touch it: it is unmounted beside the inner Delete (an overlay
-	// unmount syncs the upper filesystem: about 1 ms on the 2-vCPU VMs),
-	// and a retried Delete needs none of it either. A spec's poststop
-	// hooks run in runc's delete, on the rootfs, and a task that never
-	// started still has its init blocked in runc init: after, for both.
-	var unmounted chan struct{}
-	if op.ownRootfs && was == opExited && !op.specHooks {
-		unmounted = make(chan struct{})
-		go func() {
-			defer close(unmounted)
-			unmountRootfs(ctx, op.bundle, op.containerID)
-		}()
-	}
+	// not touch it: its release started the unmount (unmountReleased; an
+	// overlay unmount syncs the upper filesystem), which Delete waits for
+	// beside the inner Delete, and a retried Delete needs none of it
+	// either. A spec's poststop hooks run in runc's delete, on the rootfs,
+	// and a task that never started still has its init blocked in runc
+	// init: after, for both, as for an unmount that failed.
+	unmounted := op.unmounting
 	resp, err := s.TTRPCTaskService.Delete(ctx, r)
 	if unmounted != nil {
 		<-unmounted
@@ -234,7 +230,7 @@ func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAP
 		return nil, err
 	}
 	s.dropStdio(r.ID, "")
-	if op.ownRootfs && unmounted == nil {
+	if op.ownRootfs && (unmounted == nil || !op.unmountedOK) {
 		unmountRootfs(ctx, op.bundle, op.containerID)
 	}
 	if op.override != nil {

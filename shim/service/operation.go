@@ -177,6 +177,16 @@ type operation struct {
 	ownRootfs   bool           // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
 	ownPidns    bool           // runc makes the container its own pid namespace (privatePidns)
 	specHooks   bool           // the spec has OCI hooks: runc's delete runs the poststop ones, on the rootfs
+	// exitPath is set by the exit path (watchExit) before it runs, and
+	// read by the release it calls, in the same goroutine: that release
+	// unmounts the rootfs (unmountReleased); a never-started task's does
+	// not.
+	exitPath bool
+	// unmounting is closed once the unmount unmountReleased started is
+	// done, unmountedOK set; nil when it started none. Both are written
+	// before done is closed.
+	unmounting  chan struct{}
+	unmountedOK bool
 	// execPolicy is what Create admitted that an exec is held to (the
 	// oom_score_adj floor, the init's LSM labels and rlimits).
 	execPolicy specpolicy.Operator
