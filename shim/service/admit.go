@@ -429,8 +429,8 @@ func (m *earlyMount) undo(ctx context.Context, r *taskAPI.CreateTaskRequest) {
 // mountRootfs mounts the task's snapshot at the bundle's rootfs, as the
 // inner Create would (whose request then carries no rootfs mounts): the
 // observation reads the tree runc runs, on the same mount. Create (or
-// admit, on a refusal) unmounts it if the task is not created; Delete
-// after the inner Delete.
+// admit, on a refusal) unmounts it if the task is not created; the exit
+// path's release once the task ran (unmountReleased), or Delete.
 func mountRootfs(r *taskAPI.CreateTaskRequest) error {
 	dir := filepath.Join(r.Bundle, "rootfs")
 	if err := os.Mkdir(dir, 0o711); err != nil && !os.IsExist(err) {

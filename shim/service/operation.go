@@ -174,7 +174,7 @@ type operation struct {
 	baselineDur time.Duration  // what takeBaseline took, for Create's log
 	admitTook   time.Duration  // Create's receipt to runc started; set before bind, recorded by it (spec.AdmissionTiming)
 	mounts      []string       // mount destinations of config.json (runc stubs them in the upperdir)
-	ownRootfs   bool           // the shim mounted the task's snapshot at the bundle's rootfs (admit): Delete unmounts it
+	ownRootfs   bool           // the shim mounted the task's snapshot at the bundle's rootfs (admit): the release or Delete unmounts it
 	ownPidns    bool           // runc makes the container its own pid namespace (privatePidns)
 	specHooks   bool           // the spec has OCI hooks: runc's delete runs the poststop ones, on the rootfs
 	// exitPath is set by the exit path (watchExit) before it runs, and
@@ -183,8 +183,9 @@ type operation struct {
 	// not.
 	exitPath bool
 	// unmounting is closed once the unmount unmountReleased started is
-	// done, unmountedOK set; nil when it started none. Both are written
-	// before done is closed.
+	// done; nil when it started none. It is set before done is closed,
+	// and unmountedOK (whether that unmount succeeded) before unmounting
+	// is: Delete reads it after both.
 	unmounting  chan struct{}
 	unmountedOK bool
 	// execPolicy is what Create admitted that an exec is held to (the

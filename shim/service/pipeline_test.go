@@ -37,8 +37,10 @@ type fakeInner struct {
 	startErr error
 	onStart  func() // what the inner service does while starting
 	onDelete func() // what the inner service does while deleting
-	pub      *holdingPublisher
-	deleted  atomic.Bool
+	// deleteErr, when set, is the inner Delete's answer (nothing deleted).
+	deleteErr error
+	pub       *holdingPublisher
+	deleted   atomic.Bool
 }
 
 func (f *fakeInner) Start(_ context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
@@ -72,6 +74,9 @@ func (f *fakeInner) Delete(_ context.Context, r *taskAPI.DeleteRequest) (*taskAP
 	f.c.Add("inner.delete " + r.ExecID)
 	if f.onDelete != nil {
 		f.onDelete()
+	}
+	if f.deleteErr != nil {
+		return nil, f.deleteErr
 	}
 	f.deleted.Store(true)
 	return &taskAPI.DeleteResponse{ExitStatus: f.status}, nil

@@ -53,6 +53,9 @@ type warmGate struct {
 	dropped bool
 	spawn   *time.Timer // the start armed by Start (arm)
 	timer   *time.Timer // the release armed by Start (arm)
+	// armed and began are when arm armed the start and when the spawn
+	// began.
+	armed, began time.Time
 }
 
 // newWarmGate is a warm gate for a created task, its helper not started.
@@ -72,6 +75,7 @@ func (w *warmGate) arm(after, keep time.Duration) {
 		return
 	}
 	if w.spawn == nil && w.ready == nil {
+		w.armed = time.Now()
 		w.spawn = time.AfterFunc(after, w.start)
 	}
 	if w.timer == nil {
@@ -88,7 +92,7 @@ func (w *warmGate) start() {
 		return
 	}
 	ready := make(chan struct{})
-	w.ready = ready
+	w.ready, w.began = ready, time.Now()
 	w.mu.Unlock()
 	defer close(ready)
 	h, err := spawnGateHelper(true)

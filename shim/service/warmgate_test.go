@@ -61,6 +61,17 @@ func spawning(t *testing.T, w *warmGate) chan struct{} {
 	return nil
 }
 
+// mustSpawn waits for w's spawn to begin and end; w must not be dropped
+// first.
+func mustSpawn(t *testing.T, w *warmGate) {
+	t.Helper()
+	ready := spawning(t, w)
+	if ready == nil {
+		t.Fatal("the warm gate was let go before its helper started")
+	}
+	<-ready
+}
+
 // A warm helper waits at the idle class and leaves it when taken: the gate
 // never runs at the idle class. It is then the exit path's, once.
 func TestWarmGateTake(t *testing.T) {
@@ -130,7 +141,7 @@ func TestWarmGateRelease(t *testing.T) {
 
 	w = newWarmGate(log.L)
 	w.arm(0, 200*time.Millisecond)
-	<-spawning(t, w)
+	mustSpawn(t, w)
 	w.mu.Lock()
 	h = w.h
 	w.mu.Unlock()
@@ -209,7 +220,7 @@ func TestWarmGateStartsOnlyAfterDelay(t *testing.T) {
 	begun := time.Now()
 	w.arm(after, time.Hour)
 	defer w.release()
-	<-spawning(t, w)
+	mustSpawn(t, w)
 	if took := time.Since(begun); took < after {
 		t.Fatalf("the helper started %s after arm, before its delay %s", took, after)
 	}
