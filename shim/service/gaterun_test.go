@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -68,6 +69,27 @@ func TestRunHelperTimeout(t *testing.T) {
 	}
 	if err := m.Validate(); err != nil {
 		t.Fatalf("manifest of a timed-out gate does not validate: %v", err)
+	}
+}
+
+// The helper's limit is what is left of the gate's when its context ends
+// sooner (the baseline pass took the rest), never more than the gate's.
+func TestHelperLimit(t *testing.T) {
+	if got := helperLimit(context.Background(), time.Minute); got != time.Minute {
+		t.Fatalf("no deadline: %s, want the gate's limit", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if got := helperLimit(ctx, time.Minute); got > time.Second || got < 500*time.Millisecond {
+		t.Fatalf("1 s left of the gate's limit: %s", got)
+	}
+	if got := helperLimit(ctx, 100*time.Millisecond); got != 100*time.Millisecond {
+		t.Fatalf("a shorter limit: %s", got)
+	}
+	done, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	if got := helperLimit(done, time.Minute); got != 0 {
+		t.Fatalf("past the deadline: %s, want 0", got)
 	}
 }
 

@@ -133,6 +133,21 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 	}
 	used := p.h
 	p.h = nil
-	res, err := runGate(used, input, op.cfg.GateTimeout.Duration)
+	res, err := runGate(used, input, helperLimit(ctx, op.cfg.GateTimeout.Duration))
 	return engine.GateOutcome{Ran: true, Res: res, Err: err}
+}
+
+// helperLimit is how long the helper may take from its input on: the
+// gate's limit, or what is left of it when the gate's context (bounded
+// by the same limit from the exit path's start) ends sooner, after the
+// baseline pass in the shim. The helper is killed at it: none goes on
+// staging files past the exit path's limit, after the manifest that
+// names none of them.
+func helperLimit(ctx context.Context, limit time.Duration) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d); limit <= 0 || left < limit {
+			return max(left, 0)
+		}
+	}
+	return limit
 }
