@@ -192,6 +192,7 @@ func TestWarmGateWiring(t *testing.T) {
 	t.Run("running", func(t *testing.T) {
 		f := newFixture(t, 0)
 		f.op.warm = newWarmGate(log.L)
+		beforeStart := time.Now() // Start arms the spawn after this
 		if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func TestWarmGateWiring(t *testing.T) {
 			t.Fatal("no warm helper started for a running task")
 		}
 		f.op.warm.mu.Lock()
-		took := f.op.warm.began.Sub(f.op.warm.armed)
+		took := f.op.warm.began.Sub(beforeStart)
 		f.op.warm.mu.Unlock()
 		if took < warmAfter {
 			t.Fatalf("the warm helper started %s after Start armed it, before warmAfter", took)

@@ -53,9 +53,7 @@ type warmGate struct {
 	dropped bool
 	spawn   *time.Timer // the start armed by Start (arm)
 	timer   *time.Timer // the release armed by Start (arm)
-	// armed and began are when arm armed the start and when the spawn
-	// began.
-	armed, began time.Time
+	began   time.Time   // when the spawn began
 }
 
 // newWarmGate is a warm gate for a created task, its helper not started.
@@ -75,7 +73,6 @@ func (w *warmGate) arm(after, keep time.Duration) {
 		return
 	}
 	if w.spawn == nil && w.ready == nil {
-		w.armed = time.Now()
 		w.spawn = time.AfterFunc(after, w.start)
 	}
 	if w.timer == nil {
@@ -120,14 +117,10 @@ func (w *warmGate) take() *gateHelper {
 	if w == nil {
 		return nil
 	}
-	w.mu.Lock()
-	ready := w.ready
+	ready := w.noStart()
 	if ready == nil { // not started: nor will it be
-		w.claimLocked()
-		w.mu.Unlock()
 		return nil
 	}
-	w.mu.Unlock()
 	<-ready
 	h := w.claim()
 	if h == nil {
@@ -158,11 +151,18 @@ func (w *warmGate) exited() {
 	if w == nil {
 		return
 	}
+	w.noStart()
+}
+
+// noStart lets a helper not started yet never start, and returns the
+// spawn's ready channel (nil when there was none).
+func (w *warmGate) noStart() chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ready == nil {
 		w.claimLocked()
 	}
+	return w.ready
 }
 
 // release lets an untaken helper exit (now, or as soon as its spawn is
