@@ -196,7 +196,8 @@ func (s *service) preflight(ctx context.Context, c *creation) error {
 // admitTask decides the contract (admit), then admits what the decision
 // grants: the bind sources, the spec's root and the spec policy. From
 // admit on, the snapshot is mounted at the bundle's rootfs and stays so
-// until Delete; until the inner Create has a task, it is ours to undo.
+// until the exit path's release or Delete unmounts it; until the inner
+// Create has a task, it is ours to undo.
 func (s *service) admitTask(ctx context.Context, c *creation) error {
 	r, oci := c.r, c.oci
 	c.admitAt = time.Now()

@@ -139,8 +139,8 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 
 // helperLimit is how long the helper may take from its input on: the
 // gate's limit, or what is left of it when the gate's context (bounded
-// by the same limit from the exit path's start) ends sooner, after the
-// baseline pass in the shim. The helper is killed at it: none goes on
+// by the same limit from the gate's start, after the drain) ends sooner,
+// after the baseline pass in the shim. The helper is killed at it: none goes on
 // staging files past the exit path's limit, after the manifest that
 // names none of them.
 func helperLimit(ctx context.Context, limit time.Duration) time.Duration {
