@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -160,7 +161,7 @@ func (h *gateHelper) run(input []byte, timeout time.Duration) (*gate.Result, err
 	}
 	x := <-exited
 	if x.err != nil {
-		return nil, fmt.Errorf("gate helper: %w (limit %s)", x.err, timeout)
+		return nil, fmt.Errorf("gate helper: %w", x.err)
 	}
 	if x.status != 0 {
 		return nil, fmt.Errorf("gate helper exited %d: %s", x.status, bytes.TrimSpace(h.stderr.Bytes()))
@@ -170,6 +171,9 @@ func (h *gateHelper) run(input []byte, timeout time.Duration) (*gate.Result, err
 	}
 	return decodeGateResult(out)
 }
+
+// errHelperKilled is a gate helper killed at the gate's limit.
+var errHelperKilled = errors.New("killed at the gate's limit")
 
 // decodeGateResult decodes a helper's whole stdout (read to at most one
 // byte past the bound).
@@ -194,7 +198,7 @@ func (h *gateHelper) wait(timeout time.Duration) (int, error) {
 		return h.status, h.werr
 	case <-t.C:
 		unix.Kill(h.proc.PID, unix.SIGKILL)
-		return 0, fmt.Errorf("timeout %v for gate helper pid %d", timeout, h.proc.PID)
+		return 0, fmt.Errorf("%w: pid %d, %v after its input", errHelperKilled, h.proc.PID, timeout)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/sys/reaper"
 
+	"github.com/gensee/gensee/shim/config"
 	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/gate"
+	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
 )
 
@@ -90,6 +93,42 @@ func TestHelperLimit(t *testing.T) {
 	defer cancel2()
 	if got := helperLimit(done, time.Minute); got != 0 {
 		t.Fatalf("past the deadline: %s, want 0", got)
+	}
+	// No gate_timeout configured: the exit path's default bounds both.
+	g := &helperGate{op: &operation{}}
+	if got := helperLimit(context.Background(), g.limit()); got != engine.DefaultGateLimit {
+		t.Fatalf("no gate_timeout, no deadline: %s, want %s", got, engine.DefaultGateLimit)
+	}
+	if got := helperLimit(ctx, g.limit()); got > time.Second || got < 500*time.Millisecond {
+		t.Fatalf("no gate_timeout, 1 s left: %s", got)
+	}
+}
+
+// A gate whose limit passed before its helper was handed its input fails
+// naming the configured limit and its setting; the helper readied for it
+// never reads an input and is let go.
+func TestGateLimitPassedBeforeInput(t *testing.T) {
+	reapChildren(t)
+	saved := gateHelperCommand
+	t.Cleanup(func() { gateHelperCommand = saved })
+	got := filepath.Join(t.TempDir(), "input")
+	gateHelperCommand = func() (*exec.Cmd, func(), error) {
+		return exec.Command("/bin/sh", "-c", `cat >"$0"`, got), func() {}, nil
+	}
+	op := &operation{diff: diffSource{Upper: t.TempDir()}, store: record.Store{Dir: t.TempDir()}, id: "0123456789abcdef0123456789abcdef"}
+	op.cfg.GateTimeout = config.Duration{Duration: 250 * time.Millisecond}
+	g := &helperGate{op: op}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	started := time.Now()
+	g.Prepare(ctx, started)
+	o := g.Run(ctx, started)
+	if !o.Ran || o.Res != nil || o.Err == nil ||
+		!strings.Contains(o.Err.Error(), "limit 250ms (gate_timeout) before its helper was handed its input") {
+		t.Fatalf("outcome %+v, want a failed gate naming gate_timeout", o)
+	}
+	if b, err := os.ReadFile(got); err != nil || len(b) != 0 {
+		t.Fatalf("the helper read %q (%v), want no input", b, err)
 	}
 }
 

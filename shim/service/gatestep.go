@@ -106,8 +106,8 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
 			return o
 		}
-		if err := ctx.Err(); err != nil { // the gate's limit passed: no helper stages anything now
-			return engine.GateOutcome{Ran: true, Err: fmt.Errorf("the product gate reached its limit before its helper started: %w", err)}
+		if o, passed := g.limitPassed(ctx); passed { // no helper is started to be killed
+			return o
 		}
 		g.start(ctx, started)
 	}
@@ -131,23 +131,50 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 			return engine.GateOutcome{Ran: true, Err: fmt.Errorf("encode gate input: %w", err)}
 		}
 	}
+	if o, passed := g.limitPassed(ctx); passed { // the deferred abandon lets the helper exit
+		return o
+	}
 	used := p.h
 	p.h = nil
-	res, err := runGate(used, input, helperLimit(ctx, op.cfg.GateTimeout.Duration))
+	res, err := runGate(used, input, helperLimit(ctx, g.limit()))
+	if errors.Is(err, errHelperKilled) {
+		err = fmt.Errorf("the product gate did not finish within its limit %s (gate_timeout): %w", g.limit(), err)
+	}
 	return engine.GateOutcome{Ran: true, Res: res, Err: err}
 }
 
+// limit is the gate's limit as the operator configured it: gate_timeout,
+// or the exit path's default when it names none (as engine.Finish bounds
+// the gate's context).
+func (g *helperGate) limit() time.Duration {
+	if l := g.op.cfg.GateTimeout.Duration; l > 0 {
+		return l
+	}
+	return engine.DefaultGateLimit
+}
+
+// limitPassed reports a failed gate when the gate's limit has already
+// passed (the baseline pass in the shim, or the helper's spawn, took what
+// was left of it): no helper is handed an input only to be killed, and
+// the verdict names the limit and the setting that raises it.
+func (g *helperGate) limitPassed(ctx context.Context) (engine.GateOutcome, bool) {
+	err := ctx.Err()
+	if err == nil {
+		return engine.GateOutcome{}, false
+	}
+	return engine.GateOutcome{Ran: true, Err: fmt.Errorf(
+		"the product gate reached its limit %s (gate_timeout) before its helper was handed its input: %w", g.limit(), err)}, true
+}
+
 // helperLimit is how long the helper may take from its input on: the
-// gate's limit, or what is left of it when the gate's context (bounded
+// gate's limit (helperGate.limit, never 0), or what is left of it when the gate's context (bounded
 // by the same limit from the gate's start, after the drain) ends sooner,
 // after the baseline pass in the shim. The helper is killed at it: none goes on
 // staging files past the exit path's limit, after the manifest that
 // names none of them.
 func helperLimit(ctx context.Context, limit time.Duration) time.Duration {
 	if d, ok := ctx.Deadline(); ok {
-		if left := time.Until(d); limit <= 0 || left < limit {
-			return max(left, 0)
-		}
+		return max(min(time.Until(d), limit), 0)
 	}
 	return limit
 }

@@ -421,6 +421,7 @@ func TestGateHelperTimeoutReleases(t *testing.T) {
 	f.op.diff = diffSource{Upper: t.TempDir()}
 	f.op.contract.Products = []spec.Product{{Slot: "out/result.json", Class: spec.ClassStructuredResult}}
 	f.op.cfg.GateTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	f.op.exit.GateLimit = f.op.cfg.GateTimeout.Duration // as exitPipelineFor wires it
 	f.op.exit.Gate = &helperGate{op: f.op}
 	ctx := context.Background()
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
@@ -436,8 +437,8 @@ func TestGateHelperTimeoutReleases(t *testing.T) {
 	}
 	m := f.store.M
 	if m == nil || m.Gate.Verdict != spec.VerdictFail || len(m.Gate.Violations) != 1 || m.Gate.Violations[0].Rule != "gate_error" ||
-		!strings.Contains(m.Gate.Violations[0].Detail, "limit 300ms") {
-		t.Fatalf("manifest gate %+v, want a failed verdict naming the time limit", m.Gate)
+		!strings.Contains(m.Gate.Violations[0].Detail, "limit 300ms (gate_timeout)") {
+		t.Fatalf("manifest gate %+v, want a failed verdict naming the configured limit and its setting", m.Gate)
 	}
 }
 

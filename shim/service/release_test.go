@@ -86,6 +86,28 @@ func TestReleaseUnmountsRootfs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("Delete waits for it", func(t *testing.T) {
+		f := newFixture(t, 0)
+		ownRootfs(t, f)
+		runToExit(t, f)
+		<-f.op.unmounting
+		slow := make(chan struct{}) // an unmount still in flight when Delete comes
+		f.op.unmounting = slow
+		deleted := make(chan error, 1)
+		go func() {
+			_, err := f.s.Delete(ctx, &taskAPI.DeleteRequest{ID: "c1"})
+			deleted <- err
+		}()
+		select {
+		case err := <-deleted:
+			t.Fatalf("Delete answered (%v) before the release's unmount finished", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		close(slow)
+		if err := <-deleted; err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("hooks", func(t *testing.T) {
 		f := newFixture(t, 0)
 		root := ownRootfs(t, f)
