@@ -105,30 +105,64 @@ func TestHelperLimit(t *testing.T) {
 }
 
 // A gate whose limit passed before its helper was handed its input fails
-// naming the configured limit and its setting; the helper readied for it
-// never reads an input and is let go.
-func TestGateLimitPassedBeforeInput(t *testing.T) {
+// naming the limit and its setting, without waiting for the helper, which
+// never reads an input; a gate stopped otherwise does not blame the limit.
+// With no gate_timeout set, the helper has the default limit, not none.
+func TestHelperGateLimit(t *testing.T) {
 	reapChildren(t)
 	saved := gateHelperCommand
 	t.Cleanup(func() { gateHelperCommand = saved })
 	got := filepath.Join(t.TempDir(), "input")
 	gateHelperCommand = func() (*exec.Cmd, func(), error) {
-		return exec.Command("/bin/sh", "-c", `cat >"$0"`, got), func() {}, nil
+		return exec.Command("/bin/sh", "-c", `cat >"$0.part"; mv "$0.part" "$0"; exec sleep 30`, got), func() {}, nil
 	}
-	op := &operation{diff: diffSource{Upper: t.TempDir()}, store: record.Store{Dir: t.TempDir()}, id: "0123456789abcdef0123456789abcdef"}
-	op.cfg.GateTimeout = config.Duration{Duration: 250 * time.Millisecond}
-	g := &helperGate{op: op}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	run := func(ctx context.Context, timeout time.Duration) engine.GateOutcome {
+		op := &operation{diff: diffSource{Upper: t.TempDir()}, store: record.Store{Dir: t.TempDir()}, id: "0123456789abcdef0123456789abcdef"}
+		op.cfg.GateTimeout = config.Duration{Duration: timeout}
+		g := &helperGate{op: op}
+		started := time.Now()
+		g.Prepare(ctx, started)
+		return g.Run(ctx, started)
+	}
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 	defer cancel()
-	started := time.Now()
-	g.Prepare(ctx, started)
-	o := g.Run(ctx, started)
+	begin := time.Now()
+	o := run(past, 250*time.Millisecond)
 	if !o.Ran || o.Res != nil || o.Err == nil ||
 		!strings.Contains(o.Err.Error(), "limit 250ms (gate_timeout) before its helper was handed its input") {
 		t.Fatalf("outcome %+v, want a failed gate naming gate_timeout", o)
 	}
-	if b, err := os.ReadFile(got); err != nil || len(b) != 0 {
-		t.Fatalf("the helper read %q (%v), want no input", b, err)
+	if d := time.Since(begin); d > time.Second {
+		t.Fatalf("Run took %s: it waited for the helper it let go", d)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(got); err == nil {
+			if len(b) != 0 {
+				t.Fatalf("the helper read %q, want no input", b)
+			}
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the helper let go never saw its input end: %v", err)
+		}
+	}
+	if o := run(past, 0); o.Err == nil || !strings.Contains(o.Err.Error(), "limit 2m0s (the default; gate_timeout raises it)") {
+		t.Fatalf("no gate_timeout set: %+v", o)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if o := run(stopped, time.Minute); o.Err == nil || strings.Contains(o.Err.Error(), "gate_timeout") ||
+		!strings.Contains(o.Err.Error(), "stopped before its helper was handed its input") {
+		t.Fatalf("a cancelled gate: %+v, want no blame on gate_timeout", o)
+	}
+	// No gate_timeout set, a helper that answers: the default limit, under
+	// the exit path's context, leaves it time to.
+	gateHelperCommand = func() (*exec.Cmd, func(), error) {
+		return exec.Command("/bin/sh", "-c", `cat >/dev/null; echo '{"verdict":"pass"}'`), func() {}, nil
+	}
+	ctx, cancel2 := context.WithTimeout(context.Background(), engine.DefaultGateLimit)
+	defer cancel2()
+	if o := run(ctx, 0); o.Err != nil || o.Res == nil || o.Res.Verdict != gate.Pass {
+		t.Fatalf("no gate_timeout set: %+v, want the helper's pass", o)
 	}
 }
 

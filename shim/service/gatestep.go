@@ -106,9 +106,6 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
 			return o
 		}
-		if o, passed := g.limitPassed(ctx); passed { // no helper is started to be killed
-			return o
-		}
 		g.start(ctx, started)
 	}
 	var p preparedGate
@@ -117,8 +114,8 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 		g.spawned = nil
 	}
 	defer func() {
-		if p.h != nil { // not handed to runGate: let it exit
-			p.h.abandon()
+		if p.h != nil { // not handed to runGate: let it exit, without waiting for it here
+			go p.h.abandon()
 		}
 	}()
 	input := p.input
@@ -131,21 +128,28 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 			return engine.GateOutcome{Ran: true, Err: fmt.Errorf("encode gate input: %w", err)}
 		}
 	}
-	if o, passed := g.limitPassed(ctx); passed { // the deferred abandon lets the helper exit
-		return o
+	// The gate's context ended while the helper was readied (the warm
+	// one taken or one spawned) or the baseline pass ran: none is handed
+	// an input only to be killed, and the deferred abandon lets it go.
+	if err := ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("the product gate reached its limit %s before its helper was handed its input", g.limitSetting())
+		} else {
+			err = fmt.Errorf("the product gate was stopped before its helper was handed its input: %w", err)
+		}
+		return engine.GateOutcome{Ran: true, Err: err}
 	}
 	used := p.h
 	p.h = nil
 	res, err := runGate(used, input, helperLimit(ctx, g.limit()))
 	if errors.Is(err, errHelperKilled) {
-		err = fmt.Errorf("the product gate did not finish within its limit %s (gate_timeout): %w", g.limit(), err)
+		err = fmt.Errorf("the product gate did not finish within its limit %s: %w", g.limitSetting(), err)
 	}
 	return engine.GateOutcome{Ran: true, Res: res, Err: err}
 }
 
-// limit is the gate's limit as the operator configured it: gate_timeout,
-// or the exit path's default when it names none (as engine.Finish bounds
-// the gate's context).
+// limit is the gate's limit: gate_timeout, or the exit path's default
+// when the operator set none (as engine.Finish bounds the gate's context).
 func (g *helperGate) limit() time.Duration {
 	if l := g.op.cfg.GateTimeout.Duration; l > 0 {
 		return l
@@ -153,17 +157,13 @@ func (g *helperGate) limit() time.Duration {
 	return engine.DefaultGateLimit
 }
 
-// limitPassed reports a failed gate when the gate's limit has already
-// passed (the baseline pass in the shim, or the helper's spawn, took what
-// was left of it): no helper is handed an input only to be killed, and
-// the verdict names the limit and the setting that raises it.
-func (g *helperGate) limitPassed(ctx context.Context) (engine.GateOutcome, bool) {
-	err := ctx.Err()
-	if err == nil {
-		return engine.GateOutcome{}, false
+// limitSetting names the gate's limit and where it comes from, for a
+// verdict that tells the operator what raises it.
+func (g *helperGate) limitSetting() string {
+	if g.op.cfg.GateTimeout.Duration > 0 {
+		return fmt.Sprintf("%s (gate_timeout)", g.limit())
 	}
-	return engine.GateOutcome{Ran: true, Err: fmt.Errorf(
-		"the product gate reached its limit %s (gate_timeout) before its helper was handed its input: %w", g.limit(), err)}, true
+	return fmt.Sprintf("%s (the default; gate_timeout raises it)", g.limit())
 }
 
 // helperLimit is how long the helper may take from its input on: the
