@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,13 +113,32 @@ func TestHelperGateLimit(t *testing.T) {
 	reapChildren(t)
 	saved := gateHelperCommand
 	t.Cleanup(func() { gateHelperCommand = saved })
-	got := filepath.Join(t.TempDir(), "input")
+	dir := t.TempDir()
+	got, pids := filepath.Join(dir, "input"), filepath.Join(dir, "pids")
+	spawned := 0
 	gateHelperCommand = func() (*exec.Cmd, func(), error) {
-		return exec.Command("/bin/sh", "-c", `cat >"$0.part"; mv "$0.part" "$0"; exec sleep 30`, got), func() {}, nil
+		spawned++
+		return exec.Command("/bin/sh", "-c", `echo $$ >>"$1"; cat >"$0.part"; mv "$0.part" "$0"; exec sleep 30`, got, pids), func() {}, nil
 	}
-	run := func(ctx context.Context, timeout time.Duration) engine.GateOutcome {
-		op := &operation{diff: diffSource{Upper: t.TempDir()}, store: record.Store{Dir: t.TempDir()}, id: "0123456789abcdef0123456789abcdef"}
+	t.Cleanup(func() { // the helpers let go are killed 5 s on; not left behind by a shorter test binary
+		b, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	run := func(ctx context.Context, timeout time.Duration, upper string, baseline bool) engine.GateOutcome {
+		op := &operation{diff: diffSource{Upper: upper, Lowers: []string{t.TempDir()}}, store: record.Store{Dir: t.TempDir()}, id: "0123456789abcdef0123456789abcdef"}
 		op.cfg.GateTimeout = config.Duration{Duration: timeout}
+		if baseline {
+			if err := op.takeBaseline(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(upper, "written-by-the-workload"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		g := &helperGate{op: op}
 		started := time.Now()
 		g.Prepare(ctx, started)
@@ -127,7 +147,7 @@ func TestHelperGateLimit(t *testing.T) {
 	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 	defer cancel()
 	begin := time.Now()
-	o := run(past, 250*time.Millisecond)
+	o := run(past, 250*time.Millisecond, t.TempDir(), false)
 	if !o.Ran || o.Res != nil || o.Err == nil ||
 		!strings.Contains(o.Err.Error(), "limit 250ms (gate_timeout) before its helper was handed its input") {
 		t.Fatalf("outcome %+v, want a failed gate naming gate_timeout", o)
@@ -145,14 +165,21 @@ func TestHelperGateLimit(t *testing.T) {
 			t.Fatalf("the helper let go never saw its input end: %v", err)
 		}
 	}
-	if o := run(past, 0); o.Err == nil || !strings.Contains(o.Err.Error(), "limit 2m0s (the default; gate_timeout raises it)") {
+	if o := run(past, 0, t.TempDir(), false); o.Err == nil || !strings.Contains(o.Err.Error(), "limit 2m0s (the default; gate_timeout raises it)") {
 		t.Fatalf("no gate_timeout set: %+v", o)
 	}
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
-	if o := run(stopped, time.Minute); o.Err == nil || strings.Contains(o.Err.Error(), "gate_timeout") ||
+	if o := run(stopped, time.Minute, t.TempDir(), false); o.Err == nil || strings.Contains(o.Err.Error(), "gate_timeout") ||
 		!strings.Contains(o.Err.Error(), "stopped before its helper was handed its input") {
 		t.Fatalf("a cancelled gate: %+v, want no blame on gate_timeout", o)
+	}
+	// The limit passed during the pass in the shim over an upper dir with
+	// a baseline: the verdict names it, and no helper is started.
+	before := spawned
+	if o := run(past, 250*time.Millisecond, t.TempDir(), true); o.Err == nil ||
+		!strings.Contains(o.Err.Error(), "limit 250ms (gate_timeout) during its pass in the shim") || spawned != before {
+		t.Fatalf("the baseline pass past the limit: %+v, %d helpers started", o, spawned-before)
 	}
 	// No gate_timeout set, a helper that answers: the default limit, under
 	// the exit path's context, leaves it time to.
@@ -161,7 +188,7 @@ func TestHelperGateLimit(t *testing.T) {
 	}
 	ctx, cancel2 := context.WithTimeout(context.Background(), engine.DefaultGateLimit)
 	defer cancel2()
-	if o := run(ctx, 0); o.Err != nil || o.Res == nil || o.Res.Verdict != gate.Pass {
+	if o := run(ctx, 0, t.TempDir(), false); o.Err != nil || o.Res == nil || o.Res.Verdict != gate.Pass {
 		t.Fatalf("no gate_timeout set: %+v, want the helper's pass", o)
 	}
 }

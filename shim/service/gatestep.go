@@ -104,6 +104,9 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 			return in, err
 		}}.Run(ctx, started)
 		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
+			if errors.Is(o.Err, context.DeadlineExceeded) || errors.Is(o.Err, context.Canceled) {
+				o.Err = g.ended(o.Err, "during its pass in the shim")
+			}
 			return o
 		}
 		g.start(ctx, started)
@@ -132,12 +135,7 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 	// one taken or one spawned) or the baseline pass ran: none is handed
 	// an input only to be killed, and the deferred abandon lets it go.
 	if err := ctx.Err(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("the product gate reached its limit %s before its helper was handed its input", g.limitSetting())
-		} else {
-			err = fmt.Errorf("the product gate was stopped before its helper was handed its input: %w", err)
-		}
-		return engine.GateOutcome{Ran: true, Err: err}
+		return engine.GateOutcome{Ran: true, Err: g.ended(err, "before its helper was handed its input")}
 	}
 	used := p.h
 	p.h = nil
@@ -155,6 +153,16 @@ func (g *helperGate) limit() time.Duration {
 		return l
 	}
 	return engine.DefaultGateLimit
+}
+
+// ended says why a gate whose context ended (err, when) did not finish:
+// its limit passed, named with the setting that raises it, only for a
+// deadline; a cancelled gate (the shim shutting down) was stopped.
+func (g *helperGate) ended(err error, when string) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the product gate reached its limit %s %s: %w", g.limitSetting(), when, err)
+	}
+	return fmt.Errorf("the product gate was stopped %s: %w", when, err)
 }
 
 // limitSetting names the gate's limit and where it comes from, for a
