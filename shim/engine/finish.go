@@ -89,6 +89,15 @@ type Facts struct {
 // DefaultGateLimit bounds a gate whose door names no limit.
 const DefaultGateLimit = 2 * time.Minute
 
+// GateLimitFor is the limit of a gate whose door names limit: limit, or
+// DefaultGateLimit when it names none (0 or less).
+func GateLimitFor(limit time.Duration) time.Duration {
+	if limit <= 0 {
+		return DefaultGateLimit
+	}
+	return limit
+}
+
 // GateGrace is how long past its limit a gate that ignores its context
 // is waited for before the exit path goes on without it.
 const GateGrace = 5 * time.Second
@@ -187,10 +196,7 @@ func (p *Finish) NeverStarted(ctx context.Context) (*spec.Manifest, error) {
 // it; a gate that ignores it is left GateGrace later) and recovers a
 // panic as a failed gate.
 func (p *Finish) runGate(ctx context.Context, started time.Time) GateOutcome {
-	limit := p.GateLimit
-	if limit <= 0 {
-		limit = DefaultGateLimit
-	}
+	limit := GateLimitFor(p.GateLimit)
 	gctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	done := make(chan GateOutcome, 1)

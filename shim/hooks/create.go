@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/gensee/gensee/shim/config"
+	"github.com/gensee/gensee/shim/engine"
 	"github.com/gensee/gensee/shim/observe"
 	"github.com/gensee/gensee/shim/record"
 	"github.com/gensee/gensee/spec"
@@ -42,12 +43,10 @@ func (o Options) grace() time.Duration {
 	return 30 * time.Second
 }
 
-// gateTimeout bounds the gate at the exit path (0 in the config: 2m).
+// gateTimeout bounds the gate at the exit path (0 in the config:
+// engine.DefaultGateLimit).
 func (o Options) gateTimeout() time.Duration {
-	if t := o.Config.GateTimeout.Duration; t > 0 {
-		return t
-	}
-	return 2 * time.Minute
+	return engine.GateLimitFor(o.Config.GateTimeout.Duration)
 }
 
 // MonitorLog is the monitor process's log in the operation directory.

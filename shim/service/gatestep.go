@@ -149,10 +149,7 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 // limit is the gate's limit: gate_timeout, or the exit path's default
 // when the operator set none (as engine.Finish bounds the gate's context).
 func (g *helperGate) limit() time.Duration {
-	if l := g.op.cfg.GateTimeout.Duration; l > 0 {
-		return l
-	}
-	return engine.DefaultGateLimit
+	return engine.GateLimitFor(g.op.cfg.GateTimeout.Duration)
 }
 
 // ended says why a gate whose context ended (err, when) did not finish:
@@ -175,11 +172,12 @@ func (g *helperGate) limitSetting() string {
 }
 
 // helperLimit is how long the helper may take from its input on: the
-// gate's limit (helperGate.limit, never 0), or what is left of it when the gate's context (bounded
-// by the same limit from the gate's start, after the drain) ends sooner,
-// after the baseline pass in the shim. The helper is killed at it: none goes on
-// staging files past the exit path's limit, after the manifest that
-// names none of them.
+// gate's limit (helperGate.limit, never 0), or what is left of it when
+// the gate's context (bounded by the same limit from the gate's start,
+// after the drain) ends sooner, after the baseline pass in the shim and
+// the helper's start-up. The helper is killed at it: none goes on staging
+// files past the exit path's limit, after the manifest that names none
+// of them.
 func helperLimit(ctx context.Context, limit time.Duration) time.Duration {
 	if d, ok := ctx.Deadline(); ok {
 		return max(min(time.Until(d), limit), 0)
