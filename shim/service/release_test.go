@@ -214,6 +214,16 @@ func TestWarmGateWiring(t *testing.T) {
 	t.Run("running", func(t *testing.T) {
 		f := newFixture(t, 0)
 		f.op.warm = newWarmGate(log.L)
+		began := make(chan time.Time, 1) // when the helper's command is made, in its spawn
+		command := gateHelperCommand
+		gateHelperCommand = func() (*exec.Cmd, func(), error) {
+			select {
+			case began <- time.Now():
+			default:
+			}
+			return command()
+		}
+		t.Cleanup(func() { gateHelperCommand = command })
 		beforeStart := time.Now() // Start arms the spawn after this
 		if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 			t.Fatal(err)
@@ -222,13 +232,10 @@ func TestWarmGateWiring(t *testing.T) {
 		if ready == nil {
 			t.Fatal("no warm helper started for a running task")
 		}
-		f.op.warm.mu.Lock()
-		took := f.op.warm.began.Sub(beforeStart)
-		f.op.warm.mu.Unlock()
-		if took < warmAfter {
+		<-ready
+		if took := (<-began).Sub(beforeStart); took < warmAfter {
 			t.Fatalf("the warm helper started %s after Start armed it, before warmAfter", took)
 		}
-		<-ready
 		_, _, h := state(f.op.warm)
 		if h == nil {
 			t.Fatal("no warm helper")

@@ -53,7 +53,6 @@ type warmGate struct {
 	dropped bool
 	spawn   *time.Timer // the start armed by Start (arm)
 	timer   *time.Timer // the release armed by Start (arm)
-	began   time.Time   // when the spawn began
 }
 
 // newWarmGate is a warm gate for a created task, its helper not started.
@@ -89,7 +88,7 @@ func (w *warmGate) start() {
 		return
 	}
 	ready := make(chan struct{})
-	w.ready, w.began = ready, time.Now()
+	w.ready = ready
 	w.mu.Unlock()
 	defer close(ready)
 	h, err := spawnGateHelper(true)
