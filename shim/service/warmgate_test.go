@@ -38,9 +38,7 @@ func startedWarmGate(t *testing.T) *warmGate {
 	t.Helper()
 	w := newWarmGate(log.L)
 	w.arm(0, time.Hour)
-	if ready := spawning(t, w); ready != nil {
-		<-ready
-	}
+	mustSpawn(t, w)
 	return w
 }
 
