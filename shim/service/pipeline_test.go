@@ -148,8 +148,7 @@ func TestStartWaitDeleteHoldTaskExit(t *testing.T) {
 		go func() {
 			<-release
 			f.c.Add("exited")
-			close(f.inner.exit)
-			f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
+			exitInit(f, 0)
 		}()
 	}
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
@@ -195,8 +194,7 @@ func TestInstantExitHeld(t *testing.T) {
 	ctx := context.Background()
 	f.inner.onStart = func() {
 		f.c.Add("exited")
-		close(f.inner.exit)
-		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 5})
+		exitInit(f, 5)
 	}
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
@@ -319,8 +317,7 @@ func TestFailedStartReleasesWaitAndExit(t *testing.T) {
 	f.inner.onStart = func() {
 		close(waiting)
 		f.c.WaitN(t, "inner.wait", 1) // the client's Wait is in flight
-		close(f.inner.exit)
-		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 1})
+		exitInit(f, 1)
 	}
 	f.inner.startErr = errors.New("runc start: init died")
 	waited := make(chan error, 1)
@@ -520,8 +517,7 @@ func TestDeleteClaimWaitsForPipeline(t *testing.T) {
 	hang := make(chan struct{})
 	f.op.exit.Gate = blockingGate{c: f.c, until: hang}
 	f.inner.onStart = func() {
-		close(f.inner.exit)
-		f.s.pub.Publish(ctx, "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 0})
+		exitInit(f, 0)
 	}
 	// The Start lands while Delete waits for the admission record.
 	var first atomic.Bool

@@ -44,11 +44,11 @@ func isMounted(t *testing.T, p string) bool {
 	return ok
 }
 
-// exitInit lets the fixture's init exit, and forwards its TaskExit as the
-// inner service does.
-func exitInit(f *fixture) {
+// exitInit lets the fixture's init exit with status, and forwards its
+// TaskExit as the inner service does.
+func exitInit(f *fixture, status uint32) {
 	close(f.inner.exit)
-	f.s.pub.Publish(context.Background(), "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1"})
+	f.s.pub.Publish(context.Background(), "/tasks/exit", &eventstypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: status})
 }
 
 // runToExit starts the fixture's task, lets its init exit, and waits for
@@ -59,7 +59,7 @@ func runToExit(t *testing.T, f *fixture) {
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	exitInit(f)
+	exitInit(f, 0)
 	if _, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestWarmGateWiring(t *testing.T) {
 	t.Run("short", func(t *testing.T) {
 		f := newFixture(t, 0)
 		f.op.warm = newWarmGate(log.L)
-		f.inner.onStart = func() { go exitInit(f) } // gone as Start returns
+		f.inner.onStart = func() { go exitInit(f, 0) } // gone as Start returns
 		if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestWarmGateWiring(t *testing.T) {
 		if h == nil {
 			t.Fatal("no warm helper")
 		}
-		exitInit(f)
+		exitInit(f, 0)
 		if _, err := f.s.Wait(ctx, &taskAPI.WaitRequest{ID: "c1"}); err != nil {
 			t.Fatal(err)
 		}
