@@ -183,9 +183,7 @@ func TestHelperGateLimit(t *testing.T) {
 	}
 	// No gate_timeout set, a helper that answers: the default limit, under
 	// the exit path's context, leaves it time to.
-	gateHelperCommand = func() (*exec.Cmd, func(), error) {
-		return exec.Command("/bin/sh", "-c", `cat >/dev/null; echo '{"verdict":"pass"}'`), func() {}, nil
-	}
+	useHelper(t, warmHelperScript)
 	ctx, cancel2 := context.WithTimeout(context.Background(), engine.DefaultGateLimit)
 	defer cancel2()
 	if o := run(ctx, 0, t.TempDir(), false); o.Err != nil || o.Res == nil || o.Res.Verdict != gate.Pass {
