@@ -194,7 +194,9 @@ func (p *Finish) NeverStarted(ctx context.Context) (*spec.Manifest, error) {
 
 // runGate runs the gate bounded by the limit (the gate's context ends at
 // it; a gate that ignores it is left GateGrace later) and recovers a
-// panic as a failed gate.
+// panic as a failed gate. A gate that ended on its context says why, the
+// same in every door: its limit passed (named with gate_timeout, which
+// raises it), or it was stopped (the door shutting down).
 func (p *Finish) runGate(ctx context.Context, started time.Time) GateOutcome {
 	limit := GateLimitFor(p.GateLimit)
 	gctx, cancel := context.WithTimeout(ctx, limit)
@@ -213,9 +215,15 @@ func (p *Finish) runGate(ctx context.Context, started time.Time) GateOutcome {
 	defer t.Stop()
 	select {
 	case g := <-done:
+		switch {
+		case errors.Is(g.Err, context.DeadlineExceeded):
+			g.Err = fmt.Errorf("the product gate reached its limit %s (gate_timeout): %w", limit, g.Err)
+		case errors.Is(g.Err, context.Canceled):
+			g.Err = fmt.Errorf("the product gate was stopped: %w", g.Err)
+		}
 		return g
 	case <-t.C:
-		return GateOutcome{Ran: true, Err: fmt.Errorf("the product gate did not finish within its limit %s", limit)}
+		return GateOutcome{Ran: true, Err: fmt.Errorf("the product gate did not finish within its limit %s (gate_timeout)", limit)}
 	}
 }
 

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -147,7 +148,7 @@ func TestFinishGateLimit(t *testing.T) {
 		if took := time.Since(t0); took != time.Minute+engine.GateGrace {
 			t.Fatalf("the exit path waited %s for a hung gate, want its limit and grace", took)
 		}
-		if m.Gate.Verdict != spec.VerdictFail || !strings.Contains(m.Gate.Violations[0].Detail, "limit") {
+		if m.Gate.Verdict != spec.VerdictFail || !strings.Contains(m.Gate.Violations[0].Detail, "limit 1m0s (gate_timeout)") {
 			t.Fatalf("gate %+v", m.Gate)
 		}
 		if !slices.Contains(f.c.Get(), "release") {
@@ -156,7 +157,9 @@ func TestFinishGateLimit(t *testing.T) {
 	})
 }
 
-// A gate that honours its context ends at the limit with its own error.
+// A gate that honours its context ends at the limit with its own error,
+// which the exit path says is the limit, named with gate_timeout, in
+// every door; a gate stopped by its door's context is not blamed on it.
 func TestFinishGateContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, 0)
@@ -170,10 +173,21 @@ func TestFinishGateContext(t *testing.T) {
 		if took := time.Since(t0); took != time.Second {
 			t.Fatalf("took %s, want the limit", took)
 		}
-		if m.Gate.Verdict != spec.VerdictFail {
+		if m.Gate.Verdict != spec.VerdictFail || !strings.Contains(m.Gate.Violations[0].Detail, "limit 1s (gate_timeout): context deadline exceeded") {
 			t.Fatalf("gate %+v", m.Gate)
 		}
 	})
+	f := newFixture(t, 0)
+	f.gate.RunFunc = func(ctx context.Context) engine.GateOutcome {
+		return engine.GateOutcome{Ran: true, Err: fmt.Errorf("walk: %w", ctx.Err())}
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	m, _ := f.p.Run(stopped, engine.Facts{})
+	if d := m.Gate.Violations[0].Detail; m.Gate.Verdict != spec.VerdictFail || strings.Contains(d, "gate_timeout") ||
+		!strings.Contains(d, "the product gate was stopped: walk: context canceled") {
+		t.Fatalf("a stopped gate: %+v", m.Gate)
+	}
 }
 
 // A panic in the gate is a failed verdict, never the door's death.

@@ -2,8 +2,8 @@ package service
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -172,9 +172,6 @@ func (h *gateHelper) run(input []byte, timeout time.Duration) (*gate.Result, err
 	return decodeGateResult(out)
 }
 
-// errHelperKilled is a gate helper killed at the gate's limit.
-var errHelperKilled = errors.New("killed at the gate's limit")
-
 // decodeGateResult decodes a helper's whole stdout (read to at most one
 // byte past the bound).
 func decodeGateResult(out []byte) (*gate.Result, error) {
@@ -198,7 +195,9 @@ func (h *gateHelper) wait(timeout time.Duration) (int, error) {
 		return h.status, h.werr
 	case <-t.C:
 		unix.Kill(h.proc.PID, unix.SIGKILL)
-		return 0, fmt.Errorf("%w: pid %d, %v after its input", errHelperKilled, h.proc.PID, timeout)
+		// The gate's context ended at the same time: the exit path names
+		// the limit (engine.Finish.runGate).
+		return 0, fmt.Errorf("killed at the gate's limit: pid %d, %v after its input: %w", h.proc.PID, timeout, context.DeadlineExceeded)
 	}
 }
 

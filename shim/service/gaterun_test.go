@@ -96,16 +96,16 @@ func TestHelperLimit(t *testing.T) {
 		t.Fatalf("past the deadline: %s, want 0", got)
 	}
 	// No gate_timeout configured: the exit path's default bounds both.
-	g := &helperGate{op: &operation{}}
-	if got := helperLimit(context.Background(), g.limit()); got != engine.DefaultGateLimit {
+	if got := helperLimit(context.Background(), engine.GateLimitFor(0)); got != engine.DefaultGateLimit {
 		t.Fatalf("no gate_timeout, no deadline: %s, want %s", got, engine.DefaultGateLimit)
 	}
-	if got := helperLimit(ctx, g.limit()); got > time.Second || got < 500*time.Millisecond {
+	if got := helperLimit(ctx, engine.GateLimitFor(0)); got > time.Second || got < 500*time.Millisecond {
 		t.Fatalf("no gate_timeout, 1 s left: %s", got)
 	}
 }
 
-// A gate whose limit passed before its helper was handed its input fails
+// Through the exit path (engine.Finish, as exitPipelineFor wires it): a
+// gate whose limit passed before its helper was handed its input fails
 // naming the limit and its setting, without waiting for the helper, which
 // never reads an input; a gate stopped otherwise does not blame the limit.
 // With no gate_timeout set, the helper has the default limit, not none.
@@ -128,9 +128,14 @@ func TestHelperGateLimit(t *testing.T) {
 			}
 		}
 	})
-	run := func(ctx context.Context, timeout time.Duration, upper string, baseline bool) engine.GateOutcome {
-		op := &operation{diff: diffSource{Upper: upper, Lowers: []string{t.TempDir()}}, store: record.Store{Dir: t.TempDir()}, id: "0123456789abcdef0123456789abcdef"}
+	run := func(ctx context.Context, timeout time.Duration, upper string, baseline bool) *spec.GateResult {
+		f := newFixture(t, 0)
+		op := f.op
+		op.diff = diffSource{Upper: upper, Lowers: []string{t.TempDir()}}
+		op.store = record.Store{Dir: t.TempDir()}
 		op.cfg.GateTimeout = config.Duration{Duration: timeout}
+		op.exit.GateLimit = timeout
+		op.exit.Gate = &helperGate{op: op}
 		if baseline {
 			if err := op.takeBaseline(context.Background()); err != nil {
 				t.Fatal(err)
@@ -139,18 +144,25 @@ func TestHelperGateLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		g := &helperGate{op: op}
-		started := time.Now()
-		g.Prepare(ctx, started)
-		return g.Run(ctx, started)
+		m, _ := op.exit.Run(ctx, engine.Facts{Started: time.Now()})
+		if m == nil {
+			t.Fatal("no manifest")
+		}
+		return &m.Gate
+	}
+	// detail is a failed gate's one violation, or "" when it did not fail.
+	detail := func(g *spec.GateResult) string {
+		if g.Verdict != spec.VerdictFail || len(g.Violations) != 1 {
+			return ""
+		}
+		return g.Violations[0].Detail
 	}
 	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 	defer cancel()
 	begin := time.Now()
-	o := run(past, 250*time.Millisecond, t.TempDir(), false)
-	if !o.Ran || o.Res != nil || o.Err == nil ||
-		!strings.Contains(o.Err.Error(), "limit 250ms (gate_timeout) before its helper was handed its input") {
-		t.Fatalf("outcome %+v, want a failed gate naming gate_timeout", o)
+	if g := run(past, 250*time.Millisecond, t.TempDir(), false); !strings.Contains(detail(g), "limit 250ms (gate_timeout)") ||
+		!strings.Contains(detail(g), "before its helper was handed its input") {
+		t.Fatalf("gate %+v, want a failed gate naming gate_timeout", g)
 	}
 	if d := time.Since(begin); d > time.Second {
 		t.Fatalf("Run took %s: it waited for the helper it let go", d)
@@ -165,29 +177,29 @@ func TestHelperGateLimit(t *testing.T) {
 			t.Fatalf("the helper let go never saw its input end: %v", err)
 		}
 	}
-	if o := run(past, 0, t.TempDir(), false); o.Err == nil || !strings.Contains(o.Err.Error(), "limit 2m0s (the default; gate_timeout raises it)") {
-		t.Fatalf("no gate_timeout set: %+v", o)
+	if g := run(past, 0, t.TempDir(), false); !strings.Contains(detail(g), "limit 2m0s (gate_timeout)") {
+		t.Fatalf("no gate_timeout set: %+v", g)
 	}
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
-	if o := run(stopped, time.Minute, t.TempDir(), false); o.Err == nil || strings.Contains(o.Err.Error(), "gate_timeout") ||
-		!strings.Contains(o.Err.Error(), "stopped before its helper was handed its input") {
-		t.Fatalf("a cancelled gate: %+v, want no blame on gate_timeout", o)
+	if g := run(stopped, time.Minute, t.TempDir(), false); strings.Contains(detail(g), "gate_timeout") ||
+		!strings.Contains(detail(g), "stopped: before its helper was handed its input") {
+		t.Fatalf("a cancelled gate: %+v, want no blame on gate_timeout", g)
 	}
 	// The limit passed during the pass in the shim over an upper dir with
 	// a baseline: the verdict names it, and no helper is started.
 	before := spawned
-	if o := run(past, 250*time.Millisecond, t.TempDir(), true); o.Err == nil ||
-		!strings.Contains(o.Err.Error(), "limit 250ms (gate_timeout) during its pass in the shim") || spawned != before {
-		t.Fatalf("the baseline pass past the limit: %+v, %d helpers started", o, spawned-before)
+	if g := run(past, 250*time.Millisecond, t.TempDir(), true); !strings.Contains(detail(g), "limit 250ms (gate_timeout): during its pass in the shim") ||
+		spawned != before {
+		t.Fatalf("the baseline pass past the limit: %+v, %d helpers started", g, spawned-before)
 	}
 	// No gate_timeout set, a helper that answers: the default limit, under
 	// the exit path's context, leaves it time to.
 	useHelper(t, warmHelperScript)
 	ctx, cancel2 := context.WithTimeout(context.Background(), engine.DefaultGateLimit)
 	defer cancel2()
-	if o := run(ctx, 0, t.TempDir(), false); o.Err != nil || o.Res == nil || o.Res.Verdict != gate.Pass {
-		t.Fatalf("no gate_timeout set: %+v, want the helper's pass", o)
+	if g := run(ctx, 0, t.TempDir(), false); g.Verdict != spec.VerdictPass {
+		t.Fatalf("no gate_timeout set: %+v, want the helper's pass", g)
 	}
 }
 

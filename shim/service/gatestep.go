@@ -104,8 +104,8 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 			return in, err
 		}}.Run(ctx, started)
 		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
-			if errors.Is(o.Err, context.DeadlineExceeded) || errors.Is(o.Err, context.Canceled) {
-				o.Err = g.ended(o.Err, "during its pass in the shim")
+			if o.Err != nil && ctx.Err() != nil { // the exit path says which end
+				o.Err = fmt.Errorf("during its pass in the shim: %w", o.Err)
 			}
 			return o
 		}
@@ -135,44 +135,16 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 	// one taken or one spawned) or the baseline pass ran: none is handed
 	// an input only to be killed, and the deferred abandon lets it go.
 	if err := ctx.Err(); err != nil {
-		return engine.GateOutcome{Ran: true, Err: g.ended(err, "before its helper was handed its input")}
+		return engine.GateOutcome{Ran: true, Err: fmt.Errorf("before its helper was handed its input: %w", err)}
 	}
 	used := p.h
 	p.h = nil
-	res, err := runGate(used, input, helperLimit(ctx, g.limit()))
-	if errors.Is(err, errHelperKilled) {
-		err = fmt.Errorf("the product gate did not finish within its limit %s: %w", g.limitSetting(), err)
-	}
+	res, err := runGate(used, input, helperLimit(ctx, engine.GateLimitFor(op.cfg.GateTimeout.Duration)))
 	return engine.GateOutcome{Ran: true, Res: res, Err: err}
 }
 
-// limit is the gate's limit: gate_timeout, or the exit path's default
-// when the operator set none (as engine.Finish bounds the gate's context).
-func (g *helperGate) limit() time.Duration {
-	return engine.GateLimitFor(g.op.cfg.GateTimeout.Duration)
-}
-
-// ended says why a gate whose context ended (err, when) did not finish:
-// its limit passed, named with the setting that raises it, only for a
-// deadline; a cancelled gate (the shim shutting down) was stopped.
-func (g *helperGate) ended(err error, when string) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("the product gate reached its limit %s %s: %w", g.limitSetting(), when, err)
-	}
-	return fmt.Errorf("the product gate was stopped %s: %w", when, err)
-}
-
-// limitSetting names the gate's limit and where it comes from, for a
-// verdict that tells the operator what raises it.
-func (g *helperGate) limitSetting() string {
-	if g.op.cfg.GateTimeout.Duration > 0 {
-		return fmt.Sprintf("%s (gate_timeout)", g.limit())
-	}
-	return fmt.Sprintf("%s (the default; gate_timeout raises it)", g.limit())
-}
-
 // helperLimit is how long the helper may take from its input on: the
-// gate's limit (helperGate.limit, never 0), or what is left of it when
+// gate's limit (engine.GateLimitFor, never 0), or what is left of it when
 // the gate's context (bounded by the same limit from the gate's start,
 // after the drain) ends sooner, after the baseline pass in the shim and
 // the helper's start-up. The helper is killed at it: none goes on staging
