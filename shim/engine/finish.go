@@ -215,11 +215,17 @@ func (p *Finish) runGate(ctx context.Context, started time.Time) GateOutcome {
 	defer t.Stop()
 	select {
 	case g := <-done:
+		// Labelled by which context ended, not by the error alone: the
+		// door's (its shutdown) before the gate's own limit, read from
+		// the clock (a gate's own timer at the deadline, as the shim's
+		// helper kill, may fire before the context's).
+		onContext := errors.Is(g.Err, context.DeadlineExceeded) || errors.Is(g.Err, context.Canceled)
+		deadline, _ := gctx.Deadline()
 		switch {
-		case errors.Is(g.Err, context.DeadlineExceeded):
-			g.Err = fmt.Errorf("the product gate reached its limit %s (gate_timeout): %w", limit, g.Err)
-		case errors.Is(g.Err, context.Canceled):
+		case onContext && ctx.Err() != nil:
 			g.Err = fmt.Errorf("the product gate was stopped: %w", g.Err)
+		case onContext && !time.Now().Before(deadline):
+			g.Err = fmt.Errorf("the product gate reached its limit %s (gate_timeout): %w", limit, g.Err)
 		}
 		return g
 	case <-t.C:

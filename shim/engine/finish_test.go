@@ -176,6 +176,18 @@ func TestFinishGateContext(t *testing.T) {
 		if m.Gate.Verdict != spec.VerdictFail || !strings.Contains(m.Gate.Violations[0].Detail, "limit 1s (gate_timeout): context deadline exceeded") {
 			t.Fatalf("gate %+v", m.Gate)
 		}
+		// No limit named by the door: the default, named the same way.
+		f = newFixture(t, 0)
+		f.gate.RunFunc = func(ctx context.Context) engine.GateOutcome {
+			<-ctx.Done()
+			return engine.GateOutcome{Ran: true, Err: ctx.Err()}
+		}
+		t0 = time.Now()
+		m, _ = f.p.Run(context.Background(), engine.Facts{})
+		if took := time.Since(t0); took != engine.DefaultGateLimit ||
+			!strings.Contains(m.Gate.Violations[0].Detail, "limit 2m0s (gate_timeout)") {
+			t.Fatalf("no limit named: took %s, gate %+v", took, m.Gate)
+		}
 	})
 	f := newFixture(t, 0)
 	f.gate.RunFunc = func(ctx context.Context) engine.GateOutcome {

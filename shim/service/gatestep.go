@@ -104,7 +104,7 @@ func (g *helperGate) Run(ctx context.Context, started time.Time) engine.GateOutc
 			return in, err
 		}}.Run(ctx, started)
 		if !errors.Is(o.Err, gate.ErrBeyondBaseline) {
-			if o.Err != nil && ctx.Err() != nil { // the exit path says which end
+			if errors.Is(o.Err, context.DeadlineExceeded) || errors.Is(o.Err, context.Canceled) { // the exit path says which end
 				o.Err = fmt.Errorf("during its pass in the shim: %w", o.Err)
 			}
 			return o

@@ -418,7 +418,7 @@ func TestGateHelperTimeoutReleases(t *testing.T) {
 	f.op.diff = diffSource{Upper: t.TempDir()}
 	f.op.contract.Products = []spec.Product{{Slot: "out/result.json", Class: spec.ClassStructuredResult}}
 	f.op.cfg.GateTimeout = config.Duration{Duration: 300 * time.Millisecond}
-	f.op.exit.GateLimit = f.op.cfg.GateTimeout.Duration // as exitPipelineFor wires it
+	f.op.exit.GateLimit = exitPipelineFor(f.op).GateLimit // production's wiring
 	f.op.exit.Gate = &helperGate{op: f.op}
 	ctx := context.Background()
 	if _, err := f.s.Start(ctx, &taskAPI.StartRequest{ID: "c1"}); err != nil {
