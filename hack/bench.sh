@@ -61,13 +61,12 @@ set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (make bench)" >&2; exit 1; }
 # 100 pairs: a single run's spread here is about +-10%, and the ratio of
 # the medians of 40 still moved by +-4% from one bench to the next (of 15,
-# more); a pair takes about 0.3 s. P1, whose target is "in every run",
-# takes 300: at 100 its ratio of medians moved by about +-0.025 from one
-# bench to the next at the same code (0.904-0.955 over eight runs, pair by
-# pair 0.909-0.955), the width of the margin it is read against; the
-# median's error falls with the square root of the pairs.
-pairs=${BENCH_PAIRS:-100}
-p1pairs=${P1_PAIRS:-300}
+# more); a pair takes about 0.3 s. More pairs do not narrow it further:
+# P1's ratio moved by about +-0.025 from one bench to the next at the same
+# code both at 100 pairs (0.904-0.955 over eight runs) and at 300
+# (0.913-0.957 over three): what is left is whole runs shifting with the
+# VM, not sampling.
+pairs=${P1_PAIRS:-100}
 
 dir=$(mktemp -d /var/lib/gensee-bench-XXXXXX)
 trap 'gensee_daemon_stop "$dir" demo; rm -rf "$dir"' EXIT
@@ -156,11 +155,11 @@ quiet() {
 }
 quiet
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); host netfilter: $(nft list tables 2>/dev/null | wc -l) tables in the host namespace"
-echo "P1: ctr run --rm /bin/true, $p1pairs alternating pairs (plus one warm-up each)"
+echo "P1: ctr run --rm /bin/true, $pairs alternating pairs (plus one warm-up each)"
 run_once io.containerd.runc.v2 warm-r >/dev/null
 run_once io.containerd.gensee.v2 warm-g >/dev/null
 g=() r=()
-for i in $(seq 1 "$p1pairs"); do
+for i in $(seq 1 "$pairs"); do
 	if [ $((i % 2)) = 0 ]; then
 		r+=("$(run_once io.containerd.runc.v2 r$i)"); g+=("$(run_once io.containerd.gensee.v2 g$i)")
 	else
@@ -169,7 +168,7 @@ for i in $(seq 1 "$p1pairs"); do
 done
 gm=$(printf '%s\n' "${g[@]}" | median)
 rm_=$(printf '%s\n' "${r[@]}" | median)
-p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(ratio "$gm" "$rm_") (target <= 0.95), $(pairwise "${g[*]}" "${r[*]}"); $p1pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread); runc.v2 $(printf '%s\n' "${r[@]}" | spread)"
+p1="P1 ctr run --rm: gensee median ${gm} ms, runc.v2 median ${rm_} ms, ratio $(ratio "$gm" "$rm_") (target <= 0.95), $(pairwise "${g[*]}" "${r[*]}"); $pairs pairs; gensee $(printf '%s\n' "${g[@]}" | spread); runc.v2 $(printf '%s\n' "${r[@]}" | spread)"
 echo "$p1"
 
 echo "P1a: ctr run --rm /bin/true, 1024 allow_exact tuples vs runc.v2 and deny_all, $pairs alternating triples"
