@@ -108,9 +108,11 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 }
 
 // RegisterTTRPC registers the wrapper (not the inner service) as the task
-// service, so the overrides below are what containerd calls.
+// service, so the overrides below are what containerd calls. pkg/shim
+// starts serving right after: the warm-up's cue (warmStart).
 func (s *service) RegisterTTRPC(srv *ttrpc.Server) error {
 	taskAPI.RegisterTTRPCTaskService(srv, s)
+	warmStart.serve()
 	return nil
 }
 
