@@ -108,11 +108,9 @@ func newService(ctx context.Context, inner taskAPI.TTRPCTaskService, pub *holdin
 }
 
 // RegisterTTRPC registers the wrapper (not the inner service) as the task
-// service, so the overrides below are what containerd calls. pkg/shim
-// starts serving right after: the warm-up's cue (warmStart).
+// service, so the overrides below are what containerd calls.
 func (s *service) RegisterTTRPC(srv *ttrpc.Server) error {
 	taskAPI.RegisterTTRPCTaskService(srv, s)
-	warmStart.serve()
 	return nil
 }
 
