@@ -40,6 +40,15 @@
 # again when its namespace goes; runc.v2's containers touch none. On a
 # node with a firewall, kube-proxy or a CNI's rules they are on already.
 # The header says which (the host namespace's table count).
+# The machine moves the lines in milliseconds (P6, P7) more than the
+# ratios: the header times, from bash, the exec of /bin/true and the
+# start of the gensee CLI (gensee --version), medians of 50 each. On the
+# VMs the targets were set on, gensee --version took 4.6-5.1 ms
+# (f383864); on a guest where a page fault and an exec cost about three
+# times as much (/bin/true 3.4-4.7 ms, gensee --version 15-16 ms), P6's
+# host run, which pays them in each of its processes, added 68-69 ms in
+# two runs, while P1's ratio fell to 0.83 (runc.v2's path pays them in
+# more processes than gensee's).
 # Profiling the shim: with a shim built by make build TAGS='grpcnotrace
 # gensee_profile' (the aid is not compiled in otherwise),
 # GENSEE_PROFILE=DIR in the daemon's environment (export
@@ -155,6 +164,18 @@ quiet() {
 }
 quiet
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); host netfilter: $(nft list tables 2>/dev/null | wc -l) tables in the host namespace"
+# exec_ms CMD...: the median wall time of 50 runs of CMD, in ms, timed by
+# bash's own clock ($EPOCHREALTIME, microseconds: no date(1) to exec).
+exec_ms() {
+	local i t0 ts=()
+	for ((i = 0; i < 50; i++)); do
+		t0=${EPOCHREALTIME/./}
+		"$@" >/dev/null 2>&1
+		ts+=($((${EPOCHREALTIME/./} - t0)))
+	done
+	printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.2f", (a[25]+a[26])/2/1e3}'
+}
+echo "machine: exec of /bin/true median $(exec_ms /bin/true) ms, gensee --version median $(exec_ms gensee --version) ms (50 runs each; see the header)"
 echo "P1: ctr run --rm /bin/true, $pairs alternating pairs (plus one warm-up each)"
 run_once io.containerd.runc.v2 warm-r >/dev/null
 run_once io.containerd.gensee.v2 warm-g >/dev/null
