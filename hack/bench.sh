@@ -45,10 +45,10 @@
 # start of the gensee CLI (gensee --version), medians of 50 each. On the
 # VMs the targets were set on, gensee --version took 4.6-5.1 ms
 # (f383864); on a guest where a page fault and an exec cost about three
-# times as much (/bin/true 3.4-4.7 ms, gensee --version 15-16 ms), P6's
-# host run, which pays them in each of its processes, added 68-69 ms in
-# two runs, while P1's ratio fell to 0.83 (runc.v2's path pays them in
-# more processes than gensee's).
+# times as much (/bin/true 3.1-4.7 ms, gensee --version 12.4-15.9 ms),
+# P6's host run, which pays them in each of its processes, added 47-69
+# ms in three runs as the guest's speed drifted, while P1's ratio fell to
+# 0.83 (runc.v2's path pays them in more processes than gensee's).
 # Profiling the shim: with a shim built by make build TAGS='grpcnotrace
 # gensee_profile' (the aid is not compiled in otherwise),
 # GENSEE_PROFILE=DIR in the daemon's environment (export
@@ -170,7 +170,7 @@ exec_ms() {
 	local i t0 ts=()
 	for ((i = 0; i < 50; i++)); do
 		t0=${EPOCHREALTIME/./}
-		"$@" >/dev/null 2>&1
+		"$@" >/dev/null 2>&1 || true # timed either way; the bench never stops on it
 		ts+=($((${EPOCHREALTIME/./} - t0)))
 	done
 	printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.2f", (a[25]+a[26])/2/1e3}'
