@@ -40,15 +40,18 @@
 # again when its namespace goes; runc.v2's containers touch none. On a
 # node with a firewall, kube-proxy or a CNI's rules they are on already.
 # The header says which (the host namespace's table count).
-# The machine moves the lines in milliseconds (P6, P7) more than the
-# ratios: the header times, from bash, the exec of /bin/true and the
-# start of the gensee CLI (gensee --version), medians of 50 each. On the
-# VMs the targets were set on, gensee --version took 4.6-5.1 ms
-# (f383864); on a guest where a page fault and an exec cost about three
-# times as much (/bin/true 3.1-4.7 ms, gensee --version 12.4-15.9 ms),
-# P6's host run, which pays them in each of its processes, added 47-69
-# ms in three runs as the guest's speed drifted, while P1's ratio fell to
-# 0.83 (runc.v2's path pays them in more processes than gensee's).
+# The machine moves the lines in milliseconds, P6 most, more than the
+# ratios: the "machine:" line, printed before P1 and again before P6,
+# times from bash the spawn (fork, exec, wait) of /bin/true and of the
+# gensee CLI's start (gensee --version), medians of 50 each. On the VMs
+# the targets were set on, gensee --version took 4.6-5.1 ms (f383864,
+# measured otherwise); on a guest where a page fault and an exec cost
+# about three times as much (/bin/true 3.1-4.7 ms, gensee --version
+# 12.4-15.9 ms from bash), P6's host run, which pays them in each of its
+# processes, added 47-69 ms in three runs as the guest's speed drifted,
+# while P1's ratio fell to 0.828-0.831 in the same runs (runc.v2's path
+# pays them in more processes than gensee's). Numbers here are C-locale
+# (LC_ALL=C below): awk and sort read and print them with a dot.
 # Profiling the shim: with a shim built by make build TAGS='grpcnotrace
 # gensee_profile' (the aid is not compiled in otherwise),
 # GENSEE_PROFILE=DIR in the daemon's environment (export
@@ -66,6 +69,7 @@
 # network's end), status_ms, manifest_ms).
 # Off by default.
 set -euo pipefail
+export LC_ALL=C
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (make bench)" >&2; exit 1; }
 # 100 pairs: a single run's spread here is about +-10%, and the ratio of
@@ -164,18 +168,29 @@ quiet() {
 }
 quiet
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); host netfilter: $(nft list tables 2>/dev/null | wc -l) tables in the host namespace"
-# exec_ms CMD...: the median wall time of 50 runs of CMD, in ms, timed by
-# bash's own clock ($EPOCHREALTIME, microseconds: no date(1) to exec).
-exec_ms() {
+# spawn_ms CMD...: the median wall time, from bash, of spawning CMD (fork,
+# exec, wait), 50 runs, by bash's own clock ($EPOCHREALTIME's digits: no
+# date(1) to exec, whatever the decimal separator). A command that fails
+# is named, not timed.
+spawn_ms() {
 	local i t0 ts=()
 	for ((i = 0; i < 50; i++)); do
-		t0=${EPOCHREALTIME/./}
-		"$@" >/dev/null 2>&1 || true # timed either way; the bench never stops on it
-		ts+=($((${EPOCHREALTIME/./} - t0)))
+		t0=${EPOCHREALTIME//[!0-9]/}
+		"$@" >/dev/null 2>&1 || { echo "failed (exit $?)"; return; }
+		ts+=($((${EPOCHREALTIME//[!0-9]/} - t0)))
 	done
-	printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.2f", (a[25]+a[26])/2/1e3}'
+	printf '%s\n' "${ts[@]}" | median | awk '{printf "%.2f ms", $1 / 1000}'
 }
-echo "machine: exec of /bin/true median $(exec_ms /bin/true) ms, gensee --version median $(exec_ms gensee --version) ms (50 runs each; see the header)"
+# machine: the machine line (see the header), printed before P1 and again
+# before P6, the line it moves most.
+machine() {
+	if [ -z "${EPOCHREALTIME:-}" ]; then
+		echo "machine: not timed (bash $BASH_VERSION has no EPOCHREALTIME; bash 5 has)"
+		return
+	fi
+	echo "machine: spawn of /bin/true median $(spawn_ms /bin/true), gensee --version median $(spawn_ms gensee --version) (50 runs each, from bash)"
+}
+machine
 echo "P1: ctr run --rm /bin/true, $pairs alternating pairs (plus one warm-up each)"
 run_once io.containerd.runc.v2 warm-r >/dev/null
 run_once io.containerd.gensee.v2 warm-g >/dev/null
@@ -253,6 +268,7 @@ p34=$(./hack/bench-gate.sh 2>/dev/null || true)
 echo "$p34"
 quiet
 echo "P6: host run vs the bare command (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+machine
 p6=$(./hack/bench-host.sh 2>/dev/null || true)
 echo "$p6"
 
