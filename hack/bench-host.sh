@@ -10,6 +10,7 @@
 # Needs root and a built bin/gensee. Makes its own trust material and
 # workspace under /var/lib and removes them.
 set -euo pipefail
+export LC_ALL=C # awk and sort read and print its numbers with a dot, as bench.sh does
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "bench-host: run as root" >&2; exit 1; }
 # 100 pairs (about 4 s): with 40, the difference of the two medians moved

@@ -46,12 +46,13 @@
 # gensee CLI's start (gensee --version), medians of 50 each. On the VMs
 # the targets were set on, gensee --version took 4.6-5.1 ms (f383864,
 # measured otherwise); on a guest where a page fault and an exec cost
-# about three times as much (/bin/true 3.1-4.7 ms, gensee --version
-# 12.4-15.9 ms from bash), P6's host run, which pays them in each of its
-# processes, added 47-69 ms in three runs as the guest's speed drifted,
-# while P1's ratio fell to 0.828-0.831 in the same runs (runc.v2's path
+# about three times as much (/bin/true 3.0-4.7 ms, gensee --version
+# 11.6-15.9 ms from bash), P6's host run, which pays them in each of its
+# processes, added 47-69 ms in four runs as the guest's speed drifted,
+# while P1's ratio fell to 0.820-0.831 in the same runs (runc.v2's path
 # pays them in more processes than gensee's). Numbers here are C-locale
-# (LC_ALL=C below): awk and sort read and print them with a dot.
+# (LC_ALL=C below, and in bench-host.sh, which also runs alone): awk and
+# sort read and print them with a dot.
 # Profiling the shim: with a shim built by make build TAGS='grpcnotrace
 # gensee_profile' (the aid is not compiled in otherwise),
 # GENSEE_PROFILE=DIR in the daemon's environment (export
