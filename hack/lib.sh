@@ -151,3 +151,35 @@ gensee_analyzer_stop() {
 		GENSEE_ANALYZER_PID=
 	fi
 }
+
+# gensee_median: the median of the numbers on stdin, one a line (the
+# benches' figures; LC_ALL=C for dotted ones).
+gensee_median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+# gensee_spawn_us CMD...: the median wall time in microseconds, from
+# bash, of spawning CMD (fork, exec, wait), 50 runs, by bash's own clock
+# ($EPOCHREALTIME's digits: no date(1) to exec, whatever the decimal
+# separator). Prints "not timed" without bash 5's $EPOCHREALTIME, and
+# names a command that fails instead of timing it ("failed (exit N)").
+gensee_spawn_us() {
+	local i t0 ts=()
+	if [ -z "${EPOCHREALTIME:-}" ]; then
+		echo "not timed"
+		return
+	fi
+	for ((i = 0; i < 50; i++)); do
+		t0=${EPOCHREALTIME//[!0-9]/}
+		"$@" >/dev/null 2>&1 || { echo "failed (exit $?)"; return; }
+		ts+=($((${EPOCHREALTIME//[!0-9]/} - t0)))
+	done
+	printf '%s\n' "${ts[@]}" | gensee_median
+}
+
+# gensee_us_ms US: gensee_spawn_us's answer in milliseconds ("12.41 ms"),
+# or its words as they are.
+gensee_us_ms() {
+	case $1 in
+	*[!0-9.]* | "") echo "$1" ;;
+	*) awk -v u="$1" 'BEGIN{printf "%.2f ms", u / 1000}' ;;
+	esac
+}
