@@ -1,6 +1,8 @@
-# Shared by demo.sh and bench.sh: a private containerd with the gensee
-# runtime first on its PATH. Source it; call gensee_daemon_start DIR and
-# gensee_daemon_stop. Nothing here touches the host's own containerd.
+# Shared by the demo, the benches and the conformance and Kubernetes
+# scripts: a private containerd with the gensee runtime first on its PATH
+# (source it; call gensee_daemon_start DIR and gensee_daemon_stop), the
+# test image, trust material, the analyzer, and the benches' median and
+# spawn timer. Nothing here touches the host's own containerd.
 
 gensee_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 gensee_bin=$gensee_top/bin
@@ -153,18 +155,19 @@ gensee_analyzer_stop() {
 }
 
 # gensee_median: the median of the numbers on stdin, one a line (the
-# benches' figures; LC_ALL=C for dotted ones).
+# benches' figures; LC_ALL=C for dotted ones). awk prints a median that
+# is not a whole number with 6 significant digits.
 gensee_median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 # gensee_spawn_us CMD...: the median wall time in microseconds, from
 # bash, of spawning CMD (fork, exec, wait), 50 runs, by bash's own clock
 # ($EPOCHREALTIME's digits: no date(1) to exec, whatever the decimal
-# separator). Prints "not timed" without bash 5's $EPOCHREALTIME, and
+# separator). Says "not timed" without bash 5's $EPOCHREALTIME, and
 # names a command that fails instead of timing it ("failed (exit N)").
 gensee_spawn_us() {
 	local i t0 ts=()
 	if [ -z "${EPOCHREALTIME:-}" ]; then
-		echo "not timed"
+		echo "not timed (bash $BASH_VERSION has no EPOCHREALTIME; bash 5 has)"
 		return
 	fi
 	for ((i = 0; i < 50; i++)); do
