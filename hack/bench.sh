@@ -51,10 +51,12 @@
 # processes, added 47-69 ms in four runs as the guest's speed drifted,
 # while P1's ratio fell to 0.820-0.831 in the same runs (runc.v2's path
 # pays them in more processes than gensee's). P6's second line times
-# alone the three process starts a host run makes one after another
-# (gensee, then gensee-sandbox as its wrapper and as its stage): their sum
-# is about the least P6 can be on the machine, and on that guest it was
-# over P6's target by itself (32.9 ms: gensee 16.3, gensee-sandbox 8.3).
+# alone the chain of process starts a host run makes (gensee, then
+# gensee-sandbox as its wrapper and as its stage, each started by the one
+# before) and gives roughly what they take of its added time: on that
+# guest 29-35 ms, all of P6's 30 (gensee 16.3-20.5 ms, gensee-sandbox
+# 8.3-9.3 ms, less one bare spawn, /bin/true's 3.5-3.9 ms), where the
+# host run added 59.7-66.9 ms.
 # Numbers here are C-locale
 # (LC_ALL=C below, and in bench-host.sh, which also runs alone): awk and
 # sort read and print them with a dot.
@@ -176,6 +178,10 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); host netfilter: $
 # machine: the machine line (see the header), printed before P1 and again
 # before P6, the line it moves most.
 machine() {
+	if [ -z "${EPOCHREALTIME:-}" ]; then
+		echo "machine: $(gensee_spawn_us /bin/true)"
+		return
+	fi
 	echo "machine: spawn of /bin/true median $(gensee_us_ms "$(gensee_spawn_us /bin/true)"), gensee --version median $(gensee_us_ms "$(gensee_spawn_us gensee --version)") (50 runs each, from bash)"
 }
 machine
