@@ -54,9 +54,9 @@
 # alone the chain of process starts a host run makes (gensee, then
 # gensee-sandbox as its wrapper and as its stage, each started by the one
 # before) and gives roughly what they take of its added time: on that
-# guest 29-35 ms, all of P6's 30 (gensee 16.3-20.5 ms, gensee-sandbox
-# 8.3-9.3 ms, less one bare spawn, /bin/true's 3.5-3.9 ms), where the
-# host run added 59.7-66.9 ms.
+# guest 31.1-35.3 ms in two runs, more than P6's 30 (gensee 17.8-20.5
+# ms, gensee-sandbox 8.6-9.3 ms, less one bare spawn, /bin/true's 3.9
+# ms), where the host run added 66.9-67.5 ms.
 # Numbers here are C-locale
 # (LC_ALL=C below, and in bench-host.sh, which also runs alone): awk and
 # sort read and print them with a dot.
