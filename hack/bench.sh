@@ -41,25 +41,25 @@
 # node with a firewall, kube-proxy or a CNI's rules they are on already.
 # The header says which (the host namespace's table count).
 # The machine moves the lines in milliseconds, P6 most, more than the
-# ratios: the "machine:" line, printed before P1 and again before P6,
-# times from bash the spawn (fork, exec, wait) of /bin/true and of the
-# gensee CLI's start (gensee --version), medians of 50 each. On the VMs
-# the targets were set on, gensee --version took 4.6-5.1 ms (f383864,
-# measured otherwise); on a guest where a page fault and an exec cost
-# about three times as much (/bin/true 3.0-4.7 ms, gensee --version
-# 11.6-15.9 ms from bash), P6's host run, which pays them in each of its
-# processes, added 47-69 ms in four runs as the guest's speed drifted,
-# while P1's ratio fell to 0.820-0.831 in the same runs (runc.v2's path
-# pays them in more processes than gensee's). P6's second line times
-# alone the chain of process starts a host run makes (gensee, then
-# gensee-sandbox as its wrapper and as its stage, each started by the one
-# before) and gives roughly what they take of its added time: on that
-# guest 31.1-35.3 ms in two runs, more than P6's 30 (gensee 17.8-20.5
-# ms, gensee-sandbox 8.6-9.3 ms, less one bare spawn, /bin/true's 3.9
-# ms), where the host run added 66.9-67.5 ms.
-# Numbers here are C-locale
-# (LC_ALL=C below, and in bench-host.sh, which also runs alone): awk and
-# sort read and print them with a dot.
+# ratios: the "machine:" line, printed before P1, times from bash the
+# spawn (fork, exec, wait) of /bin/true and of the gensee CLI's start
+# (gensee --version), medians of 50 each. On the VMs the targets were
+# set on, gensee --version took 4.6-5.1 ms (f383864, measured
+# otherwise); on a guest where a page fault and an exec cost about three
+# times as much (/bin/true 3.0-4.7 ms, gensee --version 11.6-15.9 ms
+# from bash), P6's host run, which pays them in each of its processes,
+# added 47-69 ms in four runs as the guest's speed drifted, while P1's
+# ratio fell to 0.820-0.831 in the same runs (runc.v2's path pays them
+# in more processes than gensee's). P6's second line times the same
+# spawns again, beside P6, with gensee-sandbox's: the chain of process
+# starts a host run makes (gensee, then gensee-sandbox as its wrapper
+# and as its stage, each started by the one before) and gives roughly
+# what they take of its added time: on that guest 31.1-35.3 ms in two
+# runs, more than P6's 30 (gensee 17.8-20.5 ms, gensee-sandbox 8.6-9.3
+# ms, less one bare spawn, /bin/true's 3.9 ms), where the host run added
+# 66.9-67.5 ms. Numbers here are C-locale (LC_ALL=C below, and in
+# bench-host.sh, which also runs alone): awk and sort read and print
+# them with a dot.
 # Profiling the shim: with a shim built by make build TAGS='grpcnotrace
 # gensee_profile' (the aid is not compiled in otherwise),
 # GENSEE_PROFILE=DIR in the daemon's environment (export
@@ -175,8 +175,8 @@ quiet() {
 }
 quiet
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); host netfilter: $(nft list tables 2>/dev/null | wc -l) tables in the host namespace"
-# machine: the machine line (see the header), printed before P1 and again
-# before P6, the line it moves most.
+# machine: the machine line (see the header), printed before P1; P6's
+# second line (bench-host.sh) times the same spawns beside P6.
 machine() {
 	if [ -z "${EPOCHREALTIME:-}" ]; then
 		echo "machine: $(gensee_spawn_us /bin/true)"
@@ -262,7 +262,6 @@ p34=$(./hack/bench-gate.sh 2>/dev/null || true)
 echo "$p34"
 quiet
 echo "P6: host run vs the bare command (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-machine
 p6=$(./hack/bench-host.sh 2>/dev/null || true)
 echo "$p6"
 
